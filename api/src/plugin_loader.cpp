@@ -1,0 +1,250 @@
+// Plugin discovery and loading (architecture.md, ABI rules 5-7).
+#include "plugin_loader.hpp"
+
+#include <boost/dll/shared_library.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#ifndef OCTET_BACKENDS_SUBDIR
+#error "OCTET_BACKENDS_SUBDIR must be defined (the build sets it to octet/backends)"
+#endif
+
+namespace octet::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFilePrefix = "liboctet_backend_";
+constexpr const char* kFileSuffix = ".so";
+constexpr const char* kPathVariable = "OCTET_BACKEND_PATH";
+
+// Every field the host reads before deciding anything must lie inside the
+// plugin's table: up to and including context_destroy (the last required
+// entry). Later fields are read only when struct_size covers them.
+constexpr std::size_t kRequiredTableSize =
+    offsetof(octet_backend_api, context_destroy) + sizeof(octet_backend_api::context_destroy);
+constexpr std::size_t kVersionFieldsSize =
+    offsetof(octet_backend_api, abi_minor) + sizeof(octet_backend_api::abi_minor);
+
+bool has_affixes(const std::string& name, const std::string& prefix,
+                 const std::string& suffix) {
+  return name.size() > prefix.size() + suffix.size() &&
+         name.compare(0, prefix.size(), prefix) == 0 &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_valid_backend_name(const char* name) {
+  if (name == nullptr || *name == '\0') return false;
+  for (const char* c = name; *c != '\0'; ++c) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Absolute, lexically normal, without a trailing separator, so that the
+// paths reported for plugins are stable and comparable.
+fs::path tidy_absolute(const fs::path& path) {
+  std::error_code ec;
+  fs::path result = fs::absolute(path, ec);
+  if (ec) result = path;
+  result = result.lexically_normal();
+  if (!result.has_filename() && result.has_parent_path() && result != result.root_path()) {
+    result = result.parent_path();
+  }
+  return result;
+}
+
+template <typename... Parts>
+std::string sentence(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+// Validates the table a plugin answered with; an empty string means valid.
+std::string table_problem(const octet_backend_api* api) {
+  if (api == nullptr) {
+    return "its entry octet_backend_entry returned success but a NULL table";
+  }
+  if (api->struct_size < kVersionFieldsSize) {
+    return sentence("its table struct_size ", api->struct_size,
+                    " is too small to hold the ABI version (at least ", kVersionFieldsSize,
+                    " bytes)");
+  }
+  if (api->abi_major != OCTET_PLUGIN_ABI_MAJOR) {
+    return sentence("its table abi_major ", api->abi_major,
+                    " differs from the host's plugin ABI major ", OCTET_PLUGIN_ABI_MAJOR);
+  }
+  if (api->struct_size < kRequiredTableSize) {
+    return sentence("its table struct_size ", api->struct_size,
+                    " is too small: at least ", kRequiredTableSize,
+                    " bytes are required (up to and including context_destroy)");
+  }
+  if (api->initialize == nullptr) return "its table is missing the required entry initialize";
+  if (api->context_create == nullptr) {
+    return "its table is missing the required entry context_create";
+  }
+  if (api->context_destroy == nullptr) {
+    return "its table is missing the required entry context_destroy";
+  }
+  if (!is_valid_backend_name(api->name)) {
+    return sentence("its table has an invalid backend name \"",
+                    api->name == nullptr ? "(null)" : api->name,
+                    "\" (must match [a-z0-9_]+)");
+  }
+  if (api->version == nullptr) return "its table has a NULL version string";
+  return {};
+}
+
+std::optional<LoadedPlugin> load_or_explain(const std::string& requested, std::string* reason) {
+  auto fail = [&](const std::string& path, const std::string& problem) {
+    if (reason != nullptr) *reason = sentence("plugin ", path, ": ", problem);
+    return std::nullopt;
+  };
+  if (requested.empty()) return fail("\"\"", "the path is empty");
+
+  const fs::path path = tidy_absolute(requested);
+  const std::string shown = path.string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return fail(shown, "no such file");
+  if (!fs::is_regular_file(path, ec)) return fail(shown, "not a regular file");
+
+  auto library = std::make_shared<boost::dll::shared_library>();
+  boost::dll::fs::error_code load_error;
+  // rtld_local: a plugin's symbols never satisfy another plugin's references.
+  // rtld_now: unresolved symbols fail here, not in the middle of a kernel.
+  library->load(path, boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now,
+                load_error);
+  if (load_error || !library->is_loaded()) {
+    const char* dl_message = dlerror();
+    return fail(shown, sentence("not a loadable shared library (",
+                                dl_message != nullptr ? dl_message : load_error.message(),
+                                ")"));
+  }
+  if (!library->has(OCTET_BACKEND_ENTRY_SYMBOL)) {
+    return fail(shown, "symbol " OCTET_BACKEND_ENTRY_SYMBOL " missing");
+  }
+  auto& entry = library->get<std::remove_pointer_t<octet_backend_entry_fn>>(
+      OCTET_BACKEND_ENTRY_SYMBOL);
+
+  const octet_backend_api* api = nullptr;
+  int32_t status = OCTET_STATUS_INTERNAL;
+  try {
+    status = entry(OCTET_PLUGIN_ABI_MAJOR, OCTET_PLUGIN_ABI_MINOR, &api);
+  } catch (...) {
+    return fail(shown, "its entry octet_backend_entry threw a C++ exception");
+  }
+  if (status != OCTET_STATUS_SUCCESS) {
+    return fail(shown, sentence("refused host plugin ABI ", OCTET_PLUGIN_ABI_MAJOR, ".",
+                                OCTET_PLUGIN_ABI_MINOR, " (", octet_status_name(status), ")"));
+  }
+  const std::string problem = table_problem(api);
+  if (!problem.empty()) return fail(shown, problem);
+
+  return LoadedPlugin{std::shared_ptr<void>(std::move(library)), api, shown};
+}
+
+fs::path directory_of_core_library() {
+  Dl_info info{};
+  // Any function of this library gives its file: liboctet in production, the
+  // test executable when the loader is compiled into a test.
+  if (dladdr(reinterpret_cast<void*>(&plugin_search_directories), &info) == 0 ||
+      info.dli_fname == nullptr || *info.dli_fname == '\0') {
+    return {};
+  }
+  std::error_code ec;
+  fs::path file = fs::canonical(info.dli_fname, ec);
+  if (ec) file = tidy_absolute(info.dli_fname);
+  return file.parent_path();
+}
+
+void append_if_new_directory(std::vector<std::string>* out, const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const std::string& known : *out) {
+    std::error_code same_ec;
+    if (fs::equivalent(known, dir, same_ec)) return;
+  }
+  out->push_back(dir.string());
+}
+
+}  // namespace
+
+std::optional<LoadedPlugin> load_plugin(const std::string& path, std::string* reason) {
+  try {
+    return load_or_explain(path, reason);
+  } catch (const std::exception& e) {
+    if (reason != nullptr) {
+      try {
+        *reason = sentence("plugin ", path, ": could not be loaded (", e.what(), ")");
+      } catch (...) {
+      }
+    }
+  } catch (...) {
+    if (reason != nullptr) {
+      try {
+        *reason = sentence("plugin ", path, ": could not be loaded (unknown error)");
+      } catch (...) {
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> plugin_search_directories() {
+  std::vector<std::string> dirs;
+  try {
+    if (const char* value = secure_getenv(kPathVariable)) {
+      std::string list(value);
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        std::size_t end = list.find(':', start);
+        if (end == std::string::npos) end = list.size();
+        const std::string entry = list.substr(start, end - start);
+        // An empty entry means nothing here: unlike PATH it never means ".".
+        if (!entry.empty()) append_if_new_directory(&dirs, tidy_absolute(entry));
+        start = end + 1;
+      }
+    }
+    const fs::path core_dir = directory_of_core_library();
+    if (!core_dir.empty()) append_if_new_directory(&dirs, core_dir / OCTET_BACKENDS_SUBDIR);
+  } catch (...) {
+    // Discovery is best effort: whatever was found before the failure stays.
+  }
+  return dirs;
+}
+
+std::vector<std::string> plugin_files_in(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> found;  // (file name, full path)
+  try {
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    const fs::directory_iterator end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!has_affixes(name, kFilePrefix, kFileSuffix)) continue;
+      std::error_code type_ec;
+      if (!it->is_regular_file(type_ec)) continue;  // follows symlinks
+      found.emplace_back(name, (fs::path(dir) / name).string());
+    }
+    std::sort(found.begin(), found.end());
+  } catch (...) {
+    found.clear();
+  }
+  std::vector<std::string> paths;
+  paths.reserve(found.size());
+  for (auto& entry : found) paths.push_back(std::move(entry.second));
+  return paths;
+}
+
+}  // namespace octet::core
