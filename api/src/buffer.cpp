@@ -1,0 +1,85 @@
+#include "buffer.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "error.hpp"
+
+namespace octet::core {
+
+Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes) : ctx_(std::move(ctx)), bytes_(bytes) {
+  size_t alignment = ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t)
+                                                                       : size_t(ctx_->caps.alignment);
+  size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+  const octet_backend_api& api = ctx_->api();
+  if (api.mem_alloc != nullptr) {
+    void* p = nullptr;
+    call_backend(*ctx_, "mem_alloc", [&] { return api.mem_alloc(ctx_->handle, rounded, &p); });
+    if (p == nullptr) fail(OCTET_STATUS_BACKEND_ERROR, "backend '", ctx_->backend->name, "' mem_alloc returned NULL");
+    data_ = p;
+  } else {
+    if (!ctx_->host_memory())
+      fail(OCTET_STATUS_INTERNAL, "device backend '", ctx_->backend->name, "' has no mem_alloc");
+    data_ = std::aligned_alloc(alignment, rounded);
+    if (data_ == nullptr)
+      fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of host memory");
+  }
+  owned_ = true;
+}
+
+Buffer Buffer::wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes) {
+  Buffer b;
+  b.ctx_ = std::move(ctx);
+  b.data_ = data;
+  b.bytes_ = bytes;
+  b.owned_ = false;
+  return b;
+}
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    ctx_ = std::move(other.ctx_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    owned_ = std::exchange(other.owned_, false);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() noexcept {
+  if (data_ != nullptr && owned_) {
+    const octet_backend_api& api = ctx_->api();
+    if (api.mem_free != nullptr)
+      api.mem_free(ctx_->handle, data_);
+    else
+      std::free(data_);
+  }
+  data_ = nullptr;
+  owned_ = false;
+}
+
+void Buffer::copy_from_host(const void* src, size_t bytes, size_t offset) {
+  char* dst = static_cast<char*>(data_) + offset;
+  const octet_backend_api& api = ctx_->api();
+  if (api.copy_from_host != nullptr)
+    call_backend(*ctx_, "copy_from_host", [&] { return api.copy_from_host(ctx_->handle, dst, src, bytes); });
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+void Buffer::copy_to_host(void* dst, size_t bytes, size_t offset) const {
+  const char* src = static_cast<const char*>(data_) + offset;
+  const octet_backend_api& api = ctx_->api();
+  if (api.copy_to_host != nullptr)
+    call_backend(*ctx_, "copy_to_host", [&] { return api.copy_to_host(ctx_->handle, dst, src, bytes); });
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+}  // namespace octet::core

@@ -1,0 +1,42 @@
+// Memory in a context's backend: allocated by the backend, or aligned host
+// memory when a host backend leaves allocation to the core.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "context.hpp"
+
+namespace octet::core {
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // Allocates `bytes` (at least one alignment unit) in the context's memory.
+  Buffer(std::shared_ptr<ContextState> ctx, size_t bytes);
+  // Refers to caller memory without owning it.
+  static Buffer wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes);
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  bool owned() const { return owned_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+  void copy_from_host(const void* src, size_t bytes, size_t offset = 0);
+  void copy_to_host(void* dst, size_t bytes, size_t offset = 0) const;
+
+ private:
+  void release() noexcept;
+
+  std::shared_ptr<ContextState> ctx_;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  bool owned_ = false;
+};
+
+}  // namespace octet::core

@@ -1,0 +1,112 @@
+#include "context.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "backend_info.hpp"
+#include "error.hpp"
+
+namespace octet::core {
+
+ContextState::~ContextState() {
+  if (handle != nullptr && backend->api->context_destroy != nullptr) backend->api->context_destroy(handle);
+}
+
+void require_entry(const ContextState& ctx, bool present, const char* name) {
+  if (!present)
+    fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not provide the entry point '",
+         name, "'");
+}
+
+namespace {
+
+// A profile only takes capabilities away, so it never promises what the
+// backend cannot do.
+octet_backend_caps apply_profile(const Backend& backend, int32_t profile) {
+  octet_backend_caps caps = backend.caps;
+  switch (profile) {
+    case OCTET_PROFILE_NATIVE:
+      break;
+    case OCTET_PROFILE_HOPPER_LIKE:
+      if (!(caps.fp8_gemm_layouts & OCTET_GEMM_LAYOUT_TN))
+        fail(OCTET_STATUS_UNSUPPORTED, "backend '", backend.name,
+             "' cannot present the hopper-like profile: it does not run the TN FP8 GEMM layout");
+      caps.native_columnwise = 0;
+      caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_TN;
+      break;
+    case OCTET_PROFILE_BLACKWELL_LIKE:
+      if (!caps.native_columnwise || (caps.fp8_gemm_layouts & OCTET_GEMM_LAYOUT_ALL) != OCTET_GEMM_LAYOUT_ALL)
+        fail(OCTET_STATUS_UNSUPPORTED, "backend '", backend.name,
+             "' cannot present the blackwell-like profile: it lacks native columnwise access or an FP8 "
+             "GEMM layout");
+      break;
+    default:
+      fail(OCTET_STATUS_INVALID_ARGUMENT, "options->capability_profile (", profile,
+           ") must be OCTET_PROFILE_NATIVE, OCTET_PROFILE_HOPPER_LIKE or OCTET_PROFILE_BLACKWELL_LIKE");
+  }
+  return caps;
+}
+
+octet_context_options read_options(const octet_context_options* options) {
+  octet_context_options o{};
+  o.struct_size = sizeof(o);
+  if (options == nullptr) return o;
+  require_struct(options, options->struct_size, "options");
+  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
+              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
+  return o;
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" {
+
+OCTET_API octet_status octet_context_create(const octet_context_options* options, octet_context** context) {
+  return guarded("octet_context_create", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    octet_context_options o = read_options(options);
+    std::string requested = o.backend != nullptr ? o.backend : "auto";
+    std::shared_ptr<const Backend> backend =
+        requested == "auto" ? Registry::instance().best_available() : Registry::instance().find(requested);
+    if (backend == nullptr) {
+      std::string names;
+      for (const auto& b : Registry::instance().backends()) names += (names.empty() ? "" : ", ") + b->name;
+      fail(OCTET_STATUS_NOT_FOUND, "options->backend '", requested, "' is not a registered backend (registered: ",
+           names, ")");
+    }
+    if (!backend->available)
+      fail(OCTET_STATUS_UNAVAILABLE, "backend '", backend->name, "' is unavailable: ", backend->unavailable_reason);
+
+    auto state = std::make_shared<ContextState>();
+    state->backend = backend;
+    state->profile = o.capability_profile;
+    state->caps = apply_profile(*backend, o.capability_profile);
+    clear_backend_message();
+    check_backend_status(*backend, "context_create", backend->api->context_create(o.stream, &state->handle));
+    *context = new octet_context{std::move(state)};
+  });
+}
+
+OCTET_API void octet_context_destroy(octet_context* context) { delete context; }
+
+OCTET_API octet_status octet_context_get_info(const octet_context* context, octet_backend_info* info) {
+  return guarded("octet_context_get_info", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    require_struct(info, info ? info->struct_size : 0, "info");
+    fill_backend_info(*context->state->backend, context->state->caps, info);
+  });
+}
+
+OCTET_API octet_status octet_context_synchronize(octet_context* context) {
+  return guarded("octet_context_synchronize", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    const ContextState& ctx = *context->state;
+    if (ctx.api().synchronize == nullptr) return;  // a synchronous backend
+    call_backend(ctx, "synchronize", [&] { return ctx.api().synchronize(ctx.handle); });
+  });
+}
+
+}  // extern "C"

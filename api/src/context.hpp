@@ -1,0 +1,46 @@
+// A context: one backend context plus the capabilities in effect for it
+// (the backend's, narrowed by the capability profile).
+#pragma once
+
+#include <octet/octet.h>
+#include <octet/octet_backend.h>
+
+#include <memory>
+
+#include "registry.hpp"
+
+namespace octet::core {
+
+struct ContextState {
+  std::shared_ptr<const Backend> backend;
+  octet_backend_context* handle = nullptr;
+  octet_backend_caps caps{};  // in effect after the profile
+  int32_t profile = OCTET_PROFILE_NATIVE;
+
+  ContextState() = default;
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
+  ~ContextState();
+
+  const octet_backend_api& api() const { return *backend->api; }
+  bool host_memory() const { return caps.memory_kind == OCTET_MEMORY_HOST; }
+};
+
+// Fails with UNSUPPORTED naming `entry` when the backend does not provide it.
+void require_entry(const ContextState& ctx, bool present, const char* name);
+
+// Runs one backend entry point; a non-zero status becomes a Failure with the
+// message the backend reported.
+template <typename Call>
+void call_backend(const ContextState& ctx, const char* entry, Call&& call) {
+  clear_backend_message();
+  check_backend_status(*ctx.backend, entry, call());
+}
+
+}  // namespace octet::core
+
+// The handle users hold. Tensors share `state`, so it lives as long as any
+// of them.
+struct octet_context {
+  std::shared_ptr<octet::core::ContextState> state;
+};

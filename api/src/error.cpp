@@ -1,0 +1,22 @@
+#include "error.hpp"
+
+namespace octet::core {
+namespace {
+thread_local std::string last_error_message;
+}
+
+void set_last_error(octet_status, const std::string& message) {
+  try {
+    last_error_message = message;
+  } catch (...) {
+    // Keep whatever was there: reporting must never throw.
+  }
+}
+
+void clear_last_error() { last_error_message.clear(); }
+
+}  // namespace octet::core
+
+extern "C" OCTET_API const char* octet_last_error_message(void) {
+  return octet::core::last_error_message.c_str();
+}

@@ -1,0 +1,69 @@
+// Status + thread-local message plumbing shared by every C entry point.
+#pragma once
+
+#include <octet/octet.h>
+
+#include <exception>
+#include <new>
+#include <sstream>
+#include <string>
+#include <utility>
+
+namespace octet::core {
+
+// Carries a status and a message from deep inside the core to the C boundary.
+class Failure : public std::exception {
+ public:
+  Failure(octet_status status, std::string message)
+      : status_(status), message_(std::move(message)) {}
+  octet_status status() const noexcept { return status_; }
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  octet_status status_;
+  std::string message_;
+};
+
+void set_last_error(octet_status status, const std::string& message);
+void clear_last_error();
+
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+template <typename... Parts>
+[[noreturn]] void fail(octet_status status, const Parts&... parts) {
+  throw Failure(status, concat(parts...));
+}
+
+template <typename... Parts>
+void require(bool condition, const Parts&... parts) {
+  if (!condition) fail(OCTET_STATUS_INVALID_ARGUMENT, parts...);
+}
+
+// Runs the body of a C entry point: exceptions become a status plus message.
+// Success leaves the message alone: it always describes the last failure.
+template <typename Body>
+octet_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    body();
+    return OCTET_STATUS_SUCCESS;
+  } catch (const Failure& failure) {
+    set_last_error(failure.status(), concat(function, ": ", failure.what()));
+    return failure.status();
+  } catch (const std::bad_alloc&) {
+    set_last_error(OCTET_STATUS_OUT_OF_MEMORY, concat(function, ": out of host memory"));
+    return OCTET_STATUS_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(OCTET_STATUS_INTERNAL, concat(function, ": internal error: ", e.what()));
+    return OCTET_STATUS_INTERNAL;
+  } catch (...) {
+    set_last_error(OCTET_STATUS_INTERNAL, concat(function, ": internal error"));
+    return OCTET_STATUS_INTERNAL;
+  }
+}
+
+}  // namespace octet::core

@@ -1,0 +1,176 @@
+// Element-wise operations: convert, amax, quantize, dequantize. The core
+// checks arguments and decides which copies to produce; the backend computes.
+#include <octet/octet.h>
+
+#include <cstring>
+
+#include "backend_info.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "tensor.hpp"
+
+namespace octet::core {
+namespace {
+
+void require_same_shape(const TensorState& a, const char* a_name, const TensorState& b, const char* b_name) {
+  bool same = a.ndim == b.ndim && std::memcmp(a.shape, b.shape, sizeof(int64_t) * size_t(a.ndim)) == 0;
+  if (!same) {
+    std::string sa, sb;
+    for (int i = 0; i < a.ndim; ++i) sa += (i ? "x" : "") + std::to_string(a.shape[i]);
+    for (int i = 0; i < b.ndim; ++i) sb += (i ? "x" : "") + std::to_string(b.shape[i]);
+    fail(OCTET_STATUS_INVALID_ARGUMENT, "tensor '", a_name, "' has shape ", sa, " but '", b_name, "' has shape ", sb,
+         "; they must match");
+  }
+}
+
+void require_high_precision(const TensorState& t, const char* name) {
+  require(is_high_precision(t.dtype) && !t.quantized(), "tensor '", name, "' must be a plain FP32, BF16 or FP16 tensor (it is ",
+          dtype_name(t.dtype), ")");
+}
+
+const ContextState& context_arg(const octet_context* context) {
+  require(context != nullptr, "argument 'context' is NULL");
+  return *context->state;
+}
+
+octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
+  octet_quantize_options o{};
+  o.struct_size = sizeof(o);
+  o.saturate = 1;
+  if (options == nullptr) return o;
+  require_struct(options, options->struct_size, "options");
+  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
+              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
+  return o;
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" {
+
+OCTET_API octet_status octet_convert(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                     int32_t saturate) {
+  return guarded("octet_convert", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require_same_shape(in, "input", out, "output");
+    require(bool(in.data), "tensor 'input' has no rowwise data to convert");
+    require(bool(out.data), "tensor 'output' has no rowwise data to write");
+    require_entry(ctx, ctx.api().convert != nullptr, "convert");
+    octet_matrix_view src = in.rowwise_view(), dst = out.rowwise_view();
+    call_backend(ctx, "convert", [&] { return ctx.api().convert(ctx.handle, &src, &dst, saturate != 0); });
+  });
+}
+
+OCTET_API octet_status octet_amax(octet_context* context, const octet_tensor* input, float* amax) {
+  return guarded("octet_amax", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    require(amax != nullptr, "argument 'amax' is NULL");
+    require_high_precision(in, "input");
+    require_entry(ctx, ctx.api().amax != nullptr, "amax");
+    Buffer result(context->state, sizeof(float));
+    octet_matrix_view view = in.rowwise_view();
+    call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
+    float value = 0.0f;
+    result.copy_to_host(&value, sizeof(value));
+    *amax = value;
+  });
+}
+
+OCTET_API octet_status octet_quantize(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                      const octet_quantize_options* options) {
+  return guarded("octet_quantize", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    octet_quantize_options o = read_quantize_options(options);
+    require_high_precision(in, "input");
+    require(out.quantized(), "tensor 'output' must be a quantized tensor (E4M3/E5M2 created with usages != 0)");
+    require_same_shape(in, "input", out, "output");
+    uint32_t usages = o.usages == 0 ? out.usages : o.usages;
+    require((usages & ~out.usages) == 0, "options->usages (", o.usages,
+            ") asks for a usage tensor 'output' was not created with (", out.usages, ")");
+    require_entry(ctx, ctx.api().quantize != nullptr, "quantize");
+
+    bool native = ctx.caps.native_columnwise != 0;
+    bool write_rowwise = (usages & OCTET_USAGE_ROWWISE) || ((usages & OCTET_USAGE_COLUMNWISE) && native);
+    bool write_transposed = (usages & OCTET_USAGE_COLUMNWISE) && bool(out.columnwise);
+    bool fused = ctx.caps.fused_cast_transpose != 0;
+    if (write_transposed && !fused)
+      require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+
+    octet_quantize_args args{};
+    args.struct_size = sizeof(args);
+    args.input = in.rowwise_view();
+    args.out_dtype = out.dtype;
+    args.saturate = o.saturate != 0;
+    args.scale = out.scalar(kScale);
+    args.scale_inv_out = out.scalar(kScaleInv);
+    args.amax_out = out.scalar(kAmax);
+    if (fused || !write_transposed) {
+      args.rowwise_out = write_rowwise ? static_cast<uint8_t*>(out.data.data()) : nullptr;
+      args.columnwise_out = write_transposed ? static_cast<uint8_t*>(out.columnwise.data()) : nullptr;
+      call_backend(ctx, "quantize", [&] { return ctx.api().quantize(ctx.handle, &args); });
+      return;
+    }
+    // No fused cast+transpose: quantize rowwise, then transpose the codes.
+    Buffer scratch;
+    uint8_t* rowwise = static_cast<uint8_t*>(out.data.data());
+    if (!write_rowwise || rowwise == nullptr) {
+      scratch = Buffer(context->state, size_t(out.numel()));
+      rowwise = static_cast<uint8_t*>(scratch.data());
+    }
+    args.rowwise_out = rowwise;
+    call_backend(ctx, "quantize", [&] { return ctx.api().quantize(ctx.handle, &args); });
+    octet_matrix_view src{rowwise, out.dtype, 0, out.rows, out.cols, out.cols};
+    octet_matrix_view dst = out.columnwise_view();
+    call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &src, &dst); });
+  });
+}
+
+OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tensor* input, octet_tensor* output) {
+  return guarded("octet_dequantize", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require(is_fp8(in.dtype), "tensor 'input' must be E4M3 or E5M2 (it is ", dtype_name(in.dtype), ")");
+    require_high_precision(out, "output");
+    require_same_shape(in, "input", out, "output");
+    require_entry(ctx, ctx.api().dequantize != nullptr, "dequantize");
+
+    Buffer unit_scale;
+    const float* scale_inv = nullptr;
+    if (in.quantized()) {
+      scale_inv = in.scalar(kScaleInv);
+    } else {
+      unit_scale = Buffer(context->state, sizeof(float));
+      const float one = 1.0f;
+      unit_scale.copy_from_host(&one, sizeof(one));
+      scale_inv = static_cast<const float*>(unit_scale.data());
+    }
+    octet_dequantize_args args{};
+    args.struct_size = sizeof(args);
+    args.scale_inv = scale_inv;
+    if (in.data) {
+      args.input = in.rowwise_view();
+      args.output = out.rowwise_view();
+      call_backend(ctx, "dequantize", [&] { return ctx.api().dequantize(ctx.handle, &args); });
+      return;
+    }
+    // Only the transposed copy exists: dequantize it, then transpose back.
+    require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+    Buffer scratch(context->state, size_t(out.numel()) * out.element_bytes());
+    args.input = in.columnwise_view();
+    args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
+    call_backend(ctx, "dequantize", [&] { return ctx.api().dequantize(ctx.handle, &args); });
+    octet_matrix_view dst = out.rowwise_view();
+    call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &args.output, &dst); });
+  });
+}
+
+}  // extern "C"

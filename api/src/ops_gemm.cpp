@@ -1,0 +1,158 @@
+// GEMM: the core picks, for each FP8 operand, the stored copy and transpose
+// flag that the backend's declared layouts can run (numerics.md section 6),
+// transposing into a workspace only when no stored copy fits.
+#include <octet/octet.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backend_info.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "tensor.hpp"
+
+namespace octet::core {
+namespace {
+
+struct Operand {
+  octet_matrix_view view;
+  int32_t trans;
+};
+
+uint32_t layout_of(int32_t trans_a, int32_t trans_b) {
+  if (!trans_a) return trans_b ? OCTET_GEMM_LAYOUT_NN : OCTET_GEMM_LAYOUT_TN;
+  return trans_b ? OCTET_GEMM_LAYOUT_NT : OCTET_GEMM_LAYOUT_TT;
+}
+
+// The ways an operand can be presented, best first. Reading the rowwise copy
+// transposed is the native columnwise access; the transposed copy read with
+// the flag flipped is the Hopper-class way.
+std::vector<Operand> candidates(const TensorState& t, int32_t trans, bool native_columnwise) {
+  std::vector<Operand> out;
+  out.reserve(2);
+  auto add_rowwise = [&] {
+    if (t.data) out.push_back({t.rowwise_view(), trans});
+  };
+  auto add_transposed = [&] {
+    if (t.columnwise) out.push_back({t.columnwise_view(), trans ? 0 : 1});
+  };
+  if (!trans || native_columnwise) {
+    add_rowwise();
+    add_transposed();
+  } else {
+    add_transposed();
+    add_rowwise();
+  }
+  return out;
+}
+
+octet_gemm_options read_gemm_options(const octet_gemm_options* options) {
+  octet_gemm_options o{};
+  o.struct_size = sizeof(o);
+  o.alpha = 1.0f;
+  if (options == nullptr) return o;
+  require_struct(options, options->struct_size, "options");
+  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
+              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
+  return o;
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a, const octet_tensor* b,
+                                             octet_tensor* d, const octet_gemm_options* options) {
+  return guarded("octet_gemm", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    const ContextState& ctx = *context->state;
+    const TensorState& ta = tensor_arg(a, ctx, "a");
+    const TensorState& tb = tensor_arg(b, ctx, "b");
+    TensorState& td = tensor_arg(d, ctx, "d");
+    octet_gemm_options o = read_gemm_options(options);
+    require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
+    require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
+    require(o.epilogue == OCTET_EPILOGUE_NONE || o.epilogue == OCTET_EPILOGUE_GELU, "options->epilogue (",
+            o.epilogue, ") must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+
+    bool fp8 = is_fp8(ta.dtype) && is_fp8(tb.dtype);
+    bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
+    require(fp8 || high, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
+            ") must both be FP8 (E4M3/E5M2) or both FP32/BF16/FP16");
+    if (is_fp8(td.dtype))
+      fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
+           ": FP8 GEMM output is not offered by this version; use FP32, BF16 or FP16");
+    require(is_high_precision(td.dtype) && !td.quantized(), "tensor 'd' must be a plain FP32, BF16 or FP16 tensor");
+
+    const int64_t m = o.trans_a ? ta.cols : ta.rows;
+    const int64_t k = o.trans_a ? ta.rows : ta.cols;
+    const int64_t n = o.trans_b ? tb.cols : tb.rows;
+    const int64_t kb = o.trans_b ? tb.rows : tb.cols;
+    require(k == kb, "inner dimensions differ: 'a' gives K = ", k, " (trans_a = ", o.trans_a, "), 'b' gives K = ", kb,
+            " (trans_b = ", o.trans_b, ")");
+    require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
+
+    octet_gemm_args args{};
+    args.struct_size = sizeof(args);
+    args.m = m;
+    args.n = n;
+    args.k = k;
+    args.alpha = o.alpha;
+    args.beta = o.beta;
+    args.epilogue = o.epilogue;
+    args.d = td.rowwise_view();
+    if (o.bias != nullptr) {
+      const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
+      require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
+      require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
+      args.bias = octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
+    }
+    if (fp8) {
+      require((ctx.caps.dtypes & OCTET_DTYPE_BIT(ta.dtype)) && (ctx.caps.dtypes & OCTET_DTYPE_BIT(tb.dtype)),
+              "backend '", ctx.backend->name, "' does not declare the FP8 dtypes of 'a' and 'b'");
+      args.a_scale_inv = ta.quantized() ? ta.scalar(kScaleInv) : nullptr;
+      args.b_scale_inv = tb.quantized() ? tb.scalar(kScaleInv) : nullptr;
+    }
+    require_entry(ctx, ctx.api().gemm != nullptr, "gemm");
+
+    const bool native = ctx.caps.native_columnwise != 0;
+    std::vector<Operand> a_options = candidates(ta, o.trans_a, native);
+    std::vector<Operand> b_options = candidates(tb, o.trans_b, native);
+    require(!a_options.empty() && !b_options.empty(), "an operand has no stored data");
+    const uint32_t layouts = fp8 ? ctx.caps.fp8_gemm_layouts : uint32_t(OCTET_GEMM_LAYOUT_ALL);
+    bool chosen = false;
+    for (const Operand& oa : a_options) {
+      for (const Operand& ob : b_options) {
+        if (!chosen && (layouts & layout_of(oa.trans, ob.trans))) {
+          args.a = oa.view;
+          args.trans_a = oa.trans;
+          args.b = ob.view;
+          args.trans_b = ob.trans;
+          chosen = true;
+        }
+      }
+    }
+    // No stored copy fits: make K-contiguous copies (the TN layout) here.
+    Buffer a_workspace, b_workspace;
+    if (!chosen) {
+      if (!(layouts & OCTET_GEMM_LAYOUT_TN))
+        fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' declares no usable FP8 GEMM layout");
+      require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+      auto k_contiguous = [&](const Operand& op, Buffer& workspace) {
+        if (!op.trans) return op;
+        workspace = Buffer(context->state, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype));
+        octet_matrix_view t{workspace.data(), op.view.dtype, 0, op.view.cols, op.view.rows, op.view.rows};
+        call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
+        return Operand{t, 0};
+      };
+      Operand oa = k_contiguous(a_options.front(), a_workspace);
+      Operand ob = k_contiguous(b_options.front(), b_workspace);
+      args.a = oa.view;
+      args.trans_a = 0;
+      args.b = ob.view;
+      args.trans_b = 0;
+    }
+    call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+  });
+}

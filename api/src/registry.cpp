@@ -1,0 +1,226 @@
+#include "registry.hpp"
+
+#include <octet_reference/reference_backend.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <utility>
+
+#include "error.hpp"
+#include "plugin_loader.hpp"
+
+namespace octet::core {
+namespace {
+
+// The message a backend reported for the call in progress on this thread.
+thread_local std::string backend_message;
+
+void host_report_error(void* host_data, int32_t status, const char* message) {
+  (void)host_data;
+  (void)status;
+  try {
+    backend_message = message != nullptr ? message : "";
+  } catch (...) {
+  }
+}
+
+const octet_host_services& host_services() {
+  static const octet_host_services services = {sizeof(octet_host_services), OCTET_PLUGIN_ABI_MAJOR,
+                                               OCTET_PLUGIN_ABI_MINOR, host_report_error, nullptr};
+  return services;
+}
+
+bool valid_name(const char* name) {
+  if (name == nullptr || *name == '\0') return false;
+  for (const char* c = name; *c != '\0'; ++c) {
+    bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Optional entries count only when they lie inside the plugin's table.
+template <typename Field>
+bool has_entry(const octet_backend_api* api, Field octet_backend_api::*field, size_t offset) {
+  return api->struct_size >= offset + sizeof(Field) && api->*field != nullptr;
+}
+
+uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& caps) {
+  uint32_t f = 0;
+#define OCTET_HAS(entry) has_entry(api, &octet_backend_api::entry, offsetof(octet_backend_api, entry))
+  if (OCTET_HAS(convert)) f |= OCTET_FEATURE_CONVERT;
+  if (OCTET_HAS(amax)) f |= OCTET_FEATURE_AMAX;
+  if (OCTET_HAS(quantize)) f |= OCTET_FEATURE_QUANTIZE;
+  if (OCTET_HAS(quantize) && caps.fused_cast_transpose) f |= OCTET_FEATURE_FUSED_CAST_TRANSPOSE;
+  if (OCTET_HAS(transpose)) f |= OCTET_FEATURE_TRANSPOSE;
+  if (OCTET_HAS(dequantize)) f |= OCTET_FEATURE_DEQUANTIZE;
+  if (OCTET_HAS(gemm)) {
+    f |= OCTET_FEATURE_GEMM_HIGH_PRECISION;
+    if (caps.dtypes & (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2)))
+      f |= OCTET_FEATURE_GEMM_FP8;
+  }
+#undef OCTET_HAS
+  return f;
+}
+
+}  // namespace
+
+void clear_backend_message() { backend_message.clear(); }
+
+void check_backend_status(const Backend& backend, const char* entry, int32_t status) {
+  if (status == OCTET_STATUS_SUCCESS) return;
+  std::string message = backend_message.empty()
+                            ? concat("failed with ", octet_status_name(status), " and no message")
+                            : backend_message;
+  octet_status reported = (status > 0 && status <= OCTET_STATUS_INTERNAL) ? status
+                                                                          : OCTET_STATUS_BACKEND_ERROR;
+  fail(reported, "backend '", backend.name, "' ", entry, ": ", message);
+}
+
+Registry& Registry::instance() {
+  // Never destroyed: tensors released during static destruction must still
+  // find their backend loaded.
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+std::string Registry::add_locked(const octet_backend_api* api, std::shared_ptr<void> library,
+                                 const std::string& path) {
+  if (api->initialize == nullptr) return "table has no initialize entry";
+  if (!valid_name(api->name)) return "backend name must match [a-z0-9_]+";
+  for (const auto& existing : backends_)
+    if (existing->name == api->name)
+      return concat("a backend named '", api->name, "' is already registered from ", existing->path);
+
+  auto backend = std::make_shared<Backend>();
+  backend->name = api->name;
+  backend->version = api->version != nullptr ? api->version : "";
+  backend->path = path;
+  backend->api = api;
+  backend->library = std::move(library);
+
+  octet_backend_caps caps{};
+  caps.struct_size = sizeof(caps);
+  clear_backend_message();
+  int32_t status = api->initialize(&host_services(), &caps);
+  backend->device = caps.device != nullptr ? caps.device : "";
+  caps.device = nullptr;
+  backend->caps = caps;
+  if (status == OCTET_STATUS_UNAVAILABLE) {
+    backend->available = false;
+    backend->unavailable_reason = backend_message.empty() ? "no usable device" : backend_message;
+  } else if (status != OCTET_STATUS_SUCCESS) {
+    return concat("initialize failed with ", octet_status_name(status), ": ",
+                  backend_message.empty() ? "(no message)" : backend_message);
+  } else {
+    backend->available = true;
+    if (caps.memory_kind != OCTET_MEMORY_HOST && caps.memory_kind != OCTET_MEMORY_DEVICE)
+      return concat("capabilities declare an unknown memory kind ", caps.memory_kind);
+    if (!is_power_of_two(caps.alignment))
+      return concat("capabilities declare alignment ", caps.alignment, ", which is not a power of two");
+    bool has_memory = api->mem_alloc && api->mem_free && api->copy_from_host && api->copy_to_host;
+    if (caps.memory_kind == OCTET_MEMORY_DEVICE && !has_memory)
+      return "a device-memory backend must provide mem_alloc, mem_free, copy_from_host and copy_to_host";
+  }
+  backend->caps.device = backend->device.c_str();
+  backend->features = features_of(api, backend->caps);
+  backends_.push_back(std::move(backend));
+  return "";
+}
+
+void Registry::register_reference_locked() {
+  const octet_backend_api* reference = nullptr;
+  int32_t status = octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, OCTET_PLUGIN_ABI_MINOR, &reference);
+  std::string reason = status == OCTET_STATUS_SUCCESS && reference != nullptr
+                           ? add_locked(reference, nullptr, "(embedded)")
+                           : "the embedded reference refused the host ABI";
+  if (!reason.empty()) record_failure_locked("(embedded)", reason);
+}
+
+std::string Registry::load_file_locked(const std::string& file) {
+  std::string reason;
+  auto plugin = load_plugin(file, &reason);
+  if (plugin) reason = add_locked(plugin->api, plugin->library, plugin->path);
+  if (!reason.empty()) record_failure_locked(file, reason);
+  return reason;
+}
+
+void Registry::discover_directories_locked() {
+  for (const std::string& dir : plugin_search_directories())
+    for (const std::string& file : plugin_files_in(dir)) load_file_locked(file);
+}
+
+void Registry::discover_locked() {
+  if (discovered_) return;
+  discovered_ = true;
+  register_reference_locked();
+  discover_directories_locked();
+}
+
+std::vector<std::shared_ptr<const Backend>> Registry::backends() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  discover_locked();
+  return backends_;
+}
+
+void Registry::record_failure_locked(const std::string& path, const std::string& reason) {
+  failures_.push_back(std::make_shared<const BackendFailure>(BackendFailure{path, reason}));
+}
+
+std::vector<std::shared_ptr<const BackendFailure>> Registry::failures() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  discover_locked();
+  return failures_;
+}
+
+std::shared_ptr<const Backend> Registry::find(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  discover_locked();
+  for (const auto& b : backends_)
+    if (b->name == name) return b;
+  return nullptr;
+}
+
+std::shared_ptr<const Backend> Registry::best_available() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  discover_locked();
+  const uint32_t complete = OCTET_FEATURE_CONVERT | OCTET_FEATURE_AMAX | OCTET_FEATURE_QUANTIZE |
+                            OCTET_FEATURE_DEQUANTIZE | OCTET_FEATURE_GEMM_FP8 |
+                            OCTET_FEATURE_GEMM_HIGH_PRECISION;
+  auto complete_plugin = [&](const Backend& b, int32_t kind) {
+    return b.available && b.library != nullptr && b.caps.memory_kind == kind &&
+           (b.features & complete) == complete;
+  };
+  for (const auto& b : backends_)
+    if (complete_plugin(*b, OCTET_MEMORY_DEVICE)) return b;
+  for (const auto& b : backends_)
+    if (complete_plugin(*b, OCTET_MEMORY_HOST)) return b;
+  return backends_.empty() ? nullptr : backends_.front();
+}
+
+void Registry::load_explicit(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(path, ec).string();
+  if (ec) absolute = path;
+  for (const auto& b : backends_)
+    if (b->path == absolute) return;  // already registered from this very file
+  bool first_use = !discovered_;
+  if (first_use) {
+    // Explicit paths come first in discovery order.
+    discovered_ = true;
+    register_reference_locked();
+  }
+  std::string reason = load_file_locked(absolute);
+  if (first_use) discover_directories_locked();
+  if (!reason.empty()) {
+    octet_status status = !std::filesystem::exists(absolute, ec) ? OCTET_STATUS_NOT_FOUND
+                          : reason.find("ABI") != std::string::npos ? OCTET_STATUS_ABI_MISMATCH
+                                                                     : OCTET_STATUS_INVALID_ARGUMENT;
+    fail(status, "cannot load backend plugin ", absolute, ": ", reason);
+  }
+}
+
+}  // namespace octet::core

@@ -1,0 +1,205 @@
+#include "tensor.hpp"
+
+#include <cstring>
+#include <limits>
+
+#include "backend_info.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+
+namespace octet::core {
+
+size_t TensorState::element_bytes() const { return dtype_size(dtype); }
+
+octet_matrix_view TensorState::rowwise_view() const {
+  return octet_matrix_view{data.data(), dtype, 0, rows, cols, cols};
+}
+
+octet_matrix_view TensorState::columnwise_view() const {
+  return octet_matrix_view{columnwise.data(), dtype, 0, cols, rows, rows};
+}
+
+const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name) {
+  require(t != nullptr, "argument '", name, "' is NULL");
+  require(t->state.ctx.get() == &ctx, "tensor '", name, "' was created on another context");
+  return t->state;
+}
+
+TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name) {
+  return const_cast<TensorState&>(tensor_arg(static_cast<const octet_tensor*>(t), ctx, name));
+}
+
+namespace {
+
+octet_tensor_desc read_desc(const octet_tensor_desc* desc) {
+  require_struct(desc, desc ? desc->struct_size : 0, "desc");
+  octet_tensor_desc d{};
+  std::memcpy(reinterpret_cast<char*>(&d) + sizeof(size_t), reinterpret_cast<const char*>(desc) + sizeof(size_t),
+              std::min(desc->struct_size, sizeof(d)) - sizeof(size_t));
+  d.struct_size = sizeof(d);
+  return d;
+}
+
+// Validates a descriptor against the context and fills the shape fields.
+void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& ctx) {
+  require(is_known(d.dtype), "desc->dtype (", d.dtype, ") is not an octet_dtype");
+  if (!(ctx.caps.dtypes & OCTET_DTYPE_BIT(d.dtype)))
+    fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not store dtype ", dtype_name(d.dtype));
+  require(d.ndim >= 1 && d.ndim <= OCTET_MAX_DIMS, "desc->ndim (", d.ndim, ") must be in 1..", OCTET_MAX_DIMS);
+  int64_t rows = 1;
+  const int64_t limit = std::numeric_limits<int64_t>::max() / 16;
+  for (int32_t i = 0; i < d.ndim; ++i) {
+    require(d.shape[i] >= 1, "desc->shape[", i, "] (", d.shape[i], ") must be >= 1");
+    require(d.shape[i] <= limit / (i + 1 < d.ndim ? rows : 1), "desc->shape makes the tensor too large");
+    if (i + 1 < d.ndim) rows *= d.shape[i];
+    t.shape[i] = d.shape[i];
+  }
+  require(rows <= limit / d.shape[d.ndim - 1], "desc->shape makes the tensor too large");
+  t.dtype = d.dtype;
+  t.ndim = d.ndim;
+  t.rows = rows;
+  t.cols = d.shape[d.ndim - 1];
+  require(d.usages == 0 || is_fp8(d.dtype), "desc->usages (", d.usages,
+          ") must be 0 unless desc->dtype is E4M3 or E5M2");
+  require((d.usages & ~uint32_t(OCTET_USAGE_BOTH)) == 0, "desc->usages (", d.usages,
+          ") may only combine OCTET_USAGE_ROWWISE and OCTET_USAGE_COLUMNWISE");
+  t.usages = d.usages;
+}
+
+size_t component_bytes(const TensorState& t, int32_t component, const Buffer** buffer, size_t* offset) {
+  *offset = 0;
+  switch (component) {
+    case OCTET_COMPONENT_DATA:
+      require(bool(t.data), "the tensor has no DATA component (it was quantized for the columnwise usage only)");
+      *buffer = &t.data;
+      return size_t(t.numel()) * t.element_bytes();
+    case OCTET_COMPONENT_COLUMNWISE_DATA:
+      require(bool(t.columnwise), "the tensor has no COLUMNWISE_DATA component (",
+              t.quantized() ? "the backend reads columns natively or the columnwise usage was not requested"
+                            : "it is not a quantized tensor",
+              ")");
+      *buffer = &t.columnwise;
+      return size_t(t.numel()) * t.element_bytes();
+    case OCTET_COMPONENT_SCALE:
+    case OCTET_COMPONENT_SCALE_INV:
+    case OCTET_COMPONENT_AMAX:
+      require(t.quantized(), "component ", component, " exists only on a quantized tensor (FP8 with usages)");
+      *buffer = &t.scalars;
+      *offset = sizeof(float) * size_t(component == OCTET_COMPONENT_SCALE       ? kScale
+                                       : component == OCTET_COMPONENT_SCALE_INV ? kScaleInv
+                                                                                : kAmax);
+      return sizeof(float);
+    default:
+      fail(OCTET_STATUS_INVALID_ARGUMENT, "argument 'component' (", component, ") is not an octet_component");
+  }
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" {
+
+OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_tensor_desc* desc,
+                                           octet_tensor** tensor) {
+  return guarded("octet_tensor_create", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    require(tensor != nullptr, "argument 'tensor' is NULL");
+    const auto& ctx = context->state;
+    octet_tensor_desc d = read_desc(desc);
+    auto t = std::make_unique<octet_tensor>();
+    TensorState& s = t->state;
+    s.ctx = ctx;
+    init_shape(s, d, *ctx);
+    size_t bytes = size_t(s.numel()) * s.element_bytes();
+    if (!s.quantized()) {
+      s.data = Buffer(ctx, bytes);
+    } else {
+      bool native = ctx->caps.native_columnwise != 0;
+      bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
+      bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
+      if (rowwise) s.data = Buffer(ctx, bytes);
+      if (transposed) s.columnwise = Buffer(ctx, bytes);
+      s.scalars = Buffer(ctx, kScalarCount * sizeof(float));
+      const float initial[kScalarCount] = {1.0f, 1.0f, 0.0f};
+      s.scalars.copy_from_host(initial, sizeof(initial));
+    }
+    *tensor = t.release();
+  });
+}
+
+OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_tensor_desc* desc, void* data,
+                                         octet_tensor** tensor) {
+  return guarded("octet_tensor_wrap", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    require(tensor != nullptr, "argument 'tensor' is NULL");
+    require(data != nullptr, "argument 'data' is NULL");
+    const auto& ctx = context->state;
+    octet_tensor_desc d = read_desc(desc);
+    require(d.usages == 0, "desc->usages must be 0: only plain tensors can wrap caller memory");
+    uint64_t alignment = ctx->caps.alignment;
+    require(reinterpret_cast<uintptr_t>(data) % alignment == 0, "argument 'data' (", data,
+            ") is not aligned to ", alignment, " bytes, as backend '", ctx->backend->name, "' requires");
+    auto t = std::make_unique<octet_tensor>();
+    TensorState& s = t->state;
+    s.ctx = ctx;
+    init_shape(s, d, *ctx);
+    s.data = Buffer::wrap(ctx, data, size_t(s.numel()) * s.element_bytes());
+    *tensor = t.release();
+  });
+}
+
+OCTET_API void octet_tensor_destroy(octet_tensor* tensor) { delete tensor; }
+
+OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_tensor_info* info) {
+  return guarded("octet_tensor_get_info", [&] {
+    require(tensor != nullptr, "argument 'tensor' is NULL");
+    require_struct(info, info ? info->struct_size : 0, "info");
+    const TensorState& s = tensor->state;
+    octet_tensor_info out{};
+    out.struct_size = sizeof(out);
+    out.dtype = s.dtype;
+    out.ndim = s.ndim;
+    std::memcpy(out.shape, s.shape, sizeof(out.shape));
+    out.usages = s.usages;
+    out.owns_memory = s.data ? (s.data.owned() ? 1 : 0) : 1;
+    out.has_rowwise_data = s.data ? 1 : 0;
+    out.has_columnwise_data = s.columnwise ? 1 : 0;
+    size_t bytes = size_t(s.numel()) * s.element_bytes();
+    out.rowwise_bytes = s.data ? bytes : 0;
+    out.columnwise_bytes = s.columnwise ? bytes : 0;
+    out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? kScalarCount * sizeof(float) : 0);
+    size_t caller_size = info->struct_size;
+    std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t), reinterpret_cast<const char*>(&out) + sizeof(size_t),
+                std::min(caller_size, sizeof(out)) - sizeof(size_t));
+  });
+}
+
+OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t component, const void* src,
+                                                   size_t bytes) {
+  return guarded("octet_tensor_copy_from_host", [&] {
+    require(tensor != nullptr, "argument 'tensor' is NULL");
+    require(src != nullptr, "argument 'src' is NULL");
+    const Buffer* buffer = nullptr;
+    size_t offset = 0;
+    size_t expected = component_bytes(tensor->state, component, &buffer, &offset);
+    require(bytes == expected, "argument 'bytes' (", bytes, ") must equal the component's size (", expected, ")");
+    const_cast<Buffer*>(buffer)->copy_from_host(src, bytes, offset);
+  });
+}
+
+OCTET_API octet_status octet_tensor_copy_to_host(const octet_tensor* tensor, int32_t component, void* dst,
+                                                 size_t bytes) {
+  return guarded("octet_tensor_copy_to_host", [&] {
+    require(tensor != nullptr, "argument 'tensor' is NULL");
+    require(dst != nullptr, "argument 'dst' is NULL");
+    const Buffer* buffer = nullptr;
+    size_t offset = 0;
+    size_t expected = component_bytes(tensor->state, component, &buffer, &offset);
+    require(bytes == expected, "argument 'bytes' (", bytes, ") must equal the component's size (", expected, ")");
+    buffer->copy_to_host(dst, bytes, offset);
+  });
+}
+
+}  // extern "C"
