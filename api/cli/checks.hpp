@@ -1,0 +1,19 @@
+// The families of rows `octet validate` runs for one target. Each adds its
+// rows to run.rows; see validation.hpp for how a row reaches its verdict.
+#pragma once
+
+#include "validation.hpp"
+
+namespace octet_cli {
+
+void check_convert(const ValidationRun& run);
+void check_amax(const ValidationRun& run);
+void check_quantize(const ValidationRun& run);
+void check_dequantize(const ValidationRun& run);
+void check_gemm_fp8(const ValidationRun& run);
+void check_gemm_high_precision(const ValidationRun& run);
+
+// Shapes shared by the element-wise families: ragged on purpose.
+const std::vector<std::vector<int64_t>>& elementwise_shapes();
+
+}  // namespace octet_cli

@@ -1,0 +1,79 @@
+// `octet`: entry point; dispatches to the subcommands in commands.hpp.
+#include <octet/octet.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace octet_cli {
+
+void print_help() {
+  std::printf(
+      "usage: octet <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  info                       list every backend, its capabilities, and\n"
+      "                             every plugin that failed to load\n"
+      "  validate [--backend NAME] [--seed N]\n"
+      "                             run every operation on every available backend\n"
+      "                             (or NAME) and compare it with the reference\n"
+      "  help                       this text\n"
+      "\n"
+      "options:\n"
+      "  --version                  library, ABI and header versions\n"
+      "\n"
+      "Plugins are searched in the directories of OCTET_BACKEND_PATH (':'-separated)\n"
+      "and in the octet/backends folder beside liboctet.\n"
+      "exit status: 0 success, 1 failure, 2 usage error\n");
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "octet: %s\nrun 'octet help' for usage\n", message.c_str());
+  return kExitUsage;
+}
+
+namespace {
+
+int print_version() {
+  const octet_version lib = octet_library_version();
+  const octet_version abi = octet_abi_version();
+  std::printf("octet %u.%u.%u (ABI %u.%u; built against headers %d.%d.%d, ABI %d.%d)\n",
+              lib.major, lib.minor, lib.patch, abi.major, abi.minor, OCTET_VERSION_MAJOR,
+              OCTET_VERSION_MINOR, OCTET_VERSION_PATCH, OCTET_ABI_MAJOR, OCTET_ABI_MINOR);
+  return kExitOk;
+}
+
+int dispatch(const std::vector<std::string>& argv) {
+  if (argv.empty()) {
+    print_help();
+    return kExitUsage;
+  }
+  const std::string& command = argv[0];
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (command == "--version" || command == "version") return print_version();
+  if (command == "help" || command == "--help" || command == "-h") {
+    print_help();
+    return kExitOk;
+  }
+  if (command == "info") return run_info(rest);
+  if (command == "validate") return run_validate(rest);
+  if (!command.empty() && command[0] == '-') return usage_error("unknown option '" + command + "'");
+  return usage_error("unknown command '" + command + "'");
+}
+
+}  // namespace
+}  // namespace octet_cli
+
+int main(int argc, char** argv) {
+  try {
+    return octet_cli::dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const octet::Error& e) {
+    std::fprintf(stderr, "octet: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "octet: internal error: %s\n", e.what());
+  }
+  return octet_cli::kExitFailure;
+}

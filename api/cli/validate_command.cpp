@@ -1,0 +1,145 @@
+// `octet validate [--backend NAME] [--seed N]`: runs every check family on
+// every target and prints one table row per (operation, target).
+#include <octet/octet.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "capability_words.hpp"
+#include "checks.hpp"
+#include "commands.hpp"
+
+namespace octet_cli {
+namespace {
+
+struct ValidateOptions {
+  std::string backend;  // "" = every available backend
+  uint64_t seed = 20240601;
+};
+
+// Returns kExitOk, or the exit code of a usage error it already printed.
+int parse(const std::vector<std::string>& args, ValidateOptions* options) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--backend" || a == "--seed") {
+      if (i + 1 >= args.size()) return usage_error(a + " needs a value");
+      const std::string& value = args[++i];
+      if (a == "--backend") {
+        options->backend = value;
+      } else {
+        char* end = nullptr;
+        const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || value[0] == '-')
+          return usage_error("--seed needs a non-negative integer (got '" + value + "')");
+        options->seed = seed;
+      }
+    } else {
+      return usage_error("validate: unknown argument '" + a + "'");
+    }
+  }
+  return kExitOk;
+}
+
+// Every available backend as it declares itself; the reference also under
+// both capability profiles, which drive the core's transpose logic.
+std::vector<Target> targets_for(const std::vector<octet::BackendInfo>& backends,
+                                const std::string& only) {
+  std::vector<Target> targets;
+  for (const auto& b : backends) {
+    if (!b.available || (!only.empty() && b.name != only)) continue;
+    targets.push_back({b.name, b.name, OCTET_PROFILE_NATIVE});
+    if (b.name == "reference")
+      for (int32_t profile : {OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE})
+        targets.push_back({b.name + "[" + profile_name(profile) + "]", b.name, profile});
+  }
+  return targets;
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+const char* verdict_words(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "PASS";
+    case Verdict::Fail: return "FAIL";
+    default: return "-";
+  }
+}
+
+void print_table(const std::vector<Row>& rows) {
+  size_t op_width = 9, target_width = 7, result_width = 6;
+  for (const Row& r : rows) {
+    op_width = std::max(op_width, r.operation.size());
+    target_width = std::max(target_width, r.target.size());
+    result_width = std::max(result_width, std::min<size_t>(r.result.size(), 48));
+  }
+  std::printf("%s  %s  %s  %s\n", pad("operation", op_width).c_str(),
+              pad("backend", target_width).c_str(), pad("result", result_width).c_str(),
+              "verdict");
+  for (const Row& r : rows)
+    std::printf("%s  %s  %s  %s\n", pad(r.operation, op_width).c_str(),
+                pad(r.target, target_width).c_str(), pad(r.result, result_width).c_str(),
+                verdict_words(r.verdict));
+}
+
+}  // namespace
+
+int run_validate(const std::vector<std::string>& args) {
+  ValidateOptions options;
+  if (const int rc = parse(args, &options); rc != kExitOk) return rc;
+
+  const auto backends = octet::backends();
+  if (!options.backend.empty()) {
+    const auto it = std::find_if(backends.begin(), backends.end(),
+                                 [&](const auto& b) { return b.name == options.backend; });
+    if (it == backends.end()) {
+      std::string known;
+      for (const auto& b : backends) known += (known.empty() ? "" : ", ") + b.name;
+      return usage_error("validate: no backend named '" + options.backend +
+                         "' (registered: " + known + ")");
+    }
+    if (!it->available) {
+      std::fprintf(stderr, "octet: backend '%s' is unavailable: %s\n", it->name.c_str(),
+                   it->unavailable_reason.c_str());
+      return kExitFailure;
+    }
+  }
+
+  std::printf("octet validate: seed %llu\n\n", static_cast<unsigned long long>(options.seed));
+  octet::Context reference("reference");
+  std::vector<Row> rows;
+  for (const Target& target : targets_for(backends, options.backend)) {
+    octet::Context context;
+    try {
+      context = octet::Context(target.backend, target.profile);
+    } catch (const octet::Error& e) {
+      const bool unsupported = e.status() == OCTET_STATUS_UNSUPPORTED;
+      rows.push_back({"context create", target.label,
+                      unsupported ? Verdict::Unsupported : Verdict::Fail,
+                      (unsupported ? "unsupported: " : "") + std::string(e.what())});
+      continue;
+    }
+    const ValidationRun run{target, &context, &reference, options.seed, &rows};
+    check_convert(run);
+    check_amax(run);
+    check_quantize(run);
+    check_dequantize(run);
+    check_gemm_fp8(run);
+    check_gemm_high_precision(run);
+  }
+  print_table(rows);
+
+  size_t passed = 0, failed = 0, unsupported = 0;
+  for (const Row& r : rows) {
+    if (r.verdict == Verdict::Pass) ++passed;
+    if (r.verdict == Verdict::Fail) ++failed;
+    if (r.verdict == Verdict::Unsupported) ++unsupported;
+  }
+  std::printf("\n%zu rows: %zu passed, %zu failed, %zu unsupported\n", rows.size(), passed,
+              failed, unsupported);
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace octet_cli
