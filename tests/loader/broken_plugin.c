@@ -1,0 +1,84 @@
+/* One deliberately broken plugin per build: exactly one BROKEN_* macro picks
+ * the defect, everything else is a valid table, so each library tests one
+ * rule of the loader. */
+#include <stddef.h>
+
+#include <octet/octet_backend.h>
+
+struct octet_backend_context {
+  int unused;
+};
+
+static struct octet_backend_context the_context;
+
+static int32_t broken_initialize(const octet_host_services* host, octet_backend_caps* caps) {
+  (void)host;
+  (void)caps;
+  return OCTET_STATUS_SUCCESS;
+}
+
+static int32_t broken_context_create(void* stream, octet_backend_context** context) {
+  (void)stream;
+  *context = &the_context;
+  return OCTET_STATUS_SUCCESS;
+}
+
+static void broken_context_destroy(octet_backend_context* context) { (void)context; }
+
+#if defined(BROKEN_WRONG_MAJOR)
+#define TABLE_MAJOR (OCTET_PLUGIN_ABI_MAJOR + 1)
+#else
+#define TABLE_MAJOR OCTET_PLUGIN_ABI_MAJOR
+#endif
+
+#if defined(BROKEN_SMALL_TABLE)
+/* Ends before context_create: an old or corrupt table. */
+#define TABLE_SIZE offsetof(octet_backend_api, context_create)
+#else
+#define TABLE_SIZE sizeof(octet_backend_api)
+#endif
+
+#if defined(BROKEN_BAD_NAME)
+#define TABLE_NAME "Bad-Name"
+#else
+#define TABLE_NAME BROKEN_NAME
+#endif
+
+static const octet_backend_api broken_api = {
+    .struct_size = TABLE_SIZE,
+    .abi_major = TABLE_MAJOR,
+    .abi_minor = OCTET_PLUGIN_ABI_MINOR,
+    .name = TABLE_NAME,
+    .version = "0",
+    .initialize = broken_initialize,
+    .context_create = broken_context_create,
+#if !defined(BROKEN_MISSING_ENTRY)
+    .context_destroy = broken_context_destroy,
+#endif
+};
+
+#if defined(BROKEN_MISSING_SYMBOL)
+/* Exported under a near-miss name: the loader must find no entry point. */
+#define ENTRY_NAME octet_backend_entry_v0
+#else
+#define ENTRY_NAME octet_backend_entry
+#endif
+
+OCTET_BACKEND_EXPORT int32_t ENTRY_NAME(uint32_t host_abi_major, uint32_t host_abi_minor,
+                                        const octet_backend_api** api_out);
+
+int32_t ENTRY_NAME(uint32_t host_abi_major, uint32_t host_abi_minor,
+                   const octet_backend_api** api_out) {
+  (void)host_abi_major;
+  (void)host_abi_minor;
+#if defined(BROKEN_REFUSES_ABI)
+  (void)api_out;
+  return OCTET_STATUS_ABI_MISMATCH;
+#elif defined(BROKEN_NULL_TABLE)
+  *api_out = NULL;
+  return OCTET_STATUS_SUCCESS;
+#else
+  *api_out = &broken_api;
+  return OCTET_STATUS_SUCCESS;
+#endif
+}

@@ -1,0 +1,140 @@
+// load_plugin on a valid plugin (the template) and on one plugin per defect:
+// each failure must name the file and the rule it broke, and nothing crashes.
+#include "plugin_loader.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <string>
+
+#include "test_dirs.hpp"
+
+namespace {
+
+using octet::core::load_plugin;
+using ::testing::HasSubstr;
+
+std::string broken(const std::string& kind) {
+  return std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";
+}
+
+// Loads a path expected to fail; returns the reason.
+std::string failure_reason(const std::string& path) {
+  std::string reason;
+  const auto plugin = load_plugin(path, &reason);
+  EXPECT_FALSE(plugin.has_value()) << path;
+  EXPECT_THAT(reason, HasSubstr(path)) << "the reason must name the file";
+  return reason;
+}
+
+std::string host_abi() {
+  return std::to_string(OCTET_PLUGIN_ABI_MAJOR) + "." + std::to_string(OCTET_PLUGIN_ABI_MINOR);
+}
+
+bool is_loaded_in_process(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  dlclose(handle);
+  return true;
+}
+
+TEST(LoadPlugin, TemplateLoadsWithItsTable) {
+  std::string reason = "untouched";
+  const auto plugin = load_plugin(OCTET_TEST_TEMPLATE_PLUGIN, &reason);
+  ASSERT_TRUE(plugin.has_value()) << reason;
+  EXPECT_EQ(plugin->path, OCTET_TEST_TEMPLATE_PLUGIN);
+  ASSERT_NE(plugin->api, nullptr);
+  EXPECT_STREQ(plugin->api->name, "template");
+  EXPECT_EQ(plugin->api->abi_major, static_cast<uint32_t>(OCTET_PLUGIN_ABI_MAJOR));
+  EXPECT_GE(plugin->api->struct_size, sizeof(octet_backend_api));
+  EXPECT_NE(plugin->api->initialize, nullptr);
+  EXPECT_NE(plugin->api->quantize, nullptr);
+  EXPECT_EQ(plugin->api->gemm, nullptr);
+  EXPECT_EQ(plugin->api->transpose, nullptr);
+}
+
+TEST(LoadPlugin, LibraryStaysLoadedExactlyWhileAHandleLives) {
+  const std::string path = OCTET_TEST_TEMPLATE_PLUGIN;
+  ASSERT_FALSE(is_loaded_in_process(path)) << "another test leaked the template";
+  auto plugin = load_plugin(path, nullptr);
+  ASSERT_TRUE(plugin.has_value());
+  auto copy = plugin->library;
+  plugin.reset();
+  EXPECT_TRUE(is_loaded_in_process(path)) << "a copy of the handle must keep it loaded";
+  copy.reset();
+  EXPECT_FALSE(is_loaded_in_process(path));
+}
+
+TEST(LoadPlugin, RelativePathIsMadeAbsolute) {
+  const std::filesystem::path file(OCTET_TEST_TEMPLATE_PLUGIN);
+  octet::test::ScopedCwd cwd(file.parent_path());
+  std::string reason;
+  const auto plugin = load_plugin(file.filename().string(), &reason);
+  ASSERT_TRUE(plugin.has_value()) << reason;
+  EXPECT_EQ(plugin->path, file.string());
+}
+
+TEST(LoadPlugin, TextFileIsNotALibrary) {
+  EXPECT_THAT(failure_reason(broken("notalib")), HasSubstr("not a loadable shared library"));
+}
+
+TEST(LoadPlugin, MissingEntrySymbol) {
+  EXPECT_THAT(failure_reason(broken("nosymbol")), HasSubstr("symbol octet_backend_entry missing"));
+}
+
+TEST(LoadPlugin, PluginRefusingTheHostAbi) {
+  EXPECT_THAT(failure_reason(broken("refuses")),
+              HasSubstr("refused host plugin ABI " + host_abi() + " (OCTET_STATUS_ABI_MISMATCH)"));
+}
+
+TEST(LoadPlugin, TableWithAnotherAbiMajor) {
+  const std::string reason = failure_reason(broken("wrongmajor"));
+  EXPECT_THAT(reason, HasSubstr("abi_major " + std::to_string(OCTET_PLUGIN_ABI_MAJOR + 1)));
+  EXPECT_THAT(reason, HasSubstr("plugin ABI major " + std::to_string(OCTET_PLUGIN_ABI_MAJOR)));
+}
+
+TEST(LoadPlugin, TableTooSmall) {
+  const std::string reason = failure_reason(broken("smalltable"));
+  EXPECT_THAT(reason, HasSubstr("struct_size " + std::to_string(offsetof(octet_backend_api, context_create))));
+  EXPECT_THAT(reason, HasSubstr("too small"));
+}
+
+TEST(LoadPlugin, NullTable) {
+  EXPECT_THAT(failure_reason(broken("nulltable")), HasSubstr("NULL table"));
+}
+
+TEST(LoadPlugin, MissingRequiredEntry) {
+  EXPECT_THAT(failure_reason(broken("noentry")),
+              HasSubstr("missing the required entry context_destroy"));
+}
+
+TEST(LoadPlugin, InvalidBackendName) {
+  const std::string reason = failure_reason(broken("badname"));
+  EXPECT_THAT(reason, HasSubstr("\"Bad-Name\""));
+  EXPECT_THAT(reason, HasSubstr("[a-z0-9_]+"));
+}
+
+TEST(LoadPlugin, NonexistentFile) {
+  const std::string path = broken("does_not_exist");
+  EXPECT_THAT(failure_reason(path), HasSubstr("no such file"));
+}
+
+TEST(LoadPlugin, DirectoryIsNotAFile) {
+  EXPECT_THAT(failure_reason(OCTET_TEST_BROKEN_DIR), HasSubstr("not a regular file"));
+}
+
+TEST(LoadPlugin, EmptyPathIsRefusedNotTreatedAsTheProgram) {
+  std::string reason;
+  EXPECT_FALSE(load_plugin("", &reason).has_value());
+  EXPECT_THAT(reason, HasSubstr("empty"));
+}
+
+TEST(LoadPlugin, NullReasonIsAllowed) {
+  EXPECT_FALSE(load_plugin(broken("notalib"), nullptr).has_value());
+  EXPECT_FALSE(load_plugin(broken("refuses"), nullptr).has_value());
+}
+
+}  // namespace
