@@ -107,14 +107,22 @@ uint16_t template_bf16_encode(float value) {
   return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-float template_bf16_decode(uint16_t code) { return float_of((uint32_t)code << 16); }
+float template_bf16_decode(uint16_t code) {
+  uint32_t bits = (uint32_t)code << 16;
+  /* A signalling NaN comes out quiet, as the contract asks of every NaN. */
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) bits |= 0x00400000u;
+  return float_of(bits);
+}
 
 uint16_t template_fp16_encode(float value) {
   const uint32_t bits = bits_of(value);
   const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
   const uint32_t abs_bits = bits & 0x7FFFFFFFu;
   uint32_t magnitude;
-  if (abs_bits > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+  if (abs_bits > 0x7F800000u) {
+    /* Quiet NaN that keeps the leading payload bits (as bf16 does). */
+    return (uint16_t)(sign | 0x7E00u | ((abs_bits & 0x7FFFFFu) >> 13));
+  }
   if (abs_bits == 0x7F800000u) return (uint16_t)(sign | 0x7C00u);
   magnitude = round_to_format(abs_bits, 10, 15);
   if (magnitude > 0x7BFFu) return (uint16_t)(sign | 0x7C00u);
