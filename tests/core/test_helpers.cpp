@@ -1,0 +1,51 @@
+#include "test_helpers.hpp"
+
+#include <cstring>
+
+namespace octet_test {
+
+ContextPtr make_context(const char* backend, int32_t profile) {
+  octet_context_options options{};
+  options.struct_size = sizeof(options);
+  options.backend = backend;
+  options.capability_profile = profile;
+  octet_context* ctx = nullptr;
+  EXPECT_EQ(octet_context_create(&options, &ctx), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return ContextPtr(ctx);
+}
+
+TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages) {
+  octet_tensor_desc desc{};
+  desc.struct_size = sizeof(desc);
+  desc.dtype = dtype;
+  desc.ndim = int32_t(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) desc.shape[i] = shape[i];
+  desc.usages = usages;
+  octet_tensor* t = nullptr;
+  EXPECT_EQ(octet_tensor_create(ctx, &desc, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return TensorPtr(t);
+}
+
+TensorPtr make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values) {
+  TensorPtr t = make_tensor(ctx, OCTET_DTYPE_FP32, {rows, cols});
+  EXPECT_EQ(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, values.data(), values.size() * sizeof(float)),
+            OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  return t;
+}
+
+std::vector<float> random_values(size_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+  return bits;
+}
+
+}  // namespace octet_test

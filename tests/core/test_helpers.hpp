@@ -1,0 +1,41 @@
+// Small RAII helpers for tests of the users' ABI, plus an independent
+// double-precision GEMM to compare against.
+#pragma once
+
+#include <octet/octet.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace octet_test {
+
+struct ContextDeleter {
+  void operator()(octet_context* c) const { octet_context_destroy(c); }
+};
+struct TensorDeleter {
+  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
+};
+using ContextPtr = std::unique_ptr<octet_context, ContextDeleter>;
+using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
+
+ContextPtr make_context(const char* backend, int32_t profile);
+TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0);
+TensorPtr make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values);
+std::vector<float> random_values(size_t n, float scale, uint32_t seed);
+
+template <typename T>
+std::vector<T> read(const octet_tensor* t, int32_t component, size_t n) {
+  std::vector<T> out(n);
+  EXPECT_EQ(octet_tensor_copy_to_host(t, component, out.data(), n * sizeof(T)), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  return out;
+}
+
+std::vector<uint32_t> float_bits(const std::vector<float>& v);
+
+}  // namespace octet_test
