@@ -1,0 +1,41 @@
+// Validation shared by the reference kernels. Each check reports a message
+// naming the kernel, the argument and the broken rule, and returns the
+// status (OCTET_STATUS_SUCCESS when the argument is fine).
+#pragma once
+
+#include <octet/octet_backend.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace octet::ref {
+
+const char* dtype_name(int32_t dtype);
+// 0 for a value that is not an octet_dtype.
+std::size_t dtype_size(int32_t dtype);
+bool is_fp8(int32_t dtype);             // E4M3, E5M2
+bool is_high_precision(int32_t dtype);  // FP32, BF16, FP16
+
+// Which dtypes a matrix argument accepts.
+enum class DtypeClass { Any, Fp8, HighPrecision };
+
+int32_t check_not_null(const char* kernel, const char* name, const void* pointer);
+int32_t check_struct_size(const char* kernel, const char* name, std::size_t given,
+                          std::size_t required);
+// Dtype in the class (unknown codes are INVALID_ARGUMENT; known dtypes
+// outside the class answer `outside_class_status`), rows/cols >= 0,
+// ld >= cols, and data set unless the matrix is empty.
+int32_t check_matrix(const char* kernel, const char* name, const octet_matrix_view& view,
+                     DtypeClass accepted,
+                     int32_t outside_class_status = OCTET_STATUS_INVALID_ARGUMENT);
+int32_t check_shape(const char* kernel, const char* name, const octet_matrix_view& view,
+                    int64_t rows, int64_t cols, const std::string& rule);
+
+// Offset in elements of (row, col) in a view.
+inline std::size_t element_index(const octet_matrix_view& view, int64_t row, int64_t col) {
+  return static_cast<std::size_t>(row) * static_cast<std::size_t>(view.ld) +
+         static_cast<std::size_t>(col);
+}
+
+}  // namespace octet::ref

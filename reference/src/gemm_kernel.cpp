@@ -1,0 +1,144 @@
+// The reference GEMM, evaluated in exactly the order docs/numerics.md
+// ("GEMM") documents, so that its FP32 results are reproducible bit for bit.
+#include <cmath>
+#include <vector>
+
+#include "argument_checks.hpp"
+#include "host_errors.hpp"
+#include "kernels.hpp"
+#include "octet_reference/codecs.hpp"
+
+namespace octet::ref {
+namespace {
+
+constexpr const char* kKernel = "gemm";
+
+// The operand as logical [outer, k] rows widened to FP32 (exact for every
+// accepted dtype), whether it is stored [outer, k] or transposed [k, outer].
+std::vector<float> widen_operand(const octet_matrix_view& view, bool transposed, int64_t outer,
+                                 int64_t k) {
+  std::vector<float> widened(static_cast<std::size_t>(outer * k));
+  for (int64_t i = 0; i < outer; ++i) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const std::size_t index =
+          transposed ? element_index(view, kk, i) : element_index(view, i, kk);
+      load_element(view.data, view.dtype, index, &widened[static_cast<std::size_t>(i * k + kk)]);
+    }
+  }
+  return widened;
+}
+
+float gelu_tanh(float v) {
+  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+}
+
+int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& view,
+                      int32_t transposed, int64_t outer, int64_t k, const char* outer_name) {
+  if (transposed != 0 && transposed != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->" +
+                                                     trans_name + " (" +
+                                                     std::to_string(transposed) +
+                                                     ") must be 0 or 1");
+  }
+  if (int32_t s = check_matrix(kKernel, name, view, DtypeClass::Any)) return s;
+  const std::string layout = transposed ? std::string("[k,") + outer_name + "] since " +
+                                              trans_name + " = 1"
+                                        : std::string("[") + outer_name + ",k] since " +
+                                              trans_name + " = 0";
+  return transposed ? check_shape(kKernel, name, view, k, outer, layout)
+                    : check_shape(kKernel, name, view, outer, k, layout);
+}
+
+int32_t check_operand_dtypes(int32_t a_dtype, int32_t b_dtype) {
+  const bool both_fp8 = is_fp8(a_dtype) && is_fp8(b_dtype);
+  const bool both_high = is_high_precision(a_dtype) && is_high_precision(b_dtype);
+  if (both_fp8 || both_high) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_UNSUPPORTED,
+                std::string(kKernel) + ": args->a.dtype is " + dtype_name(a_dtype) +
+                    " and args->b.dtype is " + dtype_name(b_dtype) +
+                    ": the operands must both be FP8 (e4m3/e5m2) or both fp32/bf16/fp16");
+}
+
+int32_t check_gemm_args(const octet_gemm_args* args) {
+  if (int32_t s = check_not_null(kKernel, "args", args)) return s;
+  if (int32_t s = check_struct_size(kKernel, "args", args->struct_size, sizeof(octet_gemm_args))) {
+    return s;
+  }
+  if (args->m < 0 || args->n < 0 || args->k < 0) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kKernel) + ": args->m, args->n and args->k must be >= 0 (got " +
+                      std::to_string(args->m) + ", " + std::to_string(args->n) + ", " +
+                      std::to_string(args->k) + ")");
+  }
+  if (int32_t s = check_operand("args->a", "trans_a", args->a, args->trans_a, args->m, args->k,
+                                "m")) {
+    return s;
+  }
+  if (int32_t s = check_operand("args->b", "trans_b", args->b, args->trans_b, args->n, args->k,
+                                "n")) {
+    return s;
+  }
+  if (int32_t s = check_operand_dtypes(args->a.dtype, args->b.dtype)) return s;
+  // FP8 output is a valid request the reference does not offer.
+  if (int32_t s = check_matrix(kKernel, "args->d", args->d, DtypeClass::HighPrecision,
+                               OCTET_STATUS_UNSUPPORTED)) {
+    return s;
+  }
+  if (int32_t s = check_shape(kKernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
+  if (args->bias.data != nullptr) {
+    if (int32_t s = check_matrix(kKernel, "args->bias", args->bias, DtypeClass::HighPrecision)) {
+      return s;
+    }
+    if (int32_t s = check_shape(kKernel, "args->bias", args->bias, 1, args->n,
+                                "one row of n elements")) {
+      return s;
+    }
+  }
+  if (args->epilogue != OCTET_EPILOGUE_NONE && args->epilogue != OCTET_EPILOGUE_GELU) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kKernel) + ": args->epilogue (" + std::to_string(args->epilogue) +
+                      ") must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+int32_t gemm(const octet_gemm_args* args) {
+  if (int32_t s = check_gemm_args(args)) return s;
+  const int64_t m = args->m, n = args->n, k = args->k;
+  const std::vector<float> a = widen_operand(args->a, args->trans_a != 0, m, k);
+  const std::vector<float> b = widen_operand(args->b, args->trans_b != 0, n, k);
+  const float sa = args->a_scale_inv != nullptr ? *args->a_scale_inv : 1.0f;
+  const float sb = args->b_scale_inv != nullptr ? *args->b_scale_inv : 1.0f;
+  const float scale = args->alpha * (sa * sb);
+  const octet_matrix_view& d = args->d;
+
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float* a_row = &a[static_cast<std::size_t>(i * k)];
+      const float* b_row = &b[static_cast<std::size_t>(j * k)];
+      float acc = 0.0f;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const float product = a_row[kk] * b_row[kk];  // rounded on its own: never an FMA
+        acc = acc + product;
+      }
+      float v = scale * acc;
+      if (args->beta != 0.0f) {
+        float d_old = 0.0f;
+        load_element(d.data, d.dtype, element_index(d, i, j), &d_old);
+        v = v + args->beta * d_old;
+      }
+      if (args->bias.data != nullptr) {
+        float bias = 0.0f;
+        load_element(args->bias.data, args->bias.dtype, static_cast<std::size_t>(j), &bias);
+        v = v + bias;
+      }
+      if (args->epilogue == OCTET_EPILOGUE_GELU) v = gelu_tanh(v);
+      store_element(d.data, d.dtype, element_index(d, i, j), v, true);
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet::ref

@@ -1,0 +1,21 @@
+// The reference kernels: plain loops over FP32 values, in the order
+// docs/numerics.md states. Each validates its arguments first, reports a
+// failure through the host and leaves its outputs untouched; exceptions
+// (only std::bad_alloc can occur) are caught by the backend table.
+#pragma once
+
+#include <octet/octet_backend.h>
+
+#include <cstdint>
+
+namespace octet::ref {
+
+int32_t convert_matrix(const octet_matrix_view* input, const octet_matrix_view* output,
+                       int32_t saturate);
+int32_t amax_of_matrix(const octet_matrix_view* input, float* amax_out);
+int32_t transpose_matrix(const octet_matrix_view* input, const octet_matrix_view* output);
+int32_t quantize_matrix(const octet_quantize_args* args);
+int32_t dequantize_matrix(const octet_dequantize_args* args);
+int32_t gemm(const octet_gemm_args* args);
+
+}  // namespace octet::ref

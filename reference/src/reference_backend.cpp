@@ -1,0 +1,145 @@
+// The reference's plugin table: the same negotiation and entry points as a
+// loadable plugin, so the core treats it like any other backend.
+#include "octet_reference/reference_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "argument_checks.hpp"
+#include "host_errors.hpp"
+#include "kernels.hpp"
+
+struct octet_backend_context {
+  // The reference runs synchronously on the calling thread and keeps no
+  // per-context state; a context exists so the ABI's lifetime rules hold.
+  int unused = 0;
+};
+
+namespace octet::ref {
+namespace {
+
+constexpr const char* kDeviceName = "host CPU (exact reference)";
+
+octet_backend_caps reference_caps() {
+  octet_backend_caps caps{};
+  caps.struct_size = sizeof caps;
+  caps.device = kDeviceName;
+  caps.memory_kind = OCTET_MEMORY_HOST;
+  caps.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
+                OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
+                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+  caps.scaling_modes = OCTET_SCALING_PER_TENSOR;
+  caps.native_columnwise = 1;
+  caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
+  caps.alignment = 64;
+  caps.fused_cast_transpose = 1;
+  return caps;
+}
+
+int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
+  if (host == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;  // no one to tell
+  return guarded("initialize", [&]() -> int32_t {
+    remember_host_services(host);
+    if (int32_t s = check_not_null("initialize", "caps", caps)) return s;
+    // Write no more than the host's struct holds (an older host's is
+    // smaller); a host that left struct_size at 0 gets the whole 1.0 struct.
+    const octet_backend_caps filled = reference_caps();
+    const std::size_t host_size = caps->struct_size == 0 ? sizeof filled : caps->struct_size;
+    const std::size_t size = std::min(host_size, sizeof filled);
+    std::memcpy(caps, &filled, size);
+    caps->struct_size = size;
+    return OCTET_STATUS_SUCCESS;
+  });
+}
+
+void shutdown() { remember_host_services(nullptr); }
+
+int32_t context_create(void* /*stream: the reference always runs on the caller's thread*/,
+                       octet_backend_context** context) {
+  return guarded("context_create", [&]() -> int32_t {
+    if (int32_t s = check_not_null("context_create", "context", context)) return s;
+    auto* created = new (std::nothrow) octet_backend_context();
+    if (created == nullptr) {
+      return report(OCTET_STATUS_OUT_OF_MEMORY, "context_create: out of host memory");
+    }
+    *context = created;
+    return OCTET_STATUS_SUCCESS;
+  });
+}
+
+void context_destroy(octet_backend_context* context) { delete context; }
+
+// Every kernel entry: check the context, then run the kernel with no
+// exception escaping.
+template <typename Kernel>
+int32_t run_kernel(const char* name, const octet_backend_context* context, Kernel&& kernel) {
+  return guarded(name, [&]() -> int32_t {
+    if (int32_t s = check_not_null(name, "context", context)) return s;
+    return kernel();
+  });
+}
+
+int32_t convert(octet_backend_context* context, const octet_matrix_view* input,
+                const octet_matrix_view* output, int32_t saturate) {
+  return run_kernel("convert", context,
+                    [&] { return convert_matrix(input, output, saturate); });
+}
+
+int32_t amax(octet_backend_context* context, const octet_matrix_view* input, float* amax_out) {
+  return run_kernel("amax", context, [&] { return amax_of_matrix(input, amax_out); });
+}
+
+int32_t quantize(octet_backend_context* context, const octet_quantize_args* args) {
+  return run_kernel("quantize", context, [&] { return quantize_matrix(args); });
+}
+
+int32_t transpose(octet_backend_context* context, const octet_matrix_view* input,
+                  const octet_matrix_view* output) {
+  return run_kernel("transpose", context, [&] { return transpose_matrix(input, output); });
+}
+
+int32_t dequantize(octet_backend_context* context, const octet_dequantize_args* args) {
+  return run_kernel("dequantize", context, [&] { return dequantize_matrix(args); });
+}
+
+int32_t gemm_entry(octet_backend_context* context, const octet_gemm_args* args) {
+  return run_kernel("gemm", context, [&] { return gemm(args); });
+}
+
+const octet_backend_api kReferenceApi = {
+    sizeof(octet_backend_api),
+    OCTET_PLUGIN_ABI_MAJOR,
+    OCTET_PLUGIN_ABI_MINOR,
+    "reference",
+    "0.1.0",
+    initialize,
+    shutdown,
+    context_create,
+    context_destroy,
+    /*synchronize=*/nullptr,  // every kernel has finished when it returns
+    // Memory: NULL, so the host uses its own aligned host memory and memcpy.
+    /*mem_alloc=*/nullptr,
+    /*mem_free=*/nullptr,
+    /*copy_from_host=*/nullptr,
+    /*copy_to_host=*/nullptr,
+    convert,
+    amax,
+    quantize,
+    transpose,
+    dequantize,
+    gemm_entry,
+};
+
+}  // namespace
+}  // namespace octet::ref
+
+extern "C" int32_t octet_reference_backend_entry(uint32_t host_abi_major,
+                                                 uint32_t /*host_abi_minor: any minor works*/,
+                                                 const octet_backend_api** api_out) {
+  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
+  *api_out = &octet::ref::kReferenceApi;
+  return OCTET_STATUS_SUCCESS;
+}
