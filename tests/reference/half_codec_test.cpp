@@ -1,5 +1,5 @@
-// BF16 and FP16 codecs against independent implementations: a double-based
-// rounding written here for BF16, the compiler's _Float16 for FP16.
+// BF16 and FP16 codecs against independent implementations (element_oracle.hpp):
+// a double-based rounding for BF16, the compiler's _Float16 for FP16.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -9,44 +9,11 @@
 #include <random>
 #include <vector>
 
-#include "fp8_spec.hpp"
+#include "element_oracle.hpp"
 #include "octet_reference/codecs.hpp"
 
 namespace octet::test {
 namespace {
-
-// IEEE rounding to a binary format with `precision` significand bits and
-// smallest normal exponent `min_exponent`, in double: finite results only
-// (callers check overflow against the format's largest finite value).
-double round_in_double(double a, int precision, int min_exponent) {
-  if (a == 0) return 0;
-  const int exponent = std::max(std::ilogb(a), min_exponent);
-  const double quantum = std::ldexp(1.0, exponent - (precision - 1));
-  return std::nearbyint(a / quantum) * quantum;  // default mode: ties to even
-}
-
-uint16_t expected_bf16(float x) {
-  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  if (std::isinf(x)) return sign | 0x7F80;
-  const double rounded = round_in_double(std::fabs(static_cast<double>(x)), 8, -126);
-  if (rounded >= std::ldexp(1.0, 128)) return sign | 0x7F80;
-  const uint32_t bits = float_bits(static_cast<float>(rounded));
-  EXPECT_EQ(bits & 0xFFFFu, 0u) << "oracle: value must be a BF16";
-  return static_cast<uint16_t>(sign | (bits >> 16));
-}
-
-uint16_t expected_fp16(float x) {
-  const _Float16 h = static_cast<_Float16>(x);
-  uint16_t bits;
-  std::memcpy(&bits, &h, sizeof bits);
-  return bits;
-}
-
-float compiler_fp16_decode(uint16_t code) {
-  _Float16 h;
-  std::memcpy(&h, &code, sizeof h);
-  return static_cast<float>(h);
-}
 
 // Random FP32 patterns, every special pattern, and inputs a few ulps around
 // every value and every midpoint of a 16-bit format whose value of code c
@@ -94,7 +61,7 @@ TEST(Bf16Codec, EncodesLikeDoubleRoundingToNearestEven) {
   };
   for (float x : inputs_for(0x7F7F, value_of)) {
     if (std::isnan(x)) continue;
-    ASSERT_EQ(ref::bf16_encode(x), expected_bf16(x)) << std::hexfloat << x;
+    ASSERT_EQ(ref::bf16_encode(x), oracle_bf16_encode(x)) << std::hexfloat << x;
   }
 }
 
@@ -120,11 +87,11 @@ TEST(Bf16Codec, DecodesEveryCode) {
 
 TEST(Fp16Codec, EncodesLikeTheCompilersFloat16) {
   const auto value_of = [](int code) {
-    return static_cast<double>(compiler_fp16_decode(static_cast<uint16_t>(code)));
+    return static_cast<double>(oracle_fp16_decode(static_cast<uint16_t>(code)));
   };
   for (float x : inputs_for(0x7BFF, value_of)) {
     if (std::isnan(x)) continue;
-    ASSERT_EQ(ref::fp16_encode(x), expected_fp16(x)) << std::hexfloat << x;
+    ASSERT_EQ(ref::fp16_encode(x), oracle_fp16_encode(x)) << std::hexfloat << x;
   }
 }
 
@@ -145,7 +112,7 @@ TEST(Fp16Codec, NanStaysQuietNanWithSign) {
 TEST(Fp16Codec, DecodesEveryCodeLikeTheCompiler) {
   for (uint32_t code = 0; code < 65536; ++code) {
     const float decoded = ref::fp16_decode(static_cast<uint16_t>(code));
-    const float expected = compiler_fp16_decode(static_cast<uint16_t>(code));
+    const float expected = oracle_fp16_decode(static_cast<uint16_t>(code));
     if (std::isnan(expected)) {
       EXPECT_TRUE(std::isnan(decoded)) << code;
       EXPECT_EQ(std::signbit(decoded), std::signbit(expected)) << code;
