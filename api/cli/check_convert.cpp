@@ -1,6 +1,7 @@
 // Rows for octet_convert and octet_amax. Expectations: the scalar codecs of
 // octet.h for the plain reference, the reference context for anything else.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "checks.hpp"
@@ -33,7 +34,7 @@ void convert_row(const ValidationRun& run, const std::string& operation,
                  const std::vector<HostArray>& inputs, octet_dtype out_dtype, bool saturate) {
   run.row(operation, [&](RowCheck& check) {
     for (const HostArray& input : inputs) {
-      check.run_case(operation + " " + shape_words(input.shape), [&] {
+      check.run_case(shape_words(input.shape), [&] {
         const HostArray got = run_convert(*run.context, input, out_dtype, saturate);
         const HostArray expected = run.target.is_plain_reference()
                                        ? host_convert(input, out_dtype, saturate)
@@ -114,7 +115,9 @@ float run_amax(octet::Context& context, const HostArray& input) {
 
 std::string compare_amax(float got, float expected) {
   if (got == expected && std::signbit(got) == std::signbit(expected)) return "";
-  return "amax " + std::to_string(got) + ", expected " + std::to_string(expected);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "amax %.9g, expected %.9g", got, expected);
+  return buf;
 }
 
 }  // namespace
@@ -132,8 +135,7 @@ void check_amax(const ValidationRun& run) {
           if (variant == 1) values[n - 1] = std::numeric_limits<float>::quiet_NaN();
           if (variant == 2) values[n / 2] = -std::numeric_limits<float>::infinity();
           const HostArray input = encode_array(dtype, shape, values);
-          check.run_case(operation + " " + shape_words(shape) + " variant " +
-                             std::to_string(variant),
+          check.run_case(shape_words(shape) + " variant " + std::to_string(variant),
                          [&] {
                            const float got = run_amax(*run.context, input);
                            const float expected = run.target.is_plain_reference()

@@ -2,6 +2,7 @@
 // octet_dequantize. Expectations: numerics.md section 3 composed from the
 // scalar codecs for the plain reference, the reference context otherwise.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "checks.hpp"
@@ -75,8 +76,10 @@ std::string same_float(const char* what, float got, float expected) {
   std::memcpy(&g, &got, 4);
   std::memcpy(&e, &expected, 4);
   if (g == e || (std::isnan(got) && std::isnan(expected))) return "";
-  return std::string(what) + " is " + std::to_string(got) + " (" + hex_code(g, 8) +
-         "), expected " + std::to_string(expected) + " (" + hex_code(e, 8) + ")";
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s is %.9g (%s), expected %.9g (%s)", what, got,
+                hex_code(g, 8).c_str(), expected, hex_code(e, 8).c_str());
+  return buf;
 }
 
 // Every component of `got`, and which copies it holds: the rule of octet.h
@@ -129,7 +132,7 @@ void quantize_row(const ValidationRun& run, octet_dtype in_dtype, octet_dtype fp
       for (int64_t d : shapes[s]) n *= static_cast<size_t>(d);
       const QuantizeCase c{encode_array(in_dtype, shapes[s], floats_with_specials(n, rng)), fp8,
                            usages, scales[s % 6], saturate};
-      check.run_case(operation + " " + shape_words(shapes[s]), [&] {
+      check.run_case(shape_words(shapes[s]), [&] {
         const Quantized got = run_quantize(*run.context, c);
         const Quantized expected = run.target.is_plain_reference()
                                        ? host_quantize(c)
@@ -192,7 +195,7 @@ void check_dequantize(const ValidationRun& run) {
         }
         for (size_t i = 0; i < inputs.size(); ++i) {
           const float scale_inv = scale_invs[i % 6];
-          check.run_case(operation + " " + shape_words(inputs[i].shape), [&] {
+          check.run_case(shape_words(inputs[i].shape), [&] {
             const HostArray got = run_dequantize(*run.context, inputs[i], scale_inv, out);
             const HostArray expected =
                 run.target.is_plain_reference()
