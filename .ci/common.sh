@@ -1,0 +1,23 @@
+# Shared by .ci/test and .ci/quickstart (sourced, not run).
+
+# Installs the Debian packages given as arguments that are not installed yet.
+# apt-get runs (after one update) only when something is missing.
+ensure_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# Configures build/ (Release) with the extra cmake arguments given.
+configure() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
+}
