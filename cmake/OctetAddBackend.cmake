@@ -77,4 +77,12 @@ function(octet_add_backend)
                         "LINKER:-z,defs")
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${script}")
   endif()
+
+  # A first-party backend built into Octet's backends folder is installed
+  # into the installed core's backends folder, where it is discovered.
+  if(DEFINED OCTET_BUILD_BACKENDS_DIR AND output_dir STREQUAL OCTET_BUILD_BACKENDS_DIR)
+    include(GNUInstallDirs)
+    install(TARGETS ${target}
+      LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/${OCTET_BACKENDS_SUBDIR} COMPONENT runtime)
+  endif()
 endfunction()
