@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <system_error>
 #include <type_traits>
@@ -154,18 +156,55 @@ std::optional<LoadedPlugin> load_or_explain(const std::string& requested, std::s
   return LoadedPlugin{std::shared_ptr<void>(std::move(library)), api, shown};
 }
 
-fs::path directory_of_core_library() {
-  Dl_info info{};
+// The file mapped at `address`, from the kernel's table of this process's
+// mappings: always an absolute path, unlike dladdr's, which repeats the path
+// the loader was given (relative for a program started as ./prog, or for a
+// library found through a relative LD_LIBRARY_PATH entry).
+fs::path mapped_file_containing(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto target = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode, file;
+    if (!(fields >> range >> perms >> offset >> device >> inode)) continue;
+    std::getline(fields >> std::ws, file);
+    const std::size_t dash = range.find('-');
+    if (dash == std::string::npos || file.empty() || file[0] != '/') continue;
+    const std::uintptr_t begin = std::stoull(range.substr(0, dash), nullptr, 16);
+    const std::uintptr_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (target >= begin && target < end) return file;
+  }
+  return {};
+}
+
+fs::path find_directory_of_core_library() {
   // Any function of this library gives its file: liboctet in production, the
   // test executable when the loader is compiled into a test.
-  if (dladdr(reinterpret_cast<void*>(&plugin_search_directories), &info) == 0 ||
-      info.dli_fname == nullptr || *info.dli_fname == '\0') {
-    return {};
+  const void* self = reinterpret_cast<const void*>(&plugin_search_directories);
+  fs::path file;
+  Dl_info info{};
+  if (dladdr(self, &info) != 0 && info.dli_fname != nullptr && info.dli_fname[0] == '/') {
+    file = info.dli_fname;
+  } else {
+    file = mapped_file_containing(self);
   }
+  if (file.empty()) return {};
   std::error_code ec;
-  fs::path file = fs::canonical(info.dli_fname, ec);
-  if (ec) file = tidy_absolute(info.dli_fname);
-  return file.parent_path();
+  fs::path resolved = fs::canonical(file, ec);  // a symlinked liboctet: its real folder
+  return (ec ? tidy_absolute(file) : resolved).parent_path();
+}
+
+// The library does not move while it is loaded: look it up once.
+const fs::path& directory_of_core_library() {
+  static const fs::path dir = [] {
+    try {
+      return find_directory_of_core_library();
+    } catch (...) {
+      return fs::path();
+    }
+  }();
+  return dir;
 }
 
 void append_if_new_directory(std::vector<std::string>* out, const fs::path& dir) {

@@ -5,6 +5,7 @@
  *
  * To start a new backend, copy this folder, rename "template" everywhere
  * (see README.md) and replace the loops below with calls into your device. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,12 @@ OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major,
 /* Written once by initialize() (single-threaded, per the ABI), then only read. */
 static octet_host_services host_services;
 
-static int32_t report(int32_t status, const char* format, const char* a, const char* b) {
+static int32_t report(int32_t status, const char* format, ...) {
   char message[256];
-  snprintf(message, sizeof message, format, a, b);
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
   if (host_services.report_error != NULL) {
     host_services.report_error(host_services.host_data, status, message);
   }
@@ -46,6 +50,9 @@ static int32_t report(int32_t status, const char* format, const char* a, const c
    OCTET_DTYPE_BIT(OCTET_DTYPE_FP16))
 #define FP8_DTYPES (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2))
 #define ALL_DTYPES (HIGH_PRECISION_DTYPES | FP8_DTYPES)
+#define HIGH_PRECISION_NAMES "fp32, bf16 or fp16"
+#define FP8_NAMES "e4m3 or e5m2"
+#define ALL_NAMES "fp32, bf16, fp16, e4m3 or e5m2"
 
 static int dtype_in(int32_t dtype, uint32_t set) {
   return dtype > 0 && dtype < 32 && (set & OCTET_DTYPE_BIT(dtype)) != 0;
@@ -99,17 +106,21 @@ static void store_element(void* base, int32_t dtype, size_t index, float value, 
 
 /* Checks a matrix view: dtype in `allowed`, sane shape, data present. */
 static int32_t check_view(const char* op, const char* arg, const octet_matrix_view* view,
-                          uint32_t allowed) {
+                          uint32_t allowed, const char* allowed_names) {
   if (view == NULL) return report(OCTET_STATUS_INVALID_ARGUMENT, "template %s: %s is NULL", op, arg);
   if (!dtype_in(view->dtype, allowed)) {
-    /* A known dtype outside this backend's list is a valid request it cannot serve. */
-    const int known = dtype_in(view->dtype, ALL_DTYPES | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0));
-    return report(known ? OCTET_STATUS_UNSUPPORTED : OCTET_STATUS_INVALID_ARGUMENT,
-                  "template %s: %s.dtype is not one this operation accepts here", op, arg);
+    /* A dtype of octet.h that this backend does not store is a valid request
+     * it cannot serve; anything else breaks the operation's rule. */
+    const int not_stored = view->dtype == OCTET_DTYPE_E8M0;
+    return report(not_stored ? OCTET_STATUS_UNSUPPORTED : OCTET_STATUS_INVALID_ARGUMENT,
+                  "template %s: %s.dtype (%d) must be %s", op, arg, (int)view->dtype,
+                  allowed_names);
   }
   if (view->rows < 0 || view->cols < 0 || view->ld < view->cols) {
     return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  "template %s: %s must have rows >= 0, cols >= 0 and ld >= cols", op, arg);
+                  "template %s: %s must have rows >= 0, cols >= 0 and ld >= cols "
+                  "(it has rows %lld, cols %lld, ld %lld)",
+                  op, arg, (long long)view->rows, (long long)view->cols, (long long)view->ld);
   }
   if (view->data == NULL && view->rows > 0 && view->cols > 0) {
     return report(OCTET_STATUS_INVALID_ARGUMENT, "template %s: %s.data is NULL", op, arg);
@@ -199,8 +210,8 @@ static int32_t template_convert(octet_backend_context* context, const octet_matr
   int32_t status;
   int64_t r, c;
   (void)context;
-  if ((status = check_view("convert", "input", input, ALL_DTYPES)) != 0) return status;
-  if ((status = check_view("convert", "output", output, ALL_DTYPES)) != 0) return status;
+  if ((status = check_view("convert", "input", input, ALL_DTYPES, ALL_NAMES)) != 0) return status;
+  if ((status = check_view("convert", "output", output, ALL_DTYPES, ALL_NAMES)) != 0) return status;
   if ((status = check_same_shape("convert", input, output, "input and output")) != 0) return status;
   for (r = 0; r < input->rows; ++r) {
     for (c = 0; c < input->cols; ++c) {
@@ -215,7 +226,7 @@ static int32_t template_amax(octet_backend_context* context, const octet_matrix_
                              float* amax_out) {
   int32_t status;
   (void)context;
-  if ((status = check_view("amax", "input", input, HIGH_PRECISION_DTYPES)) != 0) return status;
+  if ((status = check_view("amax", "input", input, HIGH_PRECISION_DTYPES, HIGH_PRECISION_NAMES)) != 0) return status;
   if (amax_out == NULL) return report(OCTET_STATUS_INVALID_ARGUMENT, "template %s: %s is NULL", "amax", "amax_out");
   *amax_out = amax_of(input);
   return OCTET_STATUS_SUCCESS;
@@ -236,7 +247,8 @@ static int32_t template_quantize(octet_backend_context* context, const octet_qua
   memset(&args, 0, sizeof args);
   memcpy(&args, given, given->struct_size < sizeof args ? given->struct_size : sizeof args);
 
-  if ((status = check_view("quantize", "args->input", &args.input, HIGH_PRECISION_DTYPES)) != 0) {
+  if ((status = check_view("quantize", "args->input", &args.input, HIGH_PRECISION_DTYPES,
+                           HIGH_PRECISION_NAMES)) != 0) {
     return status;
   }
   if (!dtype_in(args.out_dtype, FP8_DTYPES)) {
@@ -283,8 +295,9 @@ static int32_t template_dequantize(octet_backend_context* context,
     return report(OCTET_STATUS_INVALID_ARGUMENT, "template %s: %s", "dequantize",
                   "args->struct_size is smaller than octet_dequantize_args");
   }
-  if ((status = check_view("dequantize", "args->input", &args->input, FP8_DTYPES)) != 0) return status;
-  if ((status = check_view("dequantize", "args->output", &args->output, HIGH_PRECISION_DTYPES)) != 0) {
+  if ((status = check_view("dequantize", "args->input", &args->input, FP8_DTYPES, FP8_NAMES)) != 0) return status;
+  if ((status = check_view("dequantize", "args->output", &args->output, HIGH_PRECISION_DTYPES,
+                           HIGH_PRECISION_NAMES)) != 0) {
     return status;
   }
   if ((status = check_same_shape("dequantize", &args->input, &args->output,

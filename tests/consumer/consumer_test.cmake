@@ -134,6 +134,14 @@ step("the consumer loads the out-of-tree plugin and creates a context on it"
   COMMAND "${cmake_build}/octet_consumer" "${plugin}" template OUTPUT_VARIABLE out)
 expect_contains("context on the template" "${out}" "context on template: host CPU (template)")
 
+# Dropped into the installed backends folder, the plugin is found by
+# discovery alone (no OCTET_BACKEND_PATH, no explicit load).
+file(COPY "${plugin}" DESTINATION "${libdir}/octet/backends")
+step("discovery finds a plugin in the installed backends folder"
+  COMMAND "${cmake_build}/octet_consumer" template OUTPUT_VARIABLE out)
+expect_contains("context on the discovered template" "${out}" "context on template")
+file(REMOVE "${libdir}/octet/backends/liboctet_backend_template.so")
+
 set(cli "${prefix}/${INSTALL_BINDIR}/octet")
 if(EXISTS "${cli}")
   set(ENV{OCTET_BACKEND_PATH} "${template_build}")

@@ -1,6 +1,7 @@
 /* A user's program, built against an installed Octet: prints the library
  * version, creates a reference context, and optionally loads a plugin given
- * on the command line and creates a context on it. Exit status 0 = success. */
+ * on the command line (or only names a backend that discovery must find)
+ * and creates a context on it. Exit status 0 = success. */
 #include <stdio.h>
 
 #include <octet/octet.h>
@@ -32,7 +33,10 @@ int main(int argc, char** argv) {
   printf("octet %u.%u.%u\n", (unsigned)version.major, (unsigned)version.minor,
          (unsigned)version.patch);
   if (use_backend("reference") != 0) return 1;
-  if (argc > 2) {
+  if (argc == 2) {
+    /* argv[1]: a backend that discovery alone must find. */
+    if (use_backend(argv[1]) != 0) return 1;
+  } else if (argc > 2) {
     /* argv[1]: a plugin file; argv[2]: the backend name it should register. */
     const octet_status status = octet_backend_load(argv[1]);
     if (status != OCTET_STATUS_SUCCESS) return failed("octet_backend_load", status);
