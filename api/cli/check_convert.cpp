@@ -89,6 +89,14 @@ void check_convert(const ValidationRun& run) {
   for (octet_dtype fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2})
     convert_row(run, std::string("convert ") + octet_dtype_name(fp8) + "->fp32 (all codes)",
                 code_inputs(fp8, run.seed + 2), OCTET_DTYPE_FP32, true);
+  // FP8 -> FP8 on raw codes: E5M2's inf, NaNs and range beyond 448 meet
+  // E4M3's overflow rule; E4M3's 3-bit mantissas round into E5M2's 2 bits.
+  const auto e5m2_codes = code_inputs(OCTET_DTYPE_E5M2, run.seed + 5);
+  convert_row(run, "convert e5m2->e4m3 saturate (all codes)", e5m2_codes, OCTET_DTYPE_E4M3, true);
+  convert_row(run, "convert e5m2->e4m3 no-saturate (all codes)", e5m2_codes, OCTET_DTYPE_E4M3,
+              false);
+  convert_row(run, "convert e4m3->e5m2 (all codes)", code_inputs(OCTET_DTYPE_E4M3, run.seed + 6),
+              OCTET_DTYPE_E5M2, true);
   for (octet_dtype half : {OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     const std::string name = octet_dtype_name(half);
     convert_row(run, "convert fp32->" + name, fp32, half, true);
