@@ -1,0 +1,136 @@
+// The cpu backend's plugin table and entry points. Every entry catches all
+// exceptions (errors.hpp) and reports failures through the host.
+#include <octet/octet_backend.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "checks.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "row_kernels.hpp"
+
+struct octet_backend_context {
+  // Panels and accumulator kept between GEMMs (a context is used by one
+  // thread at a time).
+  octet_cpu::GemmWorkspace gemm;
+};
+
+namespace octet_cpu {
+namespace {
+
+std::string& device_name() {
+  static std::string name;
+  return name;
+}
+
+int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
+  if (host == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  set_host_services(host);
+  return guarded("initialize", [&]() -> int32_t {
+    if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
+    const RowKernels& k = row_kernels();
+    device_name() = std::string("host CPU (") + k.name + " element-wise, oneDNN sgemm, " +
+                    std::to_string(omp_get_max_threads()) + " OpenMP threads)";
+    octet_backend_caps filled{};
+    filled.struct_size = sizeof filled;
+    filled.device = device_name().c_str();
+    filled.memory_kind = OCTET_MEMORY_HOST;
+    filled.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
+                    OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
+                    OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+    filled.scaling_modes = OCTET_SCALING_PER_TENSOR;
+    filled.native_columnwise = 1;  // host memory: any layout can be read
+    filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
+    filled.alignment = 64;
+    filled.fused_cast_transpose = 1;
+    // Write no more than the host's struct holds (0: the whole 1.0 struct).
+    const std::size_t host_size = caps->struct_size == 0 ? sizeof filled : caps->struct_size;
+    const std::size_t size = std::min(host_size, sizeof filled);
+    std::memcpy(caps, &filled, size);
+    caps->struct_size = size;
+    return OCTET_STATUS_SUCCESS;
+  });
+}
+
+void shutdown() { set_host_services(nullptr); }
+
+int32_t context_create(void* /*stream: kernels run on the calling thread's OpenMP team*/,
+                       octet_backend_context** context) {
+  return guarded("context_create", [&]() -> int32_t {
+    if (int32_t s = require_pointer("context_create", "context", context)) return s;
+    *context = new octet_backend_context();
+    return OCTET_STATUS_SUCCESS;
+  });
+}
+
+void context_destroy(octet_backend_context* context) { delete context; }
+
+template <typename Kernel>
+int32_t run(const char* name, const octet_backend_context* context, Kernel&& kernel) {
+  return guarded(name, [&]() -> int32_t {
+    if (int32_t s = require_pointer(name, "context", context)) return s;
+    return kernel();
+  });
+}
+
+int32_t convert(octet_backend_context* c, const octet_matrix_view* in,
+                const octet_matrix_view* out, int32_t saturate) {
+  return run("convert", c, [&] { return convert_kernel(in, out, saturate); });
+}
+int32_t amax(octet_backend_context* c, const octet_matrix_view* in, float* amax_out) {
+  return run("amax", c, [&] { return amax_kernel(in, amax_out); });
+}
+int32_t quantize(octet_backend_context* c, const octet_quantize_args* args) {
+  return run("quantize", c, [&] { return quantize_kernel(args); });
+}
+int32_t transpose(octet_backend_context* c, const octet_matrix_view* in,
+                  const octet_matrix_view* out) {
+  return run("transpose", c, [&] { return transpose_kernel(in, out); });
+}
+int32_t dequantize(octet_backend_context* c, const octet_dequantize_args* args) {
+  return run("dequantize", c, [&] { return dequantize_kernel(args); });
+}
+int32_t gemm(octet_backend_context* c, const octet_gemm_args* args) {
+  return run("gemm", c, [&] { return gemm_kernel(args, c->gemm); });
+}
+
+octet_backend_api make_api() {
+  octet_backend_api api{};
+  api.struct_size = sizeof api;
+  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
+  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
+  api.name = "cpu";
+  api.version = "0.1.0";
+  api.initialize = initialize;
+  api.shutdown = shutdown;
+  api.context_create = context_create;
+  api.context_destroy = context_destroy;
+  api.synchronize = nullptr;  // every kernel has finished when it returns
+  // Memory entries stay NULL: the host allocates aligned host memory.
+  api.convert = convert;
+  api.amax = amax;
+  api.quantize = quantize;
+  api.transpose = transpose;
+  api.dequantize = dequantize;
+  api.gemm = gemm;
+  return api;
+}
+
+const octet_backend_api kApi = make_api();
+
+}  // namespace
+}  // namespace octet_cpu
+
+extern "C" OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major,
+                                                            uint32_t /*any minor works*/,
+                                                            const octet_backend_api** api_out) {
+  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
+  *api_out = &octet_cpu::kApi;
+  return OCTET_STATUS_SUCCESS;
+}

@@ -1,0 +1,225 @@
+// GEMM: both operands are widened (FP8 decoded exactly) into FP32 panels in
+// one canonical layout, A' [m,k] and B' [n,k] row-major, whatever their
+// stored layout; oneDNN's sgemm computes acc = A' B'^T; then the epilogue
+// applies the documented order of docs/numerics.md section 8 element by
+// element: v = (alpha*(sa*sb))*acc, + beta*D_old, + bias, GELU, rounding to
+// D's dtype. Only the summation order of acc differs from the reference.
+// Because the panels and the sgemm call do not depend on the stored layout,
+// every layout (and every capability profile) gives the same bits.
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checks.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "row_kernels.hpp"
+
+namespace octet_cpu {
+
+void Workspace::Free::operator()(float* p) const { std::free(p); }
+
+float* Workspace::get(std::size_t count) {
+  if (count == 0) count = 1;
+  if (count > capacity_) {
+    const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
+    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (p == nullptr) throw std::bad_alloc();
+    data_.reset(p);
+    capacity_ = count;
+  }
+  return data_.get();
+}
+
+namespace {
+
+constexpr const char* kKernel = "gemm";
+
+const unsigned char* at(const octet_matrix_view& v, int64_t r, int64_t c) {
+  return static_cast<const unsigned char*>(v.data) +
+         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
+}
+
+// panel[i*k + kk] = operand'[i, kk] as FP32, for i < outer.
+void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transposed, int64_t outer,
+                 int64_t k, float* panel) {
+  if (!transposed) {
+    const bool parallel = outer * k >= 16384;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < outer; ++i) rk.widen(at(v, i, 0), v.dtype, k, panel + i * k);
+    return;
+  }
+  // Stored [k, outer]: widen tiles of stored rows, write them transposed.
+  constexpr int64_t kTile = 64;
+  const int64_t k_tiles = (k + kTile - 1) / kTile, o_tiles = (outer + kTile - 1) / kTile;
+  const bool parallel = outer * k >= 16384;
+#pragma omp parallel if (parallel)
+  {
+    alignas(64) float tile[kTile * kTile];
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < k_tiles * o_tiles; ++t) {
+      const int64_t k0 = (t / o_tiles) * kTile, o0 = (t % o_tiles) * kTile;
+      const int64_t kh = std::min(kTile, k - k0), ow = std::min(kTile, outer - o0);
+      for (int64_t r = 0; r < kh; ++r) rk.widen(at(v, k0 + r, o0), v.dtype, ow, tile + r * kTile);
+      for (int64_t i = 0; i < ow; ++i) {
+        float* dst = panel + (o0 + i) * k + k0;
+        for (int64_t r = 0; r < kh; ++r) dst[r] = tile[r * kTile + i];
+      }
+    }
+  }
+}
+
+float gelu(float v) {
+  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+}
+
+int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& v,
+                      int32_t trans, int64_t outer, int64_t k, const char* outer_name) {
+  if (trans != 0 && trans != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->" + trans_name +
+                                                     " is " + std::to_string(trans) +
+                                                     "; it must be 0 or 1");
+  }
+  if (int32_t s = require_matrix(kKernel, name, v, Accept::Any)) return s;
+  const std::string rule = trans ? std::string("[k,") + outer_name + "] because " + trans_name +
+                                       " = 1"
+                                 : std::string("[") + outer_name + ",k] because " + trans_name +
+                                       " = 0";
+  return trans ? require_shape(kKernel, name, v, k, outer, rule.c_str())
+               : require_shape(kKernel, name, v, outer, k, rule.c_str());
+}
+
+int32_t check_args(const octet_gemm_args* args) {
+  if (int32_t s = require_pointer(kKernel, "args", args)) return s;
+  if (int32_t s = require_struct_size(kKernel, "args", args->struct_size, sizeof(octet_gemm_args)))
+    return s;
+  if (args->m < 0 || args->n < 0 || args->k < 0) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kKernel) + ": args->m, args->n, args->k are " +
+                      std::to_string(args->m) + ", " + std::to_string(args->n) + ", " +
+                      std::to_string(args->k) + "; none may be negative");
+  }
+  if (int32_t s = check_operand("args->a", "trans_a", args->a, args->trans_a, args->m, args->k, "m"))
+    return s;
+  if (int32_t s = check_operand("args->b", "trans_b", args->b, args->trans_b, args->n, args->k, "n"))
+    return s;
+  const int32_t ad = args->a.dtype, bd = args->b.dtype;
+  if (!((is_fp8(ad) && is_fp8(bd)) || (is_high_precision(ad) && is_high_precision(bd)))) {
+    return report(OCTET_STATUS_UNSUPPORTED,
+                  std::string(kKernel) + ": args->a.dtype is " + dtype_name(ad) +
+                      " and args->b.dtype is " + dtype_name(bd) +
+                      "; operands must be both FP8 (e4m3/e5m2) or both fp32/bf16/fp16");
+  }
+  if (int32_t s = require_matrix(kKernel, "args->d", args->d, Accept::HighPrecision,
+                                 OCTET_STATUS_UNSUPPORTED)) {
+    return s;
+  }
+  if (int32_t s = require_shape(kKernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
+  if (args->bias.data != nullptr) {
+    if (int32_t s = require_matrix(kKernel, "args->bias", args->bias, Accept::HighPrecision))
+      return s;
+    if (int32_t s = require_shape(kKernel, "args->bias", args->bias, 1, args->n,
+                                  "one row of n elements")) {
+      return s;
+    }
+  }
+  if (args->epilogue != OCTET_EPILOGUE_NONE && args->epilogue != OCTET_EPILOGUE_GELU) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kKernel) + ": args->epilogue is " + std::to_string(args->epilogue) +
+                      "; it must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
+  if (int32_t s = check_args(args)) return s;
+  const int64_t m = args->m, n = args->n, k = args->k;
+  if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
+  const RowKernels& rk = row_kernels();
+  const octet_matrix_view& d = args->d;
+  const float sa = args->a_scale_inv != nullptr ? *args->a_scale_inv : 1.0f;
+  const float sb = args->b_scale_inv != nullptr ? *args->b_scale_inv : 1.0f;
+  const float scale = args->alpha * (sa * sb);
+  const float beta = args->beta;
+  const bool has_bias = args->bias.data != nullptr;
+  const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
+
+  // acc goes straight into D when D is FP32 and its old values are not needed.
+  const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
+  float* acc = direct ? static_cast<float*>(d.data)
+                      : ws.acc.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
+  const int64_t ldc = direct ? d.ld : n;
+
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
+  } else {
+    float* a = ws.a.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
+    float* b = ws.b.get(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+    widen_panel(rk, args->a, args->trans_a != 0, m, k, a);
+    widen_panel(rk, args->b, args->trans_b != 0, n, k, b);
+    const dnnl_status_t st = dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, b, k, 0.0f, acc, ldc);
+    if (st != dnnl_success) {
+      return report(OCTET_STATUS_BACKEND_ERROR,
+                    std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
+                        std::to_string(static_cast<int>(st)));
+    }
+  }
+
+  if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;
+
+  // Epilogue, row by row, in the documented order.
+  const bool parallel = m * n >= 16384;
+  // Buffers are allocated here, outside the parallel region (nothing may
+  // throw inside it): the widened bias, and one row of old D per thread.
+  std::vector<float> bias_values;
+  if (has_bias) {
+    bias_values.resize(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
+  }
+  const bool widen_old = beta != 0.0f && d.dtype != OCTET_DTYPE_FP32;
+  std::vector<float> old_rows(widen_old ? static_cast<std::size_t>(omp_get_max_threads()) *
+                                              static_cast<std::size_t>(n)
+                                        : 0);
+#pragma omp parallel if (parallel)
+  {
+    float* row_buffer =
+        widen_old ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      float* v = acc + i * ldc;
+      for (int64_t j = 0; j < n; ++j) v[j] = scale * v[j];
+      if (beta != 0.0f) {
+        const float* old;
+        if (d.dtype == OCTET_DTYPE_FP32) {
+          old = reinterpret_cast<const float*>(at(d, i, 0));
+        } else {
+          rk.widen(at(d, i, 0), d.dtype, n, row_buffer);
+          old = row_buffer;
+        }
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[j];
+      }
+      if (has_bias) {
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values[j];
+      }
+      if (has_gelu) {
+        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+      }
+      if (!direct) {
+        rk.narrow(v, n, d.dtype, true,
+                  static_cast<unsigned char*>(d.data) +
+                      static_cast<std::size_t>(i * d.ld) * dtype_size(d.dtype));
+      }
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet_cpu

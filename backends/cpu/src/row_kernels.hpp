@@ -1,0 +1,37 @@
+// Contiguous-run kernels (n elements in a row), in two implementations
+// chosen at run time: AVX2+F16C, or portable C++. Both are exact.
+#pragma once
+
+#include <cstdint>
+
+namespace octet_cpu {
+
+struct RowKernels {
+  const char* name;
+  // n elements of `dtype` (any octet dtype) -> FP32 values.
+  void (*widen)(const void* src, int32_t dtype, int64_t n, float* out);
+  // FP32 values -> n elements of `dtype` (FP8 with `saturate`; E8M0 CEIL).
+  void (*narrow)(const float* in, int64_t n, int32_t dtype, bool saturate, void* dst);
+  // The fused quantize step: *amax = fmax(*amax, |in[i]|) (NaN ignored), and
+  // out[i] = fp8(in[i] * scale).
+  void (*scale_encode)(const float* in, int64_t n, float scale, int32_t fp8_dtype,
+                       bool saturate, uint8_t* out, float* amax);
+  // *amax = fmax(*amax, |in[i]|), NaN ignored.
+  void (*amax)(const float* in, int64_t n, float* amax);
+  // in[i] *= s (one FP32 multiply each).
+  void (*scale)(float* in, int64_t n, float s);
+};
+
+const RowKernels& portable_row_kernels();
+// nullptr when this build has no AVX2 path.
+const RowKernels* avx2_row_kernels();
+
+// The kernels in use: AVX2 when the CPU has AVX2 and F16C and
+// OCTET_CPU_DISABLE_SIMD is not set to a non-empty value other than "0".
+const RowKernels& row_kernels();
+
+// Exact FP32 values of every FP8 / E8M0 code (filled once).
+const float* fp8_table(int32_t dtype);
+const float* e8m0_table();
+
+}  // namespace octet_cpu

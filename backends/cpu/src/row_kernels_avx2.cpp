@@ -1,0 +1,235 @@
+// AVX2 + F16C row kernels. Everything this file includes is compiled for the
+// baseline target; only the functions after the pragma use AVX2, and they
+// run only after __builtin_cpu_supports says the CPU has AVX2 and F16C.
+#include <cmath>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include <octet/octet.h>
+
+#include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define OCTET_CPU_HAVE_AVX2_PATH 1
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+
+namespace octet_cpu {
+namespace {
+
+inline __m256i encode8(__m256 y, const Fp8Params& p, bool saturate) {
+  const __m256i u = _mm256_castps_si256(y);
+  const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
+  const __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+  const int shift = 23 - p.mantissa_bits;
+  // Normal range: round half to even on the bits, then rebias.
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, shift), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32((1 << (shift - 1)) - 1)), lsb);
+  const __m256i normal = _mm256_sub_epi32(_mm256_srli_epi32(rounded, shift),
+                                          _mm256_set1_epi32(static_cast<int>(p.rebias)));
+  // Subnormal range: one FP32 addition of the magic constant rounds |y|.
+  const __m256 magic = _mm256_set1_ps(p.subnormal_magic);
+  const __m256i sub = _mm256_sub_epi32(
+      _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), magic)), _mm256_castps_si256(magic));
+  const __m256i is_sub =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(p.min_normal_bits)), a);
+  __m256i code = _mm256_blendv_epi8(normal, sub, is_sub);
+  const __m256i over = _mm256_cmpgt_epi32(code, _mm256_set1_epi32(static_cast<int>(p.max_code)));
+  code = _mm256_blendv_epi8(
+      code, _mm256_set1_epi32(static_cast<int>(saturate ? p.overflow_sat : p.overflow_nosat)),
+      over);
+  const __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
+  code = _mm256_blendv_epi8(code, _mm256_set1_epi32(0x7F), nan);
+  return _mm256_or_si256(code, sign);
+}
+
+// Four vectors of 8 codes (one per 32-bit lane) -> 32 bytes in order.
+inline __m256i pack_codes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+  const __m256i p01 = _mm256_packs_epi32(c0, c1);
+  const __m256i p23 = _mm256_packs_epi32(c2, c3);
+  const __m256i bytes = _mm256_packus_epi16(p01, p23);
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline __m256 abs8(__m256 x) {
+  return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+}
+
+// max that ignores a NaN in x: _mm256_max_ps returns its second operand when
+// either is NaN.
+inline __m256 max_ignoring_nan(__m256 x, __m256 acc) { return _mm256_max_ps(x, acc); }
+
+float horizontal_max(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float m = lanes[0];
+  for (int i = 1; i < 8; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
+
+void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool saturate, float scale,
+                     bool with_amax, uint8_t* out, float* amax) {
+  const __m256 s = _mm256_set1_ps(scale);
+  __m256 m = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i c[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m256 x = _mm256_loadu_ps(in + i + 8 * j);
+      if (with_amax) m = max_ignoring_nan(abs8(x), m);
+      c[j] = encode8(_mm256_mul_ps(x, s), p, saturate);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack_codes(c[0], c[1], c[2], c[3]));
+  }
+  float acc = *amax;
+  if (with_amax) acc = std::fmax(acc, horizontal_max(m));
+  for (; i < n; ++i) {
+    if (with_amax) acc = std::fmax(acc, std::fabs(in[i]));
+    out[i] = encode_fp8(in[i] * scale, p, saturate);
+  }
+  if (with_amax) *amax = acc;
+}
+
+void scale_encode_avx2(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
+                       uint8_t* out, float* amax) {
+  encode_fp8_avx2(in, n, fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, scale, true,
+                  out, amax);
+}
+
+void amax_avx2(const float* in, int64_t n, float* amax) {
+  __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = max_ignoring_nan(abs8(_mm256_loadu_ps(in + i)), m0);
+    m1 = max_ignoring_nan(abs8(_mm256_loadu_ps(in + i + 8)), m1);
+  }
+  float acc = std::fmax(*amax, horizontal_max(_mm256_max_ps(m0, m1)));
+  for (; i < n; ++i) acc = std::fmax(acc, std::fabs(in[i]));
+  *amax = acc;
+}
+
+void scale_avx2(float* in, int64_t n, float s) {
+  const __m256 v = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(in + i, _mm256_mul_ps(_mm256_loadu_ps(in + i), v));
+  for (; i < n; ++i) in[i] = in[i] * s;
+}
+
+void widen_avx2(const void* src, int32_t dtype, int64_t n, float* out) {
+  int64_t i = 0;
+  switch (dtype) {
+    case OCTET_DTYPE_FP32:
+      std::memcpy(out, src, static_cast<size_t>(n) * 4);
+      return;
+    case OCTET_DTYPE_BF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      const __m256i inf = _mm256_set1_epi32(0x7F800000);
+      for (; i + 8 <= n; i += 8) {
+        const __m256i u = _mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))), 16);
+        const __m256i nan =
+            _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), inf);
+        const __m256i q = _mm256_or_si256(u, _mm256_and_si256(nan, _mm256_set1_epi32(0x00400000)));
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(q));
+      }
+      for (; i < n; ++i) out[i] = decode_bf16(s[i]);
+      return;
+    }
+    case OCTET_DTYPE_FP16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(s + i))));
+      }
+      for (; i < n; ++i) out[i] = decode_fp16(s[i]);
+      return;
+    }
+    default: {
+      const float* table = dtype == OCTET_DTYPE_E8M0 ? e8m0_table() : fp8_table(dtype);
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (; i + 8 <= n; i += 8) {
+        const __m256i idx =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i)));
+        _mm256_storeu_ps(out + i, _mm256_i32gather_ps(table, idx, 4));
+      }
+      for (; i < n; ++i) out[i] = table[s[i]];
+      return;
+    }
+  }
+}
+
+void narrow_avx2(const float* in, int64_t n, int32_t dtype, bool saturate, void* dst) {
+  int64_t i = 0;
+  switch (dtype) {
+    case OCTET_DTYPE_FP32:
+      std::memcpy(dst, in, static_cast<size_t>(n) * 4);
+      return;
+    case OCTET_DTYPE_BF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      const __m256i one = _mm256_set1_epi32(1);
+      const __m256i inf = _mm256_set1_epi32(0x7F800000);
+      for (; i + 16 <= n; i += 16) {
+        __m256i h[2];
+        for (int j = 0; j < 2; ++j) {
+          const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(in + i + 8 * j));
+          const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+          const __m256i r =
+              _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+          const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+          const __m256i nan =
+              _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), inf);
+          h[j] = _mm256_blendv_epi8(r, q, nan);
+        }
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h[0], h[1]), 0xD8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), packed);
+      }
+      for (; i < n; ++i) d[i] = encode_bf16(in[i]);
+      return;
+    }
+    case OCTET_DTYPE_FP16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (; i + 8 <= n; i += 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
+      for (; i < n; ++i) d[i] = encode_fp16(in[i]);
+      return;
+    }
+    case OCTET_DTYPE_E8M0: {
+      auto* d = static_cast<uint8_t*>(dst);
+      for (; i < n; ++i) d[i] = encode_e8m0(in[i], true);
+      return;
+    }
+    default: {
+      float unused = 0.0f;
+      encode_fp8_avx2(in, n, dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, 1.0f, false,
+                      static_cast<uint8_t*>(dst), &unused);
+      return;
+    }
+  }
+}
+
+const RowKernels kAvx2{"avx2+f16c", widen_avx2, narrow_avx2, scale_encode_avx2, amax_avx2,
+                       scale_avx2};
+
+}  // namespace
+}  // namespace octet_cpu
+
+#pragma GCC pop_options
+#endif
+
+namespace octet_cpu {
+
+const RowKernels* avx2_row_kernels() {
+#if defined(OCTET_CPU_HAVE_AVX2_PATH)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return &kAvx2;
+#endif
+  return nullptr;
+}
+
+}  // namespace octet_cpu

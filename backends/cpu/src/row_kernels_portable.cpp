@@ -1,0 +1,135 @@
+// Portable row kernels: plain loops over the exact scalar codecs. Also the
+// code tables and the run-time choice between this path and AVX2.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include <octet/octet.h>
+
+#include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
+
+namespace octet_cpu {
+namespace {
+
+struct Tables {
+  float e4m3[256];
+  float e5m2[256];
+  float e8m0[256];
+  Tables() {
+    for (int c = 0; c < 256; ++c) {
+      e4m3[c] = decode_fp8_slow(static_cast<uint8_t>(c), true);
+      e5m2[c] = decode_fp8_slow(static_cast<uint8_t>(c), false);
+      e8m0[c] = decode_e8m0(static_cast<uint8_t>(c));
+    }
+  }
+};
+
+const Tables& tables() {
+  static const Tables t;
+  return t;
+}
+
+void widen_portable(const void* src, int32_t dtype, int64_t n, float* out) {
+  switch (dtype) {
+    case OCTET_DTYPE_FP32:
+      std::memcpy(out, src, static_cast<size_t>(n) * 4);
+      return;
+    case OCTET_DTYPE_BF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) out[i] = decode_bf16(s[i]);
+      return;
+    }
+    case OCTET_DTYPE_FP16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) out[i] = decode_fp16(s[i]);
+      return;
+    }
+    default: {
+      const float* table = dtype == OCTET_DTYPE_E8M0 ? e8m0_table() : fp8_table(dtype);
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) out[i] = table[s[i]];
+      return;
+    }
+  }
+}
+
+void narrow_portable(const float* in, int64_t n, int32_t dtype, bool saturate, void* dst) {
+  switch (dtype) {
+    case OCTET_DTYPE_FP32:
+      std::memcpy(dst, in, static_cast<size_t>(n) * 4);
+      return;
+    case OCTET_DTYPE_BF16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = encode_bf16(in[i]);
+      return;
+    }
+    case OCTET_DTYPE_FP16: {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = encode_fp16(in[i]);
+      return;
+    }
+    case OCTET_DTYPE_E8M0: {
+      auto* d = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = encode_e8m0(in[i], true);
+      return;
+    }
+    default: {
+      const Fp8Params& p = dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+      auto* d = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = encode_fp8(in[i], p, saturate);
+      return;
+    }
+  }
+}
+
+void amax_portable(const float* in, int64_t n, float* amax) {
+  float m = *amax;
+  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(in[i]));
+  *amax = m;
+}
+
+void scale_encode_portable(const float* in, int64_t n, float scale, int32_t fp8_dtype,
+                           bool saturate, uint8_t* out, float* amax) {
+  const Fp8Params& p = fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+  float m = *amax;
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::fmax(m, std::fabs(in[i]));
+    out[i] = encode_fp8(in[i] * scale, p, saturate);
+  }
+  *amax = m;
+}
+
+void scale_portable(float* in, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) in[i] = in[i] * s;
+}
+
+const RowKernels kPortable{"portable", widen_portable, narrow_portable, scale_encode_portable,
+                           amax_portable, scale_portable};
+
+bool simd_disabled_by_environment() {
+  const char* v = std::getenv("OCTET_CPU_DISABLE_SIMD");
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
+const RowKernels& choose() {
+  const RowKernels* avx2 = avx2_row_kernels();
+  if (avx2 != nullptr && !simd_disabled_by_environment()) return *avx2;
+  return kPortable;
+}
+
+}  // namespace
+
+const RowKernels& portable_row_kernels() { return kPortable; }
+
+const RowKernels& row_kernels() {
+  static const RowKernels& chosen = choose();
+  return chosen;
+}
+
+const float* fp8_table(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 ? tables().e4m3 : tables().e5m2;
+}
+const float* e8m0_table() { return tables().e8m0; }
+
+}  // namespace octet_cpu

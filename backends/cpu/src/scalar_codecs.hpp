@@ -1,0 +1,142 @@
+// Exact scalar codecs (docs/numerics.md sections 1-5), written as integer
+// bit manipulation so that the SIMD kernels can do the same steps lane by
+// lane. Used by the portable path and for the tails of the SIMD loops.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace octet_cpu {
+
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Parameters of an FP8 format as the encoder uses them.
+struct Fp8Params {
+  int mantissa_bits;        // 3 (E4M3) or 2 (E5M2)
+  uint32_t rebias;          // (127 - bias) << mantissa_bits
+  uint32_t min_normal_bits; // FP32 bits of the smallest normal
+  float subnormal_magic;    // 2^(exponent of subnormal spacing + 23)
+  uint32_t max_code;        // largest finite code (without sign)
+  uint32_t overflow_sat;    // code on overflow when saturating
+  uint32_t overflow_nosat;  // code on overflow otherwise
+};
+
+constexpr Fp8Params kE4M3{3, (127u - 7u) << 3, (127u - 6u) << 23, 16384.0f /*2^14*/, 0x7E, 0x7E,
+                          0x7F};
+constexpr Fp8Params kE5M2{2, (127u - 15u) << 2, (127u - 14u) << 23, 128.0f /*2^7*/, 0x7B, 0x7B,
+                          0x7C};
+
+// FP32 -> FP8, round to nearest even, overflow after rounding, NaN -> 0x7F
+// with the sign. Normal range: integer round-half-even on the FP32 bits,
+// then rebias. Below the smallest normal: adding 2^(q+23) rounds |x| to a
+// multiple of the subnormal spacing 2^q (one FP32 addition, exact RNE), and
+// the low bits of the sum are the code.
+inline uint8_t encode_fp8(float x, const Fp8Params& p, bool saturate) {
+  const uint32_t u = bits_of(x);
+  const uint32_t sign = (u >> 24) & 0x80u;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return static_cast<uint8_t>(sign | 0x7Fu);
+  const int shift = 23 - p.mantissa_bits;
+  uint32_t code;
+  if (a < p.min_normal_bits) {
+    code = bits_of(float_of(a) + p.subnormal_magic) - bits_of(p.subnormal_magic);
+  } else {
+    const uint32_t rounded = a + ((1u << (shift - 1)) - 1u) + ((a >> shift) & 1u);
+    code = (rounded >> shift) - p.rebias;
+  }
+  if (code > p.max_code) code = saturate ? p.overflow_sat : p.overflow_nosat;
+  return static_cast<uint8_t>(sign | code);
+}
+
+// FP8 code -> FP32, computed from the fields (used to fill the tables).
+inline float decode_fp8_slow(uint8_t code, bool e4m3) {
+  const uint32_t sign = uint32_t(code & 0x80u) << 24;
+  const uint32_t mag = code & 0x7Fu;
+  const int mbits = e4m3 ? 3 : 2;
+  const int bias = e4m3 ? 7 : 15;
+  if (e4m3 && mag == 0x7Fu) return float_of(sign | 0x7FC00000u);
+  if (!e4m3 && mag >= 0x7Du) return float_of(sign | 0x7FC00000u);
+  if (!e4m3 && mag == 0x7Cu) return float_of(sign | 0x7F800000u);
+  const uint32_t exp = mag >> mbits;
+  const uint32_t man = mag & ((1u << mbits) - 1u);
+  if (exp == 0) {
+    // man * 2^(1 - bias - mbits), exact in FP32.
+    float v = float(man);
+    for (int i = 0; i < bias - 1 + mbits; ++i) v *= 0.5f;
+    return float_of(sign | bits_of(v));
+  }
+  return float_of(sign | ((exp - bias + 127u) << 23) | (man << (23 - mbits)));
+}
+
+// FP32 -> BF16: RNE on the bits; NaN keeps its leading payload, made quiet.
+inline uint16_t encode_bf16(float x) {
+  const uint32_t u = bits_of(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+inline float decode_bf16(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
+  return float_of(u);
+}
+
+// FP32 -> FP16: RNE with subnormals, overflow to infinity, NaN quiet with
+// its leading payload.
+inline uint16_t encode_fp16(float x) {
+  const uint32_t u = bits_of(x);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  uint32_t h;
+  if (a < 0x38800000u) {  // below 2^-14: multiples of 2^-24; magic 2^-1
+    h = bits_of(float_of(a) + 0.5f) - bits_of(0.5f);
+  } else {
+    h = ((a + 0xFFFu + ((a >> 13) & 1u)) >> 13) - ((127u - 15u) << 10);
+    if (h > 0x7C00u) h = 0x7C00u;
+  }
+  return static_cast<uint16_t>(sign | h);
+}
+inline float decode_fp16(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t man = h & 0x3FFu;
+  if (exp == 0x1Fu) {
+    return float_of(sign | 0x7F800000u | (man << 13) | (man != 0 ? 0x00400000u : 0u));
+  }
+  if (exp == 0) {
+    // man * 2^-24, exact in FP32
+    return float_of(sign | bits_of(float(man) * 5.9604644775390625e-8f));
+  }
+  return float_of(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+// E8M0: CEIL (convert's rounding) or FLOOR, clamped to 0x00..0xFE;
+// NaN, zero and negatives give 0xFF.
+inline uint8_t encode_e8m0(float x, bool ceil) {
+  const uint32_t u = bits_of(x);
+  if (u == 0 || (u >> 31) != 0 || u > 0x7F800000u) return 0xFF;
+  if (u == 0x7F800000u) return 0xFE;
+  const uint32_t exp = u >> 23;
+  const uint32_t man = u & 0x7FFFFFu;
+  if (exp == 0) {  // FP32 subnormal, below 2^-126
+    return static_cast<uint8_t>(ceil && man > 0x400000u ? 1 : 0);
+  }
+  uint32_t code = exp + (ceil && man != 0 ? 1u : 0u);
+  return static_cast<uint8_t>(code > 0xFEu ? 0xFEu : code);
+}
+inline float decode_e8m0(uint8_t c) {
+  if (c == 0xFF) return float_of(0x7FC00000u);
+  if (c == 0) return float_of(0x00400000u);  // 2^-127
+  return float_of(uint32_t(c) << 23);
+}
+
+}  // namespace octet_cpu
