@@ -6,16 +6,26 @@
 #include <octet/octet_backend.h>
 
 #include <memory>
+#include <vector>
 
 #include "registry.hpp"
 
 namespace octet::core {
+
+struct RecipeState;
+struct QuantizerState;
 
 struct ContextState {
   std::shared_ptr<const Backend> backend;
   octet_backend_context* handle = nullptr;
   octet_backend_caps caps{};  // in effect after the profile
   int32_t profile = OCTET_PROFILE_NATIVE;
+  // Autocast (autocast.cpp): open scopes, innermost last; the quantizers
+  // used since the outermost one opened, in order of first use; and the
+  // caller's communicator (struct_size 0: none).
+  std::vector<std::shared_ptr<octet_recipe>> autocast_stack;  // handles owned by the scopes
+  std::vector<std::shared_ptr<QuantizerState>> autocast_used;
+  octet_communicator communicator{};
 
   ContextState() = default;
   ContextState(const ContextState&) = delete;

@@ -7,6 +7,7 @@
 #include "backend_info.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "quantize_ops.hpp"
 #include "tensor.hpp"
 
 namespace octet::core {
@@ -33,15 +34,31 @@ const ContextState& context_arg(const octet_context* context) {
   return *context->state;
 }
 
-octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
-  octet_quantize_options o{};
-  o.struct_size = sizeof(o);
-  o.saturate = 1;
-  if (options == nullptr) return o;
-  require_struct(options, options->struct_size, "options");
-  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
-              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
-  return o;
+// A block-scaled tensor: the rowwise copy with its scale grid, or else the
+// columnwise copy dequantized and transposed back.
+void dequantize_blocks(const std::shared_ptr<ContextState>& context, const TensorState& in, TensorState& out) {
+  const ContextState& ctx = *context;
+  require_entry(ctx, (ctx.backend->features & OCTET_FEATURE_BLOCK_QUANTIZE) != 0, "block_dequantize");
+  octet_block_dequantize_args args{};
+  args.struct_size = sizeof(args);
+  args.scale_dtype = in.scale_inv_dtype();
+  args.block_rows = in.block_rows;
+  args.block_cols = in.block_cols;
+  if (in.data) {
+    args.input = in.rowwise_view();
+    args.scale_inv = in.rowwise_scale_inv.data();
+    args.output = out.rowwise_view();
+    call_backend(ctx, "block_dequantize", [&] { return ctx.api().block_dequantize(ctx.handle, &args); });
+    return;
+  }
+  require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+  Buffer scratch(context, size_t(out.numel()) * out.element_bytes());
+  args.input = in.columnwise_view();
+  args.scale_inv = in.columnwise_scale_inv.data();
+  args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
+  call_backend(ctx, "block_dequantize", [&] { return ctx.api().block_dequantize(ctx.handle, &args); });
+  octet_matrix_view dst = out.rowwise_view();
+  call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &args.output, &dst); });
 }
 
 }  // namespace
@@ -89,47 +106,26 @@ OCTET_API octet_status octet_quantize(octet_context* context, const octet_tensor
     const TensorState& in = tensor_arg(input, ctx, "input");
     TensorState& out = tensor_arg(output, ctx, "output");
     octet_quantize_options o = read_quantize_options(options);
-    require_high_precision(in, "input");
-    require(out.quantized(), "tensor 'output' must be a quantized tensor (E4M3/E5M2 created with usages != 0)");
-    require_same_shape(in, "input", out, "output");
-    uint32_t usages = o.usages == 0 ? out.usages : o.usages;
-    require((usages & ~out.usages) == 0, "options->usages (", o.usages,
-            ") asks for a usage tensor 'output' was not created with (", out.usages, ")");
-    require_entry(ctx, ctx.api().quantize != nullptr, "quantize");
+    uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, nullptr);
+  });
+}
 
-    bool native = ctx.caps.native_columnwise != 0;
-    bool write_rowwise = (usages & OCTET_USAGE_ROWWISE) || ((usages & OCTET_USAGE_COLUMNWISE) && native);
-    bool write_transposed = (usages & OCTET_USAGE_COLUMNWISE) && bool(out.columnwise);
-    bool fused = ctx.caps.fused_cast_transpose != 0;
-    if (write_transposed && !fused)
-      require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
-
-    octet_quantize_args args{};
-    args.struct_size = sizeof(args);
-    args.input = in.rowwise_view();
-    args.out_dtype = out.dtype;
-    args.saturate = o.saturate != 0;
-    args.scale = out.scalar(kScale);
-    args.scale_inv_out = out.scalar(kScaleInv);
-    args.amax_out = out.scalar(kAmax);
-    if (fused || !write_transposed) {
-      args.rowwise_out = write_rowwise ? static_cast<uint8_t*>(out.data.data()) : nullptr;
-      args.columnwise_out = write_transposed ? static_cast<uint8_t*>(out.columnwise.data()) : nullptr;
-      call_backend(ctx, "quantize", [&] { return ctx.api().quantize(ctx.handle, &args); });
-      return;
-    }
-    // No fused cast+transpose: quantize rowwise, then transpose the codes.
-    Buffer scratch;
-    uint8_t* rowwise = static_cast<uint8_t*>(out.data.data());
-    if (!write_rowwise || rowwise == nullptr) {
-      scratch = Buffer(context->state, size_t(out.numel()));
-      rowwise = static_cast<uint8_t*>(scratch.data());
-    }
-    args.rowwise_out = rowwise;
-    call_backend(ctx, "quantize", [&] { return ctx.api().quantize(ctx.handle, &args); });
-    octet_matrix_view src{rowwise, out.dtype, 0, out.rows, out.cols, out.cols};
-    octet_matrix_view dst = out.columnwise_view();
-    call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &src, &dst); });
+OCTET_API octet_status octet_quantize_with_stats(octet_context* context, const octet_tensor* input,
+                                                 octet_tensor* output, const octet_quantize_options* options,
+                                                 octet_quantize_stats* stats) {
+  return guarded("octet_quantize_with_stats", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require_struct(stats, stats ? stats->struct_size : 0, "stats");
+    octet_quantize_options o = read_quantize_options(options);
+    uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    octet_quantize_stats result{};
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result);
+    size_t caller = stats->struct_size;
+    std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t), reinterpret_cast<const char*>(&result) + sizeof(size_t),
+                std::min(caller, sizeof(result)) - sizeof(size_t));
   });
 }
 
@@ -141,6 +137,10 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     require(is_fp8(in.dtype), "tensor 'input' must be E4M3 or E5M2 (it is ", dtype_name(in.dtype), ")");
     require_high_precision(out, "output");
     require_same_shape(in, "input", out, "output");
+    if (in.block_scaled()) {
+      dequantize_blocks(context->state, in, out);
+      return;
+    }
     require_entry(ctx, ctx.api().dequantize != nullptr, "dequantize");
 
     Buffer unit_scale;

@@ -57,6 +57,66 @@ octet_gemm_options read_gemm_options(const octet_gemm_options* options) {
   return o;
 }
 
+// The K-contiguous copy of a block-scaled operand: the rowwise copy when it
+// is used as stored, the columnwise copy (quantized from x^T) when it is
+// used transposed. Block GEMMs therefore always run the TN layout.
+struct BlockOperand {
+  octet_matrix_view view;
+  const void* scale_inv;
+  int32_t block_rows, block_cols;
+};
+
+BlockOperand block_operand(const TensorState& t, int32_t trans, const char* name) {
+  if (!trans) {
+    require(bool(t.data), "tensor '", name, "' is block-scaled and used as stored: it needs the rowwise usage");
+    return {t.rowwise_view(), t.rowwise_scale_inv.data(), t.block_rows, t.block_cols};
+  }
+  require(bool(t.columnwise), "tensor '", name,
+          "' is block-scaled and used transposed: it needs the columnwise usage (a copy quantized along the "
+          "other dimension)");
+  return {t.columnwise_view(), t.columnwise_scale_inv.data(), t.block_rows, t.block_cols};
+}
+
+void block_scaled_gemm(const octet_context& context, const TensorState& ta, const TensorState& tb, TensorState& td,
+                       const octet_gemm_options& o, int64_t m, int64_t n, int64_t k) {
+  const ContextState& ctx = *context.state;
+  bool mx_a = ta.scaling_mode == OCTET_SCALING_MXFP8_1X32, mx_b = tb.scaling_mode == OCTET_SCALING_MXFP8_1X32;
+  bool fp32_a = ta.scaling_mode == OCTET_SCALING_BLOCK_1X128 || ta.scaling_mode == OCTET_SCALING_BLOCK_128X128;
+  bool fp32_b = tb.scaling_mode == OCTET_SCALING_BLOCK_1X128 || tb.scaling_mode == OCTET_SCALING_BLOCK_128X128;
+  if (!((mx_a && mx_b) || (fp32_a && fp32_b)))
+    fail(OCTET_STATUS_UNSUPPORTED, "tensors 'a' (", scaling_mode_name(ta.scaling_mode), ") and 'b' (",
+         scaling_mode_name(tb.scaling_mode),
+         ") cannot be multiplied: block-scaled GEMMs take MXFP8 with MXFP8, or 1x128/128x128 with 1x128/128x128");
+  require_entry(ctx, (ctx.backend->features & OCTET_FEATURE_BLOCK_GEMM) != 0, "block_gemm");
+  BlockOperand a = block_operand(ta, o.trans_a, "a");
+  BlockOperand b = block_operand(tb, o.trans_b, "b");
+  octet_block_gemm_args args{};
+  args.struct_size = sizeof(args);
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a = a.view;
+  args.b = b.view;
+  args.a_scale_inv = a.scale_inv;
+  args.b_scale_inv = b.scale_inv;
+  args.scale_dtype = ta.scale_inv_dtype();
+  args.a_block_rows = a.block_rows;
+  args.a_block_cols = a.block_cols;
+  args.b_block_rows = b.block_rows;
+  args.b_block_cols = b.block_cols;
+  args.alpha = o.alpha;
+  args.beta = o.beta;
+  args.d = td.rowwise_view();
+  args.epilogue = o.epilogue;
+  if (o.bias != nullptr) {
+    const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
+    require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
+    require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
+    args.bias = octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
+  }
+  call_backend(ctx, "block_gemm", [&] { return ctx.api().block_gemm(ctx.handle, &args); });
+}
+
 }  // namespace
 }  // namespace octet::core
 
@@ -93,6 +153,10 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
             " (trans_b = ", o.trans_b, ")");
     require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
 
+    if (ta.block_scaled() || tb.block_scaled()) {
+      block_scaled_gemm(*context, ta, tb, td, o, m, n, k);
+      return;
+    }
     octet_gemm_args args{};
     args.struct_size = sizeof(args);
     args.m = m;

@@ -61,6 +61,11 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
     if (caps.dtypes & (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2)))
       f |= OCTET_FEATURE_GEMM_FP8;
   }
+  // Plugin ABI 1.1 entries: has_entry reads them only inside the plugin's
+  // table, so a 1.0 plugin simply lacks these features.
+  if (OCTET_HAS(quantize_with_statistics)) f |= OCTET_FEATURE_QUANTIZE_STATISTICS;
+  if (OCTET_HAS(block_quantize) && OCTET_HAS(block_dequantize)) f |= OCTET_FEATURE_BLOCK_QUANTIZE;
+  if (OCTET_HAS(block_gemm)) f |= OCTET_FEATURE_BLOCK_GEMM;
 #undef OCTET_HAS
   return f;
 }

@@ -11,6 +11,12 @@ namespace octet::core {
 
 size_t TensorState::element_bytes() const { return dtype_size(dtype); }
 
+size_t TensorState::scale_grid_bytes(bool columnwise_copy) const {
+  const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
+  const int64_t grid = ((r + block_rows - 1) / block_rows) * ((c + block_cols - 1) / block_cols);
+  return size_t(grid) * dtype_size(scale_inv_dtype());
+}
+
 octet_matrix_view TensorState::rowwise_view() const {
   return octet_matrix_view{data.data(), dtype, 0, rows, cols, cols};
 }
@@ -27,6 +33,24 @@ const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, co
 
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name) {
   return const_cast<TensorState&>(tensor_arg(static_cast<const octet_tensor*>(t), ctx, name));
+}
+
+const char* scaling_mode_name(int32_t mode) {
+  switch (mode) {
+    case OCTET_SCALING_PER_TENSOR: return "per-tensor";
+    case OCTET_SCALING_MXFP8_1X32: return "MXFP8 1x32";
+    case OCTET_SCALING_BLOCK_1X128: return "block 1x128";
+    case OCTET_SCALING_BLOCK_128X128: return "block 128x128";
+    default: return "unknown";
+  }
+}
+
+std::string scaling_mode_list(uint32_t modes) {
+  std::string out;
+  for (int32_t m : {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
+                    OCTET_SCALING_BLOCK_128X128})
+    if (modes & uint32_t(m)) out += (out.empty() ? "" : ", ") + std::string(scaling_mode_name(m));
+  return out.empty() ? "none" : out;
 }
 
 namespace {
@@ -64,6 +88,18 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   require((d.usages & ~uint32_t(OCTET_USAGE_BOTH)) == 0, "desc->usages (", d.usages,
           ") may only combine OCTET_USAGE_ROWWISE and OCTET_USAGE_COLUMNWISE");
   t.usages = d.usages;
+  int32_t mode = d.scaling_mode == 0 ? int32_t(OCTET_SCALING_PER_TENSOR) : d.scaling_mode;
+  require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 ||
+              mode == OCTET_SCALING_BLOCK_1X128 || mode == OCTET_SCALING_BLOCK_128X128,
+          "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
+  require(mode == OCTET_SCALING_PER_TENSOR || d.usages != 0, "desc->scaling_mode (", d.scaling_mode,
+          ") applies only to a quantized tensor (FP8 with usages != 0)");
+  if (!(uint32_t(ctx.caps.scaling_modes) & uint32_t(mode)))
+    fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not declare the scaling mode ",
+         scaling_mode_name(mode), " (it declares ", scaling_mode_list(ctx.caps.scaling_modes), ")");
+  t.scaling_mode = mode;
+  t.block_rows = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+  t.block_cols = mode == OCTET_SCALING_MXFP8_1X32 ? 32 : mode == OCTET_SCALING_PER_TENSOR ? 1 : 128;
 }
 
 size_t component_bytes(const TensorState& t, int32_t component, const Buffer** buffer, size_t* offset) {
@@ -80,8 +116,24 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
               ")");
       *buffer = &t.columnwise;
       return size_t(t.numel()) * t.element_bytes();
+    case OCTET_COMPONENT_ROWWISE_SCALE_INV:
+    case OCTET_COMPONENT_COLUMNWISE_SCALE_INV: {
+      require(t.block_scaled(), "component ", component,
+              " exists only on a block-scaled tensor (desc->scaling_mode MXFP8_1X32, BLOCK_1X128 or "
+              "BLOCK_128X128); a per-tensor one has SCALE_INV");
+      bool columnwise = component == OCTET_COMPONENT_COLUMNWISE_SCALE_INV;
+      const Buffer& b = columnwise ? t.columnwise_scale_inv : t.rowwise_scale_inv;
+      require(bool(b), "the tensor has no ", columnwise ? "columnwise" : "rowwise",
+              " usage, hence no such scale array");
+      *buffer = &b;
+      return t.scale_grid_bytes(columnwise);
+    }
     case OCTET_COMPONENT_SCALE:
     case OCTET_COMPONENT_SCALE_INV:
+      require(!t.block_scaled(), "component ", component, " (SCALE / SCALE_INV) does not exist on a ",
+              scaling_mode_name(t.scaling_mode),
+              " tensor: its scales are per block (ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV)");
+      [[fallthrough]];
     case OCTET_COMPONENT_AMAX:
       require(t.quantized(), "component ", component, " exists only on a quantized tensor (FP8 with usages)");
       *buffer = &t.scalars;
@@ -116,11 +168,15 @@ OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_t
     if (!s.quantized()) {
       s.data = Buffer(ctx, bytes);
     } else {
-      bool native = ctx->caps.native_columnwise != 0;
+      // A block-scaled columnwise usage has its own scales, so it is always
+      // a separate copy, even where columns are read natively.
+      bool native = ctx->caps.native_columnwise != 0 && !s.block_scaled();
       bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
       bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
       if (rowwise) s.data = Buffer(ctx, bytes);
       if (transposed) s.columnwise = Buffer(ctx, bytes);
+      if (s.block_scaled() && rowwise) s.rowwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(false));
+      if (s.block_scaled() && transposed) s.columnwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(true));
       s.scalars = Buffer(ctx, kScalarCount * sizeof(float));
       const float initial[kScalarCount] = {1.0f, 1.0f, 0.0f};
       s.scalars.copy_from_host(initial, sizeof(initial));
@@ -169,7 +225,14 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
     size_t bytes = size_t(s.numel()) * s.element_bytes();
     out.rowwise_bytes = s.data ? bytes : 0;
     out.columnwise_bytes = s.columnwise ? bytes : 0;
-    out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? kScalarCount * sizeof(float) : 0);
+    out.scaling_mode = s.scaling_mode;
+    out.block_rows = s.block_rows;
+    out.block_cols = s.block_cols;
+    out.scale_inv_dtype = s.scale_inv_dtype();
+    out.rowwise_scale_inv_bytes = s.rowwise_scale_inv ? s.scale_grid_bytes(false) : 0;
+    out.columnwise_scale_inv_bytes = s.columnwise_scale_inv ? s.scale_grid_bytes(true) : 0;
+    out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? kScalarCount * sizeof(float) : 0) +
+                      out.rowwise_scale_inv_bytes + out.columnwise_scale_inv_bytes;
     size_t caller_size = info->struct_size;
     std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t), reinterpret_cast<const char*>(&out) + sizeof(size_t),
                 std::min(caller_size, sizeof(out)) - sizeof(size_t));

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "buffer.hpp"
 #include "context.hpp"
@@ -27,8 +28,20 @@ struct TensorState {
   Buffer data;        // plain data, or the rowwise copy [rows, cols]
   Buffer columnwise;  // the physically transposed copy [cols, rows]
   Buffer scalars;     // kScalarCount floats, quantized tensors only
+  // Block scaling (ABI 1.1). Per-tensor tensors keep block 1x1.
+  int32_t scaling_mode = OCTET_SCALING_PER_TENSOR;
+  int32_t block_rows = 1;
+  int32_t block_cols = 1;
+  Buffer rowwise_scale_inv;     // grid [ceil(rows/br), ceil(cols/bc)]
+  Buffer columnwise_scale_inv;  // grid [ceil(cols/br), ceil(rows/bc)]
 
   bool quantized() const { return usages != 0; }
+  bool block_scaled() const { return scaling_mode != OCTET_SCALING_PER_TENSOR; }
+  // E8M0 codes for MXFP8, FP32 otherwise.
+  octet_dtype scale_inv_dtype() const {
+    return scaling_mode == OCTET_SCALING_MXFP8_1X32 ? OCTET_DTYPE_E8M0 : OCTET_DTYPE_FP32;
+  }
+  size_t scale_grid_bytes(bool columnwise_copy) const;
   int64_t numel() const { return rows * cols; }
   size_t element_bytes() const;
   float* scalar(ScalarSlot slot) const { return static_cast<float*>(scalars.data()) + slot; }
@@ -44,6 +57,9 @@ struct octet_tensor {
 };
 
 namespace octet::core {
+// "MXFP8 1x32", ...; and a comma-separated list of OCTET_SCALING_* flags.
+const char* scaling_mode_name(int32_t mode);
+std::string scaling_mode_list(uint32_t modes);
 // Checks a tensor argument: not NULL and created on `ctx`.
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name);
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name);

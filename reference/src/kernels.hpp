@@ -17,5 +17,11 @@ int32_t transpose_matrix(const octet_matrix_view* input, const octet_matrix_view
 int32_t quantize_matrix(const octet_quantize_args* args);
 int32_t dequantize_matrix(const octet_dequantize_args* args);
 int32_t gemm(const octet_gemm_args* args);
+// Plugin ABI 1.1 (block_scaling_kernels.cpp, block_gemm_kernel.cpp).
+int32_t quantize_matrix_with_statistics(const octet_quantize_args* args,
+                                        octet_quantize_statistics* stats_out);
+int32_t block_quantize_matrix(const octet_block_quantize_args* args);
+int32_t block_dequantize_matrix(const octet_block_dequantize_args* args);
+int32_t block_gemm(const octet_block_gemm_args* args);
 
 }  // namespace octet::ref

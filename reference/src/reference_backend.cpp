@@ -30,7 +30,8 @@ octet_backend_caps reference_caps() {
   caps.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
                 OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
                 OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
-  caps.scaling_modes = OCTET_SCALING_PER_TENSOR;
+  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
+                       OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128;
   caps.native_columnwise = 1;
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
   caps.alignment = 64;
@@ -108,6 +109,24 @@ int32_t gemm_entry(octet_backend_context* context, const octet_gemm_args* args) 
   return run_kernel("gemm", context, [&] { return gemm(args); });
 }
 
+int32_t quantize_with_statistics(octet_backend_context* context, const octet_quantize_args* args,
+                                 octet_quantize_statistics* stats_out) {
+  return run_kernel("quantize_with_statistics", context,
+                    [&] { return quantize_matrix_with_statistics(args, stats_out); });
+}
+
+int32_t block_quantize(octet_backend_context* context, const octet_block_quantize_args* args) {
+  return run_kernel("block_quantize", context, [&] { return block_quantize_matrix(args); });
+}
+
+int32_t block_dequantize(octet_backend_context* context, const octet_block_dequantize_args* args) {
+  return run_kernel("block_dequantize", context, [&] { return block_dequantize_matrix(args); });
+}
+
+int32_t block_gemm_entry(octet_backend_context* context, const octet_block_gemm_args* args) {
+  return run_kernel("block_gemm", context, [&] { return block_gemm(args); });
+}
+
 const octet_backend_api kReferenceApi = {
     sizeof(octet_backend_api),
     OCTET_PLUGIN_ABI_MAJOR,
@@ -130,6 +149,10 @@ const octet_backend_api kReferenceApi = {
     transpose,
     dequantize,
     gemm_entry,
+    quantize_with_statistics,
+    block_quantize,
+    block_dequantize,
+    block_gemm_entry,
 };
 
 }  // namespace

@@ -17,7 +17,7 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi10) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi11) {
   for (uint32_t minor : {0u, 3u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
@@ -25,7 +25,7 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi10) {
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 0u);
+    EXPECT_EQ(api->abi_minor, 1u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.
@@ -39,7 +39,10 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi10) {
     EXPECT_EQ(api->copy_to_host, nullptr);
     for (const void* kernel : {(const void*)api->convert, (const void*)api->amax,
                                (const void*)api->quantize, (const void*)api->transpose,
-                               (const void*)api->dequantize, (const void*)api->gemm}) {
+                               (const void*)api->dequantize, (const void*)api->gemm,
+                               (const void*)api->quantize_with_statistics,
+                               (const void*)api->block_quantize, (const void*)api->block_dequantize,
+                               (const void*)api->block_gemm}) {
       EXPECT_NE(kernel, nullptr);
     }
   }
@@ -59,7 +62,9 @@ TEST_F(ReferenceCaps, DeclaresEveryCapability) {
   uint32_t dtypes = 0;
   for (int32_t dtype : all_dtypes()) dtypes |= OCTET_DTYPE_BIT(dtype);
   EXPECT_EQ(caps_.dtypes, dtypes);
-  EXPECT_EQ(caps_.scaling_modes, static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR));
+  EXPECT_EQ(caps_.scaling_modes,
+            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
+                                  OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128));
   EXPECT_EQ(caps_.native_columnwise, 1);
   EXPECT_EQ(caps_.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
   EXPECT_EQ(caps_.alignment, 64u);

@@ -49,7 +49,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 0
+#define OCTET_ABI_MINOR 1
 
 typedef struct octet_version {
   uint32_t major;
@@ -206,7 +206,11 @@ enum {
   OCTET_FEATURE_TRANSPOSE = 1u << 4,
   OCTET_FEATURE_DEQUANTIZE = 1u << 5,
   OCTET_FEATURE_GEMM_FP8 = 1u << 6,
-  OCTET_FEATURE_GEMM_HIGH_PRECISION = 1u << 7
+  OCTET_FEATURE_GEMM_HIGH_PRECISION = 1u << 7,
+  /* ABI 1.1 */
+  OCTET_FEATURE_QUANTIZE_STATISTICS = 1u << 8, /* quantize with NaN/saturation/flush counts */
+  OCTET_FEATURE_BLOCK_QUANTIZE = 1u << 9,      /* block-scaled quantize and dequantize */
+  OCTET_FEATURE_BLOCK_GEMM = 1u << 10          /* GEMM with per-block scales */
 };
 
 typedef struct octet_backend_info {
@@ -318,7 +322,15 @@ enum {
   OCTET_COMPONENT_COLUMNWISE_DATA = 1,
   OCTET_COMPONENT_SCALE = 2,
   OCTET_COMPONENT_SCALE_INV = 3,
-  OCTET_COMPONENT_AMAX = 4
+  OCTET_COMPONENT_AMAX = 4,
+  /* ABI 1.1, block-scaled tensors only (see octet_tensor_desc.scaling_mode):
+   * the per-block scale_inv of the rowwise copy, grid
+   * [ceil(rows/br), ceil(cols/bc)] row-major, and of the columnwise copy,
+   * grid [ceil(cols/br), ceil(rows/bc)] (the columnwise copy is stored
+   * transposed, [cols, rows], and blocked like a rowwise copy of x^T).
+   * Elements are E8M0 codes (1 byte) for MXFP8, FP32 otherwise. */
+  OCTET_COMPONENT_ROWWISE_SCALE_INV = 5,
+  OCTET_COMPONENT_COLUMNWISE_SCALE_INV = 6
 };
 
 typedef struct octet_tensor_desc {
@@ -328,6 +340,15 @@ typedef struct octet_tensor_desc {
   int64_t shape[OCTET_MAX_DIMS];
   uint32_t usages;            /* FP8 only: 0 = plain codes, no scales;
                                  else OCTET_USAGE_* (a quantized tensor) */
+  /* ABI 1.1. One OCTET_SCALING_* value for a quantized tensor; 0 (or a
+   * struct_size without this field) means OCTET_SCALING_PER_TENSOR.
+   * Block modes: MXFP8_1X32 (1x32 blocks, E8M0 scales), BLOCK_1X128 (1x128,
+   * FP32 scales), BLOCK_128X128 (128x128, FP32 scales). A block-scaled
+   * tensor has no SCALE / SCALE_INV components (its scales are per block,
+   * ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV) but has AMAX; its columnwise
+   * usage is always a separate copy quantized from the high-precision
+   * tensor, even on a backend with native columnwise access. */
+  int32_t scaling_mode;
 } octet_tensor_desc;
 
 typedef struct octet_tensor_info {
@@ -342,6 +363,13 @@ typedef struct octet_tensor_info {
   uint64_t rowwise_bytes;
   uint64_t columnwise_bytes;
   uint64_t total_bytes;       /* every component, scales included */
+  /* ABI 1.1 */
+  int32_t scaling_mode;       /* OCTET_SCALING_*; PER_TENSOR for plain tensors */
+  int32_t block_rows;         /* block shape (1x1 for per-tensor and plain) */
+  int32_t block_cols;
+  int32_t scale_inv_dtype;    /* block modes: E8M0 or FP32; else FP32 */
+  uint64_t rowwise_scale_inv_bytes;
+  uint64_t columnwise_scale_inv_bytes;
 } octet_tensor_info;
 
 typedef struct octet_tensor octet_tensor;
@@ -426,6 +454,279 @@ typedef struct octet_gemm_options {
 OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a,
                                   const octet_tensor* b, octet_tensor* d,
                                   const octet_gemm_options* options);
+
+/* ------------------------------------------------------------------------ */
+/* Numerics statistics (ABI 1.1)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Counts over the input elements of one quantize call (docs/numerics.md,
+ * "Statistics"). A value x, scaled to y = x * scale (per-tensor) or
+ * y = x / X (MXFP8) or y = x * block_scale (1x128, 128x128):
+ *   nan_count       x is NaN
+ *   saturated_count x is not NaN and the non-saturating conversion of y
+ *                   would overflow (E4M3 |y| > 464, E5M2 |y| >= 61440, or
+ *                   y infinite): the code was clamped to +-max normal
+ *   flushed_count   x is finite and non-zero but its code is +-0
+ *   amax            max |x| (NaN ignored), as octet_amax
+ *   total_count     number of elements */
+typedef struct octet_quantize_stats {
+  size_t struct_size;
+  uint64_t nan_count;
+  uint64_t saturated_count;
+  uint64_t flushed_count;
+  uint64_t total_count;
+  float amax;
+} octet_quantize_stats;
+
+/* octet_quantize plus statistics of the call into *stats (required). Needs
+ * the backend's statistics kernel (OCTET_FEATURE_QUANTIZE_STATISTICS). For a
+ * block-scaled output the counts come from the rowwise pass when it is
+ * requested, else from the columnwise pass. */
+OCTET_API octet_status octet_quantize_with_stats(octet_context* context,
+                                                 const octet_tensor* input,
+                                                 octet_tensor* output,
+                                                 const octet_quantize_options* options,
+                                                 octet_quantize_stats* stats);
+
+/* ------------------------------------------------------------------------ */
+/* Scaling recipes (ABI 1.1; docs/recipes.md)                                */
+/* ------------------------------------------------------------------------ */
+
+/* A recipe says how scales are chosen; it is immutable once created and may
+ * be shared by any number of quantizers, contexts and threads. */
+typedef struct octet_recipe octet_recipe;
+
+typedef int32_t octet_recipe_kind;
+enum {
+  OCTET_RECIPE_DELAYED = 0, /* scale from an amax history (numerics 3.1) */
+  OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (3.2) */
+  OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (3.3) */
+  OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (4.1) */
+  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (4.2) */
+};
+
+/* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
+ * E5M2 for the gradient role. */
+typedef int32_t octet_fp8_format;
+enum { OCTET_FORMAT_E4M3 = 0, OCTET_FORMAT_E5M2 = 1, OCTET_FORMAT_HYBRID = 2 };
+
+/* Tensor roles of a quantizer. */
+typedef int32_t octet_tensor_role;
+enum { OCTET_ROLE_INPUT = 0, OCTET_ROLE_WEIGHT = 1, OCTET_ROLE_GRADIENT = 2 };
+
+typedef int32_t octet_amax_compute_algo;
+enum {
+  OCTET_AMAX_MOST_RECENT = 0, /* this step's amax */
+  OCTET_AMAX_MAX = 1,         /* max over the history window (NaN ignored) */
+  OCTET_AMAX_CALLBACK = 2     /* amax_compute_callback */
+};
+
+/* User callback choosing the amax from the history. history[0] is the
+ * current step's amax, history[i] the amax i steps earlier (0 for steps not
+ * yet seen); length = amax_history_len. Write *amax and return SUCCESS; any
+ * other status aborts the scale update with that status. */
+typedef octet_status (*octet_amax_compute_fn)(const float* history, size_t length,
+                                              float* amax, void* user_data);
+/* User callback replacing steps 2-4 of numerics 3.1: the new scale from the
+ * chosen amax, the previous scale, the format's max and the margin. */
+typedef octet_status (*octet_scale_compute_fn)(float amax, float old_scale,
+                                               float fp8_max, int32_t margin,
+                                               float* new_scale, void* user_data);
+
+/* Delayed scaling. Fields inside struct_size are taken as given (0 is not
+ * "default"): start from octet_delayed_scaling_options_init. Defaults:
+ * margin 0, interval 1, format HYBRID, amax_history_len 1024, algo MAX,
+ * no callbacks, power_of_two_scales 0, overrides 0, reduce_amax 1. */
+typedef struct octet_delayed_scaling_options {
+  size_t struct_size;
+  int32_t margin;              /* >= 0: scale = fp8_max * 2^-margin / amax */
+  int32_t interval;            /* >= 1: recompute the scale every N updates */
+  int32_t format;              /* E4M3 or HYBRID (E5M2 alone is refused) */
+  int32_t amax_history_len;    /* >= 1 */
+  int32_t amax_compute_algo;   /* octet_amax_compute_algo */
+  octet_amax_compute_fn amax_compute_callback; /* for OCTET_AMAX_CALLBACK */
+  void* amax_compute_user_data;
+  octet_scale_compute_fn scale_compute_callback; /* NULL: numerics 3.1 */
+  void* scale_compute_user_data;
+  int32_t power_of_two_scales; /* 1: scale = 2^(floor(log2(fp8_max/amax)) - margin) */
+  int32_t override_fprop;      /* 1: run that GEMM of a Linear in high precision */
+  int32_t override_dgrad;
+  int32_t override_wgrad;
+  int32_t reduce_amax;         /* 1: all-reduce (MAX) amaxes through the
+                                  context's communicator before an update */
+} octet_delayed_scaling_options;
+
+/* Current scaling. Defaults: format HYBRID, amax_epsilon 0, power_of_two 0. */
+typedef struct octet_current_scaling_options {
+  size_t struct_size;
+  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  float amax_epsilon;          /* >= 0: amax = max(amax, epsilon) */
+  int32_t power_of_two_scales; /* 1: round the scale down to a power of two */
+} octet_current_scaling_options;
+
+/* Static scaling (the clip path). Defaults: format HYBRID, scale 1,
+ * observe 0. With observe = 1 every quantize through a quantizer of this
+ * recipe also counts saturated values (needs the statistics kernel); see
+ * octet_quantizer_info.observed_*. */
+typedef struct octet_static_scaling_options {
+  size_t struct_size;
+  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  float scale;                 /* finite, > 0 */
+  int32_t observe;
+} octet_static_scaling_options;
+
+/* MXFP8. Defaults: format E4M3, rounding RCEIL. */
+typedef int32_t octet_mx_rounding;
+enum { OCTET_MX_ROUND_RCEIL = 0, OCTET_MX_ROUND_FLOOR = 1 };
+typedef struct octet_mxfp8_options {
+  size_t struct_size;
+  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  int32_t rounding;            /* octet_mx_rounding */
+} octet_mxfp8_options;
+
+/* Float8 block scaling: 1x128 blocks for the input and gradient roles,
+ * 128x128 for the weight role. Defaults: format E4M3, amax_epsilon 0,
+ * power_of_two_scales 0. */
+typedef struct octet_block_scaling_options {
+  size_t struct_size;
+  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  float amax_epsilon;          /* >= 0 */
+  int32_t power_of_two_scales;
+} octet_block_scaling_options;
+
+/* Fill *options with the defaults (struct_size set to sizeof). */
+OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
+OCTET_API octet_status octet_current_scaling_options_init(octet_current_scaling_options* options);
+OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
+OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options);
+OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options);
+
+/* options NULL: the defaults. A bad option gives INVALID_ARGUMENT naming it. */
+OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options,
+                                                   octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_current(const octet_current_scaling_options* options,
+                                                   octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_static(const octet_static_scaling_options* options,
+                                                  octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* options,
+                                                 octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options,
+                                                 octet_recipe** recipe);
+OCTET_API void octet_recipe_destroy(octet_recipe* recipe);
+
+typedef struct octet_recipe_info {
+  size_t struct_size;
+  int32_t kind;                /* octet_recipe_kind */
+  int32_t format;              /* octet_fp8_format */
+  int32_t override_fprop;      /* delayed scaling only; else 0 */
+  int32_t override_dgrad;
+  int32_t override_wgrad;
+} octet_recipe_info;
+OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_recipe_info* info);
+/* The dtype (E4M3/E5M2) and scaling mode (OCTET_SCALING_*) a tensor of
+ * `role` takes under the recipe: what to create quantized outputs with. */
+OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, int32_t role,
+                                                  int32_t* dtype, int32_t* scaling_mode);
+
+/* ------------------------------------------------------------------------ */
+/* Quantizers: scaling state of one tensor role (ABI 1.1)                    */
+/* ------------------------------------------------------------------------ */
+
+/* A quantizer holds, on the host, the state of one role: amax history,
+ * scale, scale_inv, update count, and (static recipe) observations. It is
+ * not tied to a context: its state is portable across backends. Recipe
+ * NULL: the quantizer follows the innermost autocast scope of the context it
+ * quantizes on (and fails outside any scope). The recipe's delayed-scaling
+ * update is computed by the core on the host (a few floats per quantizer). */
+typedef struct octet_quantizer octet_quantizer;
+
+OCTET_API octet_status octet_quantizer_create(const octet_recipe* recipe, int32_t role,
+                                              octet_quantizer** quantizer);
+OCTET_API void octet_quantizer_destroy(octet_quantizer* quantizer);
+
+/* Quantizes input into output with the quantizer's recipe: delayed and
+ * static use the stored scale; current scaling computes the scale from the
+ * input's amax first; MXFP8 and block recipes scale per block. The output's
+ * dtype and scaling mode must be those of octet_recipe_tensor_format. The
+ * input's amax is recorded (delayed: into the current history slot, as the
+ * max with what the step recorded so far). stats may be NULL. */
+OCTET_API octet_status octet_quantizer_quantize(octet_context* context,
+                                                octet_quantizer* quantizer,
+                                                const octet_tensor* input,
+                                                octet_tensor* output,
+                                                const octet_quantize_options* options,
+                                                octet_quantize_stats* stats);
+/* Records an amax measured elsewhere, as a quantize would. */
+OCTET_API octet_status octet_quantizer_record_amax(octet_quantizer* quantizer, float amax);
+/* Applies the recipe's scale update (delayed scaling: numerics 3.1, then
+ * advances the history window; other recipes: nothing to do). Uses the
+ * quantizer's recipe, or the one it was last used with. */
+OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer);
+/* Sets the scale (and scale_inv = 1/scale): initialising the state. */
+OCTET_API octet_status octet_quantizer_set_scale(octet_quantizer* quantizer, float scale);
+
+typedef struct octet_quantizer_info {
+  size_t struct_size;
+  int32_t role;
+  int32_t recipe_kind;         /* -1 while it follows autocast and was never used */
+  float scale;
+  float scale_inv;
+  float amax;                  /* the current step's recorded amax */
+  uint32_t amax_history_len;
+  uint64_t update_count;       /* scale updates applied so far */
+  float observed_amax;         /* static recipe with observe: max amax seen */
+  uint64_t observed_saturated; /* values that saturated, over all calls */
+  uint64_t observed_total;     /* values quantized, over all calls */
+  double saturated_fraction;   /* observed_saturated / observed_total (0 if none) */
+} octet_quantizer_info;
+OCTET_API octet_status octet_quantizer_get_info(const octet_quantizer* quantizer,
+                                                octet_quantizer_info* info);
+/* Copies the history, newest first (history[0] = current step), into out;
+ * length must equal amax_history_len. */
+OCTET_API octet_status octet_quantizer_get_amax_history(const octet_quantizer* quantizer,
+                                                        float* out, size_t length);
+
+/* Checkpointing. octet_quantizer_save with buffer NULL writes the needed size
+ * to *size; else capacity must be >= that size. The bytes are
+ * little-endian, versioned and checksummed (docs/recipes.md), and load into a
+ * quantizer of the same role, recipe kind and history length on any backend
+ * and any library with the same ABI major. */
+OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, void* buffer,
+                                            size_t capacity, size_t* size);
+OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const void* buffer,
+                                            size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Autocast scopes and the communicator (ABI 1.1)                            */
+/* ------------------------------------------------------------------------ */
+
+/* Cross-process reduction the caller provides (e.g. over MPI or NCCL).
+ * allreduce_max replaces values[0..count) by the element-wise maximum over
+ * all processes; every process calls it with the same count, in the same
+ * order. */
+typedef struct octet_communicator {
+  size_t struct_size;
+  octet_status (*allreduce_max)(float* values, size_t count, void* user_data);
+  void* user_data;
+} octet_communicator;
+
+/* Sets (or, with NULL, removes) the context's communicator. The struct is
+ * copied; user_data must stay valid while it is set. */
+OCTET_API octet_status octet_context_set_communicator(octet_context* context,
+                                                      const octet_communicator* communicator);
+
+/* Opens a scope using `recipe` (kept alive by the scope). Scopes nest; the
+ * innermost one is in effect for its span. At the end of the outermost scope
+ * the quantizers used in it (in the order of their first use) get their
+ * delayed-scaling update: the current amaxes of those whose recipe has
+ * reduce_amax are all-reduced (MAX) through the communicator, if one is set,
+ * in one call; then every scale is updated. */
+OCTET_API octet_status octet_autocast_begin(octet_context* context, const octet_recipe* recipe);
+OCTET_API octet_status octet_autocast_end(octet_context* context);
+/* Depth of nesting (0 outside any scope) and the recipe in effect (NULL
+ * outside; the pointer stays valid while the scope is open). */
+OCTET_API octet_status octet_autocast_get_state(const octet_context* context, int32_t* depth,
+                                                const octet_recipe** recipe);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define OCTET_PLUGIN_ABI_MAJOR 1
-#define OCTET_PLUGIN_ABI_MINOR 0
+#define OCTET_PLUGIN_ABI_MINOR 1
 
 #define OCTET_BACKEND_ENTRY_SYMBOL "octet_backend_entry"
 
@@ -126,6 +126,81 @@ typedef struct octet_gemm_args {
   int32_t epilogue;               /* octet_epilogue */
 } octet_gemm_args;
 
+/* ---- plugin ABI 1.1: recipe-free kernels for statistics and blocks ---- */
+
+/* Statistics of one quantize pass, written to device memory (definitions in
+ * octet.h, octet_quantize_stats). */
+typedef struct octet_quantize_statistics {
+  uint64_t nan_count;
+  uint64_t saturated_count;
+  uint64_t flushed_count;
+  float amax;
+  uint32_t reserved;
+} octet_quantize_statistics;
+
+/* Block quantization of input (rows x cols) or, with transposed = 1, of its
+ * transpose (cols x rows), into codes `out` (dense, rows_out x cols_out) with
+ * one scale per block_rows x block_cols block; the grid is
+ * ceil(rows_out / block_rows) x ceil(cols_out / block_cols), row-major, the
+ * last blocks ragged (numerics.md, "Block scaling"). A block's amax is NaN if
+ * it holds a NaN.
+ *   scale_dtype E8M0: MX scales. e8m0_rounding 0 (RCEIL): code =
+ *     e8m0_ceil(block_amax / fp8_max); 1 (FLOOR): 2^(floor(log2 amax) - emax);
+ *     amax 0 -> 0x00, NaN -> 0xFF (whole block NaN). q = fp8_sat(x / X).
+ *   scale_dtype FP32: scale = fp8_max / max(block_amax, amax_epsilon)
+ *     (1 if that amax is 0, inf or NaN; +inf -> FLT_MAX; power_of_two clears
+ *     the mantissa); q = fp8_sat(x * scale); scale_inv_out holds 1/scale. */
+typedef struct octet_block_quantize_args {
+  size_t struct_size;
+  octet_matrix_view input;        /* FP32/BF16/FP16 */
+  int32_t transposed;
+  int32_t out_dtype;              /* E4M3 or E5M2 */
+  int32_t block_rows;
+  int32_t block_cols;
+  int32_t scale_dtype;            /* OCTET_DTYPE_E8M0 or OCTET_DTYPE_FP32 */
+  int32_t e8m0_rounding;
+  int32_t power_of_two;
+  float amax_epsilon;
+  uint8_t* out;                   /* device */
+  void* scale_inv_out;            /* device: uint8_t codes or floats */
+  float* amax_out;                /* device, 1 value (max |x|, NaN ignored), or NULL */
+  octet_quantize_statistics* stats_out; /* device, or NULL */
+} octet_block_quantize_args;
+
+typedef struct octet_block_dequantize_args {
+  size_t struct_size;
+  octet_matrix_view input;        /* codes, rows x cols */
+  const void* scale_inv;          /* device, grid as in block quantize */
+  int32_t scale_dtype;            /* E8M0 or FP32 */
+  int32_t block_rows;
+  int32_t block_cols;
+  octet_matrix_view output;       /* FP32/BF16/FP16, rows x cols */
+} octet_block_dequantize_args;
+
+/* D[m,n] = alpha * sum over k-blocks kb of (sa[m,kb] * sb[n,kb]) * (sum over
+ * k in kb of A[m,k] * B[n,k]) + beta * D + bias, then the epilogue. Both
+ * operands are K-contiguous ([m,k] and [n,k]); their block_cols (the block
+ * extent along k) must be equal. Scale grids are [ceil(m/a_block_rows),
+ * ceil(k/a_block_cols)] and [ceil(n/b_block_rows), ceil(k/b_block_cols)]. */
+typedef struct octet_block_gemm_args {
+  size_t struct_size;
+  int64_t m, n, k;
+  octet_matrix_view a;
+  octet_matrix_view b;
+  const void* a_scale_inv;
+  const void* b_scale_inv;
+  int32_t scale_dtype;            /* E8M0 or FP32, the same for both */
+  int32_t a_block_rows;
+  int32_t a_block_cols;
+  int32_t b_block_rows;
+  int32_t b_block_cols;
+  float alpha;
+  float beta;
+  octet_matrix_view d;
+  octet_matrix_view bias;
+  int32_t epilogue;
+} octet_block_gemm_args;
+
 typedef struct octet_backend_api {
   size_t struct_size;              /* sizeof(octet_backend_api) of the plugin */
   uint32_t abi_major;
@@ -169,6 +244,18 @@ typedef struct octet_backend_api {
   int32_t (*dequantize)(octet_backend_context* context,
                         const octet_dequantize_args* args);
   int32_t (*gemm)(octet_backend_context* context, const octet_gemm_args* args);
+
+  /* Appended in plugin ABI 1.1; all optional. The host reads them only when
+   * struct_size covers them. */
+  /* quantize() plus statistics into stats_out (device, required). */
+  int32_t (*quantize_with_statistics)(octet_backend_context* context,
+                                      const octet_quantize_args* args,
+                                      octet_quantize_statistics* stats_out);
+  int32_t (*block_quantize)(octet_backend_context* context,
+                            const octet_block_quantize_args* args);
+  int32_t (*block_dequantize)(octet_backend_context* context,
+                              const octet_block_dequantize_args* args);
+  int32_t (*block_gemm)(octet_backend_context* context, const octet_block_gemm_args* args);
 } octet_backend_api;
 
 /* The one symbol a plugin exports. */

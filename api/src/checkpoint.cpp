@@ -1,0 +1,168 @@
+// Quantizer checkpoints: a little-endian, versioned, checksummed byte
+// layout (docs/recipes.md, "Checkpoint format"), independent of the host's
+// endianness and of the backend, so a state saved anywhere loads anywhere
+// with the same ABI major.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "error.hpp"
+#include "quantizer.hpp"
+
+namespace octet::core {
+namespace {
+
+constexpr char kMagic[4] = {'O', 'C', 'T', 'Q'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderBytes = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8;
+
+uint32_t fnv1a(const uint8_t* data, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 16777619u;
+  return h;
+}
+
+class Writer {
+ public:
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) bytes.push_back(uint8_t(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(uint8_t(v >> (8 * i)));
+  }
+  void f32(float f) {
+    uint32_t v;
+    std::memcpy(&v, &f, 4);
+    u32(v);
+  }
+  std::vector<uint8_t> bytes;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  uint32_t u32() {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= uint32_t(take()) << (8 * i);
+    return v;
+  }
+  uint64_t u64() {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t(take()) << (8 * i);
+    return v;
+  }
+  float f32() {
+    uint32_t v = u32();
+    float f;
+    std::memcpy(&f, &v, 4);
+    return f;
+  }
+
+ private:
+  uint8_t take() {
+    require(pos_ < n_, "the checkpoint is truncated");
+    return p_[pos_++];
+  }
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+std::vector<uint8_t> serialize(const QuantizerState& q) {
+  Writer w;
+  for (char c : kMagic) w.bytes.push_back(uint8_t(c));
+  w.u32(kFormatVersion);
+  w.u32(OCTET_ABI_MAJOR);
+  w.u32(uint32_t(q.role));
+  w.u32(uint32_t(q.effective() ? q.effective()->kind : -1));
+  w.u32(uint32_t(q.history.size()));
+  w.u64(q.update_count);
+  w.f32(q.scale);
+  w.f32(q.scale_inv);
+  w.f32(q.observed_amax);
+  w.u64(q.observed_saturated);
+  w.u64(q.observed_total);
+  for (float a : q.history_newest_first()) w.f32(a);
+  w.u32(fnv1a(w.bytes.data(), w.bytes.size()));
+  return w.bytes;
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" {
+
+OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, void* buffer, size_t capacity,
+                                            size_t* size) {
+  return guarded("octet_quantizer_save", [&] {
+    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    require(size != nullptr, "argument 'size' is NULL");
+    std::vector<uint8_t> bytes = serialize(*quantizer->state);
+    if (buffer == nullptr) {
+      *size = bytes.size();
+      return;
+    }
+    require(capacity >= bytes.size(), "argument 'capacity' (", capacity, ") is smaller than the checkpoint (",
+            bytes.size(), " bytes; call with buffer NULL to get the size)");
+    std::memcpy(buffer, bytes.data(), bytes.size());
+    *size = bytes.size();
+  });
+}
+
+OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const void* buffer, size_t size) {
+  return guarded("octet_quantizer_load", [&] {
+    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    require(buffer != nullptr, "argument 'buffer' is NULL");
+    const uint8_t* p = static_cast<const uint8_t*>(buffer);
+    require(size >= kHeaderBytes + 4 && std::memcmp(p, kMagic, 4) == 0,
+            "the buffer is not an Octet quantizer checkpoint (bad magic or too short)");
+    Reader r(p + 4, size - 4);
+    uint32_t version = r.u32();
+    require(version == kFormatVersion, "the checkpoint has format version ", version, "; this library reads version ",
+            kFormatVersion);
+    uint32_t abi_major = r.u32();
+    if (abi_major != OCTET_ABI_MAJOR)
+      fail(OCTET_STATUS_ABI_MISMATCH, "the checkpoint was written by ABI major ", abi_major, "; this library is ",
+           OCTET_ABI_MAJOR);
+    QuantizerState& q = *quantizer->state;
+    int32_t role = int32_t(r.u32());
+    int32_t kind = int32_t(r.u32());
+    uint32_t length = r.u32();
+    require(size == kHeaderBytes + 4 * size_t(length) + 4, "the checkpoint's size (", size,
+            " bytes) does not match its history length (", length, ")");
+    require(fnv1a(p, size - 4) == Reader(p + size - 4, 4).u32(), "the checkpoint's checksum does not match: it is corrupt");
+    require(role == q.role, "the checkpoint is for role ", role, " but the quantizer has role ", q.role);
+    const RecipeState* recipe = q.effective();
+    if (recipe != nullptr) {
+      require(kind == recipe->kind, "the checkpoint holds ", recipe_kind_name(kind), " state but the quantizer uses ",
+              recipe_kind_name(recipe->kind));
+      if (recipe->kind == OCTET_RECIPE_DELAYED)
+        require(length == uint32_t(recipe->delayed.amax_history_len), "the checkpoint's amax history has ", length,
+                " entries but the recipe's amax_history_len is ", recipe->delayed.amax_history_len);
+    }
+    require(length >= 1, "the checkpoint's history length is 0");
+    QuantizerState loaded;
+    loaded.update_count = r.u64();
+    loaded.scale = r.f32();
+    loaded.scale_inv = r.f32();
+    loaded.observed_amax = r.f32();
+    loaded.observed_saturated = r.u64();
+    loaded.observed_total = r.u64();
+    std::vector<float> newest(length);
+    for (float& a : newest) a = r.f32();
+    // Commit after every check passed.
+    q.update_count = loaded.update_count;
+    q.scale = loaded.scale;
+    q.scale_inv = loaded.scale_inv;
+    q.observed_amax = loaded.observed_amax;
+    q.observed_saturated = loaded.observed_saturated;
+    q.observed_total = loaded.observed_total;
+    q.history.assign(length, 0.0f);
+    q.current = 0;
+    for (size_t i = 0; i < length; ++i) q.history[(length - i) % length] = newest[i];
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// Recipes: immutable descriptions of how scales are chosen. Only the core
+// reads them; backends get plain numbers (block shape, rounding rule).
+#pragma once
+
+#include <octet/octet.h>
+
+#include <cstring>
+#include <memory>
+
+#include "backend_info.hpp"
+#include "error.hpp"
+#include "quantize_ops.hpp"
+
+namespace octet::core {
+
+struct RecipeState {
+  int32_t kind = OCTET_RECIPE_DELAYED;
+  int32_t format = OCTET_FORMAT_HYBRID;
+  // Only the options of `kind` are meaningful.
+  octet_delayed_scaling_options delayed{};
+  octet_current_scaling_options current{};
+  octet_static_scaling_options fixed{};
+  octet_mxfp8_options mx{};
+  octet_block_scaling_options block{};
+
+  octet_dtype dtype_for(int32_t role) const;
+  int32_t scaling_mode_for(int32_t role) const;
+  BlockParams block_params() const;
+  bool per_tensor() const { return kind <= OCTET_RECIPE_STATIC; }
+};
+
+// Largest finite value of an FP8 dtype (448 or 57344).
+float fp8_max_of(octet_dtype dtype);
+const char* recipe_kind_name(int32_t kind);
+void require_role(int32_t role);
+
+// Reads a caller's option struct over `defaults`, honouring struct_size.
+template <typename T>
+T read_options(const T* options, T defaults, const char* name) {
+  if (options == nullptr) return defaults;
+  require_struct(options, options->struct_size, name);
+  std::memcpy(reinterpret_cast<char*>(&defaults) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
+              std::min(options->struct_size, sizeof(T)) - sizeof(size_t));
+  defaults.struct_size = sizeof(T);
+  return defaults;
+}
+
+}  // namespace octet::core
+
+struct octet_recipe {
+  std::shared_ptr<const octet::core::RecipeState> state;
+};

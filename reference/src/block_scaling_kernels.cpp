@@ -1,0 +1,228 @@
+// Block-scaled quantization (numerics.md section "Block scaling"): MXFP8
+// 1x32 blocks with E8M0 scales, and 1x128 / 128x128 blocks with FP32
+// scales; plus the statistics variant of per-tensor quantize. The kernel
+// knows block shapes and rounding rules, never recipes.
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "argument_checks.hpp"
+#include "host_errors.hpp"
+#include "kernels.hpp"
+#include "octet_reference/codecs.hpp"
+#include "quantize_statistics.hpp"
+
+namespace octet::ref {
+namespace {
+
+Fp8Format format_of(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// E8M0 scale code of a block (numerics.md 4.1).
+uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
+  if (std::isnan(block_amax)) return 0xFF;
+  if (block_amax == 0.0f) return 0x00;
+  if (rounding == 0) return e8m0_encode(block_amax / fp8_max(format), true);  // RCEIL
+  // FLOOR (OCP): 2^(floor(log2 amax) - emax_elem); floor(log2) of the FP32
+  // value is exact, so take it from the E8M0 floor encoding of amax itself.
+  if (std::isinf(block_amax)) return 0xFE;
+  const int emax = format == Fp8Format::E4M3 ? 8 : 15;
+  const int floor_log2 = std::ilogb(block_amax);
+  const int code = floor_log2 - emax + 127;
+  if (code < 0) return 0x00;
+  if (code > 0xFE) return 0xFE;
+  return static_cast<uint8_t>(code);
+}
+
+// FP32 block scale by the current-scaling rule (numerics.md 3.2).
+float fp32_block_scale(float block_amax, Fp8Format format, float epsilon, bool power_of_two) {
+  const float amax = std::fmax(block_amax, epsilon);  // NaN amax stays NaN only if epsilon is NaN
+  if (std::isnan(block_amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
+  float scale = fp8_max(format) / amax;
+  if (std::isinf(scale)) scale = FLT_MAX;
+  if (power_of_two) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof bits);
+    bits &= 0xFF800000u;
+    std::memcpy(&scale, &bits, sizeof bits);
+  }
+  return scale;
+}
+
+int32_t check_block_shape(const char* kernel, int32_t block_rows, int32_t block_cols) {
+  if (block_rows < 1 || block_cols < 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": block shape " + std::to_string(block_rows) + "x" +
+                      std::to_string(block_cols) + " must be at least 1x1");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t check_scale_dtype(const char* kernel, int32_t scale_dtype) {
+  if (scale_dtype != OCTET_DTYPE_E8M0 && scale_dtype != OCTET_DTYPE_FP32) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": scale_dtype (" + std::to_string(scale_dtype) +
+                      ") must be e8m0 or fp32");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+int32_t quantize_matrix_with_statistics(const octet_quantize_args* args,
+                                        octet_quantize_statistics* stats_out) {
+  if (int32_t s = check_not_null("quantize_with_statistics", "stats_out", stats_out)) return s;
+  if (int32_t s = quantize_matrix(args)) return s;
+  // A second pass over the same values: clarity over speed in the reference.
+  const octet_matrix_view& input = args->input;
+  const Fp8Format format = format_of(args->out_dtype);
+  const float scale = *args->scale;
+  StatisticsCounter counter;
+  for (int64_t r = 0; r < input.rows; ++r) {
+    for (int64_t c = 0; c < input.cols; ++c) {
+      float x = 0.0f;
+      load_element(input.data, input.dtype, element_index(input, r, c), &x);
+      const float scaled = x * scale;
+      counter.count(x, scaled, fp8_encode(scaled, format, args->saturate != 0), format);
+    }
+  }
+  *stats_out = counter.result();
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
+  const char* kernel = "block_quantize";
+  if (int32_t s = check_not_null(kernel, "args", args)) return s;
+  if (int32_t s = check_struct_size(kernel, "args", args->struct_size,
+                                    sizeof(octet_block_quantize_args))) {
+    return s;
+  }
+  if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::HighPrecision)) {
+    return s;
+  }
+  if (!is_fp8(args->out_dtype)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->out_dtype must be e4m3 or e5m2");
+  }
+  if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (args->scale_dtype == OCTET_DTYPE_E8M0 && args->e8m0_rounding != 0 &&
+      args->e8m0_rounding != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->e8m0_rounding must be 0 (RCEIL) or 1 (FLOOR)");
+  }
+  if (int32_t s = check_not_null(kernel, "args->out", args->out)) return s;
+  if (int32_t s = check_not_null(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
+
+  const octet_matrix_view& in = args->input;
+  const bool transposed = args->transposed != 0;
+  const int64_t rows = transposed ? in.cols : in.rows;
+  const int64_t cols = transposed ? in.rows : in.cols;
+  auto value = [&](int64_t r, int64_t c) {
+    float x = 0.0f;
+    load_element(in.data, in.dtype, transposed ? element_index(in, c, r) : element_index(in, r, c),
+                 &x);
+    return x;
+  };
+  const Fp8Format format = format_of(args->out_dtype);
+  const int64_t br = args->block_rows, bc = args->block_cols;
+  const int64_t grid_cols = ceil_div(cols, bc);
+  StatisticsCounter counter;
+  float amax = 0.0f;
+  for (int64_t r0 = 0; r0 < rows; r0 += br) {
+    for (int64_t c0 = 0; c0 < cols; c0 += bc) {
+      // Ragged blocks cover only the elements that exist (as if padded with
+      // zeros, which change no amax).
+      const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
+      float block_amax = 0.0f;
+      bool has_nan = false;
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) {
+          const float x = value(r, c);
+          has_nan = has_nan || std::isnan(x);
+          block_amax = std::fmax(block_amax, std::fabs(x));
+        }
+      }
+      amax = std::fmax(amax, block_amax);
+      if (has_nan) block_amax = std::nanf("");
+      const std::size_t block = static_cast<std::size_t>((r0 / br) * grid_cols + c0 / bc);
+      uint8_t scale_code = 0;
+      float scale = 1.0f;
+      if (args->scale_dtype == OCTET_DTYPE_E8M0) {
+        scale_code = mx_scale_code(block_amax, format, args->e8m0_rounding);
+        static_cast<uint8_t*>(args->scale_inv_out)[block] = scale_code;
+      } else {
+        scale = fp32_block_scale(block_amax, format, args->amax_epsilon, args->power_of_two != 0);
+        static_cast<float*>(args->scale_inv_out)[block] = 1.0f / scale;
+      }
+      const float divisor = args->scale_dtype == OCTET_DTYPE_E8M0 ? e8m0_decode(scale_code) : 0.0f;
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) {
+          const float x = value(r, c);
+          float scaled;
+          uint8_t code;
+          if (args->scale_dtype == OCTET_DTYPE_E8M0) {
+            scaled = x / divisor;
+            // A NaN scale makes the whole block NaN, each code keeping x's sign.
+            code = scale_code == 0xFF ? static_cast<uint8_t>(std::signbit(x) ? 0xFF : 0x7F)
+                                      : fp8_encode(scaled, format, true);
+          } else {
+            scaled = x * scale;
+            code = fp8_encode(scaled, format, true);
+          }
+          args->out[static_cast<std::size_t>(r * cols + c)] = code;
+          counter.count(x, scale_code == 0xFF && args->scale_dtype == OCTET_DTYPE_E8M0
+                               ? std::nanf("") : scaled,
+                        code, format);
+        }
+      }
+    }
+  }
+  if (args->amax_out != nullptr) *args->amax_out = amax;
+  if (args->stats_out != nullptr) *args->stats_out = counter.result();
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t block_dequantize_matrix(const octet_block_dequantize_args* args) {
+  const char* kernel = "block_dequantize";
+  if (int32_t s = check_not_null(kernel, "args", args)) return s;
+  if (int32_t s = check_struct_size(kernel, "args", args->struct_size,
+                                    sizeof(octet_block_dequantize_args))) {
+    return s;
+  }
+  if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::Fp8)) return s;
+  if (int32_t s = check_matrix(kernel, "args->output", args->output, DtypeClass::HighPrecision)) {
+    return s;
+  }
+  if (int32_t s = check_shape(kernel, "args->output", args->output, args->input.rows,
+                              args->input.cols, "same rows x cols as args->input")) {
+    return s;
+  }
+  if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (int32_t s = check_not_null(kernel, "args->scale_inv", args->scale_inv)) return s;
+  const octet_matrix_view& in = args->input;
+  const int64_t grid_cols = ceil_div(in.cols, args->block_cols);
+  for (int64_t r = 0; r < in.rows; ++r) {
+    for (int64_t c = 0; c < in.cols; ++c) {
+      const std::size_t block =
+          static_cast<std::size_t>((r / args->block_rows) * grid_cols + c / args->block_cols);
+      const float scale_inv =
+          args->scale_dtype == OCTET_DTYPE_E8M0
+              ? e8m0_decode(static_cast<const uint8_t*>(args->scale_inv)[block])
+              : static_cast<const float*>(args->scale_inv)[block];
+      float decoded = 0.0f;
+      load_element(in.data, in.dtype, element_index(in, r, c), &decoded);
+      store_element(args->output.data, args->output.dtype, element_index(args->output, r, c),
+                    decoded * scale_inv, true);
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet::ref

@@ -1,0 +1,42 @@
+// Per-element bookkeeping of the statistics a quantize pass can report
+// (numerics.md, "Statistics"), shared by the per-tensor and block kernels so
+// both count by the same rule.
+#pragma once
+
+#include <octet/octet_backend.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "octet_reference/codecs.hpp"
+
+namespace octet::ref {
+
+class StatisticsCounter {
+ public:
+  // x: the input value; scaled: the value handed to the FP8 encoder; code:
+  // the code written.
+  void count(float x, float scaled, uint8_t code, Fp8Format format) {
+    if (std::isnan(x)) {
+      ++stats_.nan_count;
+      return;
+    }
+    stats_.amax = std::fmax(stats_.amax, std::fabs(x));
+    // Saturated: the non-saturating conversion would have overflowed, i.e.
+    // the saturating one clamped (a NaN scaled value is a NaN block, not a
+    // saturation).
+    if (!std::isnan(scaled)) {
+      const uint8_t unclamped = fp8_encode(scaled, format, false);
+      const uint8_t magnitude = unclamped & 0x7F;
+      const bool overflow = format == Fp8Format::E4M3 ? magnitude == 0x7F : magnitude >= 0x7C;
+      if (overflow) ++stats_.saturated_count;
+    }
+    if (std::isfinite(x) && x != 0.0f && (code & 0x7F) == 0) ++stats_.flushed_count;
+  }
+  const octet_quantize_statistics& result() const { return stats_; }
+
+ private:
+  octet_quantize_statistics stats_{};
+};
+
+}  // namespace octet::ref
