@@ -12,6 +12,8 @@ void check_quantize(const ValidationRun& run);
 void check_dequantize(const ValidationRun& run);
 void check_gemm_fp8(const ValidationRun& run);
 void check_gemm_high_precision(const ValidationRun& run);
+// Scaling recipes, block-scaled quantize and GEMM (check_recipes.cpp).
+void check_recipes(const ValidationRun& run);
 
 // Shapes shared by the element-wise families: ragged on purpose.
 const std::vector<std::vector<int64_t>>& elementwise_shapes();

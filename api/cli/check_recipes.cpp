@@ -1,0 +1,308 @@
+// Rows for the scaling recipes (ABI 1.1): every recipe quantizes through a
+// quantizer on the target and is compared, bit for bit, with expectations
+// the CLI computes itself from docs/numerics.md and the scalar codecs of
+// octet.h; block-scaled GEMMs are checked against a double-precision sum of
+// the target's own quantized operands under the bound of numerics.md.
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "checks.hpp"
+
+namespace octet_cli {
+namespace {
+
+struct RecipeDeleter {
+  void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
+  void operator()(octet_quantizer* q) const { octet_quantizer_destroy(q); }
+  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
+};
+using TensorPtr = std::unique_ptr<octet_tensor, RecipeDeleter>;
+using RecipePtr = std::unique_ptr<octet_recipe, RecipeDeleter>;
+using QuantizerPtr = std::unique_ptr<octet_quantizer, RecipeDeleter>;
+
+constexpr int64_t kRows = 67, kCols = 150;  // ragged for 32 and 128 blocks
+
+float fp8_max(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
+
+float current_scale(float amax, float fp8max, float eps, bool pow2) {
+  amax = std::fmax(amax, eps);
+  if (std::isnan(amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
+  float s = fp8max / amax;
+  if (std::isinf(s)) s = FLT_MAX;
+  if (pow2) {
+    uint32_t b;
+    std::memcpy(&b, &s, 4);
+    b &= 0xFF800000u;
+    std::memcpy(&s, &b, 4);
+  }
+  return s;
+}
+
+// Expected block quantization of x [rows, cols] (numerics.md section 11).
+void host_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, int64_t br, int64_t bc, bool mx,
+                 int32_t dtype, int32_t rounding, float eps, bool pow2, std::vector<uint8_t>* codes,
+                 std::vector<uint8_t>* scales) {
+  codes->assign(x.size(), 0);
+  scales->clear();
+  for (int64_t r0 = 0; r0 < rows; r0 += br)
+    for (int64_t c0 = 0; c0 < cols; c0 += bc) {
+      const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
+      float amax = 0.0f;
+      bool nan = false;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float v = x[size_t(r * cols + c)];
+          nan = nan || std::isnan(v);
+          amax = std::fmax(amax, std::fabs(v));
+        }
+      uint8_t code = 0;
+      float scale = 1.0f;
+      if (mx) {
+        if (nan) {
+          code = 0xFF;
+        } else if (amax == 0.0f) {
+          code = 0;
+        } else if (rounding == OCTET_MX_ROUND_RCEIL) {
+          code = octet_e8m0_encode(amax / fp8_max(dtype), OCTET_E8M0_ROUND_CEIL);
+        } else if (std::isinf(amax)) {
+          code = 0xFE;
+        } else {
+          const int e = std::ilogb(amax) - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15) + 127;
+          code = uint8_t(std::min(254, std::max(0, e)));
+        }
+        scales->push_back(code);
+      } else {
+        scale = nan ? 1.0f : current_scale(amax, fp8_max(dtype), eps, pow2);
+        const float inv = 1.0f / scale;
+        const uint8_t* b = reinterpret_cast<const uint8_t*>(&inv);
+        scales->insert(scales->end(), b, b + 4);
+      }
+      const float divisor = octet_e8m0_decode(code);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float v = x[size_t(r * cols + c)];
+          uint8_t q;
+          if (mx && code == 0xFF)
+            q = std::signbit(v) ? 0xFF : 0x7F;
+          else
+            q = octet_fp8_encode(mx ? v / divisor : v * scale, dtype, 1);
+          (*codes)[size_t(r * cols + c)] = q;
+        }
+    }
+}
+
+std::string first_difference(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const char* what) {
+  if (got.size() != want.size()) return std::string(what) + ": size differs";
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i])
+      return std::string(what) + "[" + std::to_string(i) + "] is " + hex_code(got[i], 2) + ", expected " +
+             hex_code(want[i], 2);
+  return "";
+}
+
+std::vector<uint8_t> read_component(const TensorPtr& t, int32_t component, size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  octet::check(octet_tensor_copy_to_host(t.get(), component, out.data(), bytes));
+  return out;
+}
+
+TensorPtr make_quantized(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                             int32_t mode) {
+  octet_tensor_desc d{};
+  d.struct_size = sizeof(d);
+  d.dtype = dtype;
+  d.ndim = 2;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  d.usages = usages;
+  d.scaling_mode = mode;
+  octet_tensor* t = nullptr;
+  octet::check(octet_tensor_create(ctx.get(), &d, &t));
+  return TensorPtr(t);
+}
+
+std::vector<float> inputs(uint64_t seed, float spread) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> x = uniform_floats(size_t(kRows * kCols), rng, -spread, spread);
+  // A zero block, a NaN block and a subnormal block for the block recipes.
+  for (int64_t c = 0; c < 32; ++c) x[size_t(c)] = 0.0f;
+  x[size_t(2 * kCols + 40)] = std::nanf("");
+  for (int64_t c = 64; c < 96; ++c) x[size_t(4 * kCols + c)] *= 1e-40f;
+  return x;
+}
+
+// Per-tensor recipes: quantize through a quantizer, compare scale and codes.
+void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr recipe, uint64_t seed) {
+  run.row(name, [&](RowCheck& check) {
+    check.run_case(name, [&] {
+      QuantizerPtr q;
+      octet_quantizer* raw = nullptr;
+      octet::check(octet_quantizer_create(recipe.get(), OCTET_ROLE_INPUT, &raw));
+      q.reset(raw);
+      octet_quantizer_info info{};
+      info.struct_size = sizeof(info);
+      float running_max = 0.0f;
+      for (int step = 0; step < 3; ++step) {
+        std::vector<float> x = inputs(seed + uint64_t(step), 4.0f * float(step + 1));
+        octet::check(octet_quantizer_get_info(q.get(), &info));
+        HostArray in = encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x);
+        octet::Tensor tin = upload_plain(*run.context, in);
+        TensorPtr out = make_quantized(*run.context, OCTET_DTYPE_E4M3, kRows, kCols, OCTET_USAGE_ROWWISE, 0);
+        octet_recipe_info ri{};
+        ri.struct_size = sizeof(ri);
+        octet::check(octet_recipe_get_info(recipe.get(), &ri));
+        float amax = 0.0f;
+        for (float v : x) amax = std::fmax(amax, std::fabs(v));
+        running_max = std::fmax(running_max, amax);
+        const float scale = ri.kind == OCTET_RECIPE_CURRENT ? current_scale(amax, 448.0f, 0.0f, false) : info.scale;
+        octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
+        std::vector<uint8_t> want(x.size());
+        for (size_t i = 0; i < x.size(); ++i) want[i] = octet_fp8_encode(x[i] * scale, OCTET_DTYPE_E4M3, 1);
+        check.exact(first_difference(read_component(out, OCTET_COMPONENT_DATA, x.size()), want, "codes"));
+        octet::check(octet_quantizer_update_scale(q.get()));
+        if (ri.kind == OCTET_RECIPE_DELAYED) {
+          // Defaults: margin 0, interval 1, MAX over a window longer than this run.
+          octet::check(octet_quantizer_get_info(q.get(), &info));
+          const float expected = 448.0f / running_max;
+          if (info.scale != expected)
+            check.exact("delayed scale after step " + std::to_string(step) + " is " + std::to_string(info.scale) +
+                        ", expected " + std::to_string(expected));
+        }
+      }
+    });
+  });
+}
+
+void block_row(const ValidationRun& run, const std::string& name, RecipePtr recipe, int32_t role, bool mx,
+               int32_t rounding, bool pow2) {
+  run.row(name, [&](RowCheck& check) {
+    check.run_case(name, [&] {
+      int32_t dtype = 0, mode = 0;
+      octet::check(octet_recipe_tensor_format(recipe.get(), role, &dtype, &mode));
+      octet_quantizer* raw = nullptr;
+      octet::check(octet_quantizer_create(recipe.get(), role, &raw));
+      QuantizerPtr q(raw);
+      std::vector<float> x = inputs(run.seed, 30.0f);
+      octet::Tensor tin = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
+      TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
+      octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
+      const int64_t br = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1, bc = mx ? 32 : 128;
+      for (bool columnwise : {false, true}) {
+        std::vector<float> src = x;
+        int64_t rows = kRows, cols = kCols;
+        if (columnwise) {
+          for (int64_t r = 0; r < kRows; ++r)
+            for (int64_t c = 0; c < kCols; ++c) src[size_t(c * kRows + r)] = x[size_t(r * kCols + c)];
+          std::swap(rows, cols);
+        }
+        std::vector<uint8_t> codes, scales;
+        host_blocks(src, rows, cols, br, bc, mx, dtype, rounding, 0.0f, pow2, &codes, &scales);
+        check.exact(first_difference(
+            read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, codes.size()),
+            codes, columnwise ? "columnwise codes" : "rowwise codes"));
+        check.exact(first_difference(
+            read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
+                           scales.size()),
+            scales, columnwise ? "columnwise scales" : "rowwise scales"));
+      }
+    });
+  });
+}
+
+void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t mode_a, int32_t mode_b) {
+  run.row(name, [&](RowCheck& check) {
+    check.run_case(name, [&] {
+      const int64_t m = 9, n = 130, k = 200;
+      std::mt19937_64 rng(run.seed);
+      std::vector<float> xa = uniform_floats(size_t(m * k), rng, -3, 3), xb = uniform_floats(size_t(n * k), rng, -1, 1);
+      octet::Tensor ha = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {m, k}, xa));
+      octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {n, k}, xb));
+      TensorPtr qa = make_quantized(*run.context, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE, mode_a);
+      TensorPtr qb = make_quantized(*run.context, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE, mode_b);
+      octet::check(octet_quantize(run.context->get(), ha.get(), qa.get(), nullptr));
+      octet::check(octet_quantize(run.context->get(), hb.get(), qb.get(), nullptr));
+      octet::Tensor d = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {m, n});
+      octet::check(octet_gemm(run.context->get(), qa.get(), qb.get(), d.get(), nullptr));
+      const bool mx = mode_a == OCTET_SCALING_MXFP8_1X32;
+      const int64_t bk = mx ? 32 : 128, kb = (k + bk - 1) / bk;
+      const int64_t brb = mode_b == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+      const size_t sz = mx ? 1 : 4;
+      std::vector<uint8_t> ca = read_component(qa, OCTET_COMPONENT_DATA, size_t(m * k));
+      std::vector<uint8_t> cb = read_component(qb, OCTET_COMPONENT_DATA, size_t(n * k));
+      std::vector<uint8_t> sa = read_component(qa, OCTET_COMPONENT_ROWWISE_SCALE_INV, size_t(m * kb) * sz);
+      std::vector<uint8_t> sb =
+          read_component(qb, OCTET_COMPONENT_ROWWISE_SCALE_INV, size_t((n + brb - 1) / brb * kb) * sz);
+      auto scale = [&](const std::vector<uint8_t>& s, size_t i) {
+        if (mx) return double(octet_e8m0_decode(s[i]));
+        float f;
+        std::memcpy(&f, &s[i * 4], 4);
+        return double(f);
+      };
+      std::vector<float> got(size_t(m * n));
+      octet::check(octet_tensor_copy_to_host(d.get(), OCTET_COMPONENT_DATA, got.data(), got.size() * 4));
+      double worst_error = 0, worst_bound = 1, worst_ratio = -1;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double exact = 0, magnitude = 0;
+          for (int64_t kk = 0; kk < k; ++kk) {
+            const double s = scale(sa, size_t(i * kb + kk / bk)) * scale(sb, size_t((j / brb) * kb + kk / bk));
+            const double p = double(octet_fp8_decode(ca[size_t(i * k + kk)], OCTET_DTYPE_E4M3)) *
+                             double(octet_fp8_decode(cb[size_t(j * k + kk)], OCTET_DTYPE_E4M3)) * s;
+            exact += p;
+            magnitude += std::fabs(p);
+          }
+          const double error = std::fabs(double(got[size_t(i * n + j)]) - exact);
+          const double bound = double(k) * std::ldexp(1.0, -23) * magnitude + std::ldexp(std::fabs(exact), -23);
+          const double ratio = bound > 0 ? error / bound : (error > 0 ? 1e300 : 0);
+          if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst_error = error;
+            worst_bound = bound;
+          }
+        }
+      check.bounded(worst_error, worst_bound);
+    });
+  });
+}
+
+// Runs one octet_recipe_create_* call (the status is checked before the
+// handle is read).
+template <typename Create>
+RecipePtr make(Create&& create) {
+  octet_recipe* r = nullptr;
+  octet::check(create(&r));
+  return RecipePtr(r);
+}
+
+}  // namespace
+
+void check_recipes(const ValidationRun& run) {
+  per_tensor_row(run, "recipe delayed", make([&](octet_recipe** r) { return octet_recipe_create_delayed(nullptr, r); }), run.seed);
+  per_tensor_row(run, "recipe current", make([&](octet_recipe** r) { return octet_recipe_create_current(nullptr, r); }), run.seed + 10);
+  octet_static_scaling_options so;
+  octet_static_scaling_options_init(&so);
+  so.scale = 4.0f;
+  per_tensor_row(run, "recipe static", make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 20);
+  for (int32_t rounding : {int32_t(OCTET_MX_ROUND_RCEIL), int32_t(OCTET_MX_ROUND_FLOOR)}) {
+    octet_mxfp8_options mo;
+    octet_mxfp8_options_init(&mo);
+    mo.rounding = rounding;
+    block_row(run, rounding == OCTET_MX_ROUND_RCEIL ? "recipe mxfp8 rceil" : "recipe mxfp8 floor",
+              make([&](octet_recipe** r) { return octet_recipe_create_mxfp8(&mo, r); }), OCTET_ROLE_INPUT, true, rounding, false);
+  }
+  for (int pow2 : {0, 1}) {
+    octet_block_scaling_options bo;
+    octet_block_scaling_options_init(&bo);
+    bo.power_of_two_scales = pow2;
+    block_row(run, pow2 ? "recipe block 1x128 pow2" : "recipe block 1x128",
+              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_INPUT, false, 0, pow2 != 0);
+    block_row(run, pow2 ? "recipe block 128x128 pow2" : "recipe block 128x128",
+              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0, pow2 != 0);
+  }
+  block_gemm_row(run, "gemm mxfp8", OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_MXFP8_1X32);
+  block_gemm_row(run, "gemm block 1x128 x 128x128", OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128);
+}
+
+}  // namespace octet_cli
