@@ -1,0 +1,292 @@
+// The cuda backend's plugin table: initialize (device probe and
+// capabilities), contexts, memory, and the element-wise entries. GEMM is in
+// gemm.cpp, kernels in elementwise.cu / gemm_fallback.cu.
+#include <octet/octet_backend.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "checks.hpp"
+#include "context.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+
+extern "C" OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor,
+                                                            const octet_backend_api** api_out);
+
+namespace octet_cuda {
+namespace {
+
+DeviceInfo g_device;
+char g_device_name[320] = "no CUDA device";
+
+// True when a host-provided struct of struct_size bytes holds `field`.
+#define OCTET_CUDA_HOLDS(struct_size, type, field) \
+  (offsetof(type, field) + sizeof(((type*)nullptr)->field) <= (struct_size))
+
+void fill_caps(octet_backend_caps* caps, bool blackwell_class) {
+  const size_t size = caps->struct_size;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, device)) caps->device = g_device_name;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, dtypes)) caps->dtypes = kAllDtypes;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, scaling_modes)) caps->scaling_modes = OCTET_SCALING_PER_TENSOR;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = blackwell_class ? 1 : 0;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fp8_gemm_layouts)) {
+    caps->fp8_gemm_layouts = blackwell_class ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
+  }
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, alignment)) caps->alignment = 256;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fused_cast_transpose)) caps->fused_cast_transpose = 1;
+}
+
+int32_t unavailable(const std::string& reason) { return report(OCTET_STATUS_UNAVAILABLE, reason); }
+
+int32_t cuda_initialize(const octet_host_services* host, octet_backend_caps* caps) {
+  if (host == nullptr || caps == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  set_host_services(host);
+  try {
+    if (OCTET_CUDA_HOLDS(caps->struct_size, octet_backend_caps, device)) caps->device = g_device_name;
+    // Known even without a device: shown by `octet info` for an unavailable backend.
+    if (OCTET_CUDA_HOLDS(caps->struct_size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
+    int count = 0;
+    cudaError_t error = cudaGetDeviceCount(&count);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();
+      return unavailable("no CUDA device: cudaGetDeviceCount failed with " + cuda_error_text(error));
+    }
+    if (count <= 0) return unavailable("no CUDA device: cudaGetDeviceCount found 0 devices");
+    int device = 0;
+    error = cudaGetDevice(&device);
+    if (error != cudaSuccess) return unavailable("no CUDA device: cudaGetDevice failed with " + cuda_error_text(error));
+    cudaDeviceProp properties{};
+    error = cudaGetDeviceProperties(&properties, device);
+    if (error != cudaSuccess) {
+      return unavailable("no CUDA device: cudaGetDeviceProperties failed with " + cuda_error_text(error));
+    }
+    g_device.device = device;
+    g_device.major = properties.major;
+    g_device.minor = properties.minor;
+    std::snprintf(g_device_name, sizeof g_device_name, "%s (SM %d.%d)", properties.name, properties.major,
+                  properties.minor);
+    if (properties.major < 9) {
+      return unavailable(concat("CUDA device ", g_device_name,
+                                " has no FP8 tensor cores this backend uses (it needs SM 9.0 or newer)"));
+    }
+    error = probe_kernel_image();
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();
+      return unavailable(concat("CUDA device ", g_device_name, ": this build has no kernel image for it (",
+                                cuda_error_text(error),
+                                "); rebuild with CMAKE_CUDA_ARCHITECTURES including its SM (e.g. 90a, 100a, 120a)"));
+    }
+    fill_caps(caps, properties.major >= 10);
+    return OCTET_STATUS_SUCCESS;
+  } catch (...) {
+    return report(OCTET_STATUS_INTERNAL, "cuda initialize: unexpected exception");
+  }
+}
+
+int32_t cuda_context_create(void* stream, octet_backend_context** context) {
+  return guarded("context_create", [&] {
+    require(context != nullptr, "context is NULL");
+    auto created = std::make_unique<octet_backend_context>();
+    created->device = g_device.device;
+    check_cuda(cudaSetDevice(created->device), "cudaSetDevice");
+    if (stream != nullptr) {
+      created->stream = static_cast<cudaStream_t>(stream);
+    } else {
+      check_cuda(cudaStreamCreateWithFlags(&created->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+      created->owns_stream = true;
+    }
+    *context = created.release();
+  });
+}
+
+void cuda_context_destroy(octet_backend_context* context) {
+  if (context == nullptr) return;
+  cudaSetDevice(context->device);
+  cudaStreamSynchronize(context->stream);  // nothing queued may still use the pool
+  if (context->lt != nullptr) cublasLtDestroy(context->lt);
+  if (context->owns_stream) cudaStreamDestroy(context->stream);
+  delete context;  // the pool frees its blocks
+}
+
+int32_t cuda_synchronize(octet_backend_context* context) {
+  return guarded("synchronize", [&] {
+    require(context != nullptr, "context is NULL");
+    bind(context, "synchronize");
+    check_cuda(cudaStreamSynchronize(context->stream), "cudaStreamSynchronize");
+  });
+}
+
+int32_t cuda_mem_alloc(octet_backend_context* context, size_t bytes, void** ptr) {
+  return guarded("mem_alloc", [&] {
+    require(context != nullptr, "context is NULL");
+    require(ptr != nullptr, "ptr is NULL");
+    bind(context, "mem_alloc");
+    *ptr = context->pool.allocate(bytes);
+  });
+}
+
+void cuda_mem_free(octet_backend_context* context, void* ptr) {
+  if (context == nullptr || ptr == nullptr) return;
+  context->pool.release(ptr);
+}
+
+int32_t cuda_copy_from_host(octet_backend_context* context, void* dst, const void* src, size_t bytes) {
+  return guarded("copy_from_host", [&] {
+    require(context != nullptr, "context is NULL");
+    if (bytes == 0) return;
+    require(dst != nullptr && src != nullptr, dst == nullptr ? "dst" : "src", " is NULL");
+    bind(context, "copy_from_host");
+    // From pageable memory the copy has been staged when the call returns,
+    // so the caller may reuse src at once.
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream), "cudaMemcpyAsync (to device)");
+  });
+}
+
+int32_t cuda_copy_to_host(octet_backend_context* context, void* dst, const void* src, size_t bytes) {
+  return guarded("copy_to_host", [&] {
+    require(context != nullptr, "context is NULL");
+    if (bytes == 0) return;
+    require(dst != nullptr && src != nullptr, dst == nullptr ? "dst" : "src", " is NULL");
+    bind(context, "copy_to_host");
+    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, context->stream), "cudaMemcpyAsync (to host)");
+    check_cuda(cudaStreamSynchronize(context->stream), "cudaStreamSynchronize after the copy to host");
+  });
+}
+
+int32_t cuda_convert(octet_backend_context* context, const octet_matrix_view* input, const octet_matrix_view* output,
+                     int32_t saturate) {
+  return guarded("convert", [&] {
+    require(context != nullptr, "context is NULL");
+    check_view("input", input, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    check_view("output", output, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    check_same_shape(*input, *output, "input and output");
+    bind(context, "convert");
+    check_cuda(launch_convert(*input, *output, saturate != 0, context->stream), "convert kernel launch");
+  });
+}
+
+int32_t cuda_amax(octet_backend_context* context, const octet_matrix_view* input, float* amax_out) {
+  return guarded("amax", [&] {
+    require(context != nullptr, "context is NULL");
+    check_view("input", input, kHighPrecision, "fp32, bf16 or fp16");
+    require(amax_out != nullptr, "amax_out is NULL");
+    bind(context, "amax");
+    check_cuda(launch_amax(*input, amax_out, context->stream), "amax kernel launch");
+  });
+}
+
+int32_t cuda_quantize(octet_backend_context* context, const octet_quantize_args* given) {
+  return guarded("quantize", [&] {
+    require(context != nullptr, "context is NULL");
+    require(given != nullptr, "args is NULL");
+    require(OCTET_CUDA_HOLDS(given->struct_size, octet_quantize_args, scale),
+            "args->struct_size is too small to hold the scale");
+    // Fields beyond the caller's struct_size count as NULL.
+    octet_quantize_args args{};
+    std::memcpy(&args, given, given->struct_size < sizeof args ? given->struct_size : sizeof args);
+    check_view("args->input", &args.input, kHighPrecision, "fp32, bf16 or fp16");
+    require(args.out_dtype == OCTET_DTYPE_E4M3 || args.out_dtype == OCTET_DTYPE_E5M2,
+            "args->out_dtype (", args.out_dtype, ") must be E4M3 or E5M2");
+    require(args.scale != nullptr, "args->scale is NULL");
+    const bool empty = args.input.rows == 0 || args.input.cols == 0;
+    require(empty || args.rowwise_out != nullptr || args.columnwise_out != nullptr || args.scale_inv_out != nullptr ||
+                args.amax_out != nullptr,
+            "args asks for no output (rowwise_out, columnwise_out, scale_inv_out and amax_out are all NULL)");
+    bind(context, "quantize");
+    check_cuda(launch_quantize(args, context->stream), "quantize kernel launch");
+  });
+}
+
+int32_t cuda_transpose(octet_backend_context* context, const octet_matrix_view* input,
+                       const octet_matrix_view* output) {
+  return guarded("transpose", [&] {
+    require(context != nullptr, "context is NULL");
+    check_view("input", input, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    check_view("output", output, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    require(output->dtype == input->dtype, "output.dtype is ", dtype_label(output->dtype), " but must equal input.dtype (",
+            dtype_label(input->dtype), ")");
+    require(output->rows == input->cols && output->cols == input->rows, "output must be ", input->cols, "x",
+            input->rows, " (the transpose of input) but is ", output->rows, "x", output->cols);
+    bind(context, "transpose");
+    check_cuda(launch_transpose(*input, *output, dtype_bytes(input->dtype), context->stream),
+               "transpose kernel launch");
+  });
+}
+
+int32_t cuda_dequantize(octet_backend_context* context, const octet_dequantize_args* args) {
+  return guarded("dequantize", [&] {
+    require(context != nullptr, "context is NULL");
+    require(args != nullptr, "args is NULL");
+    require(args->struct_size >= sizeof *args, "args->struct_size is smaller than octet_dequantize_args");
+    check_view("args->input", &args->input, kFp8, "e4m3 or e5m2");
+    check_view("args->output", &args->output, kHighPrecision, "fp32, bf16 or fp16");
+    check_same_shape(args->input, args->output, "args->input and args->output");
+    require(args->scale_inv != nullptr, "args->scale_inv is NULL");
+    bind(context, "dequantize");
+    check_cuda(launch_dequantize(*args, context->stream), "dequantize kernel launch");
+  });
+}
+
+int32_t cuda_gemm(octet_backend_context* context, const octet_gemm_args* args) {
+  return guarded("gemm", [&] {
+    require(context != nullptr, "context is NULL");
+    require(args != nullptr, "args is NULL");
+    require(args->struct_size >= sizeof *args, "args->struct_size is smaller than octet_gemm_args");
+    bind(context, "gemm");
+    run_gemm(context, *args);
+  });
+}
+
+octet_backend_api make_api() {
+  octet_backend_api api{};
+  api.struct_size = sizeof(octet_backend_api);
+  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
+  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
+  api.name = "cuda";
+  api.version = "0.1.0";
+  api.initialize = cuda_initialize;
+  api.shutdown = nullptr;  // contexts own everything; nothing global to release
+  api.context_create = cuda_context_create;
+  api.context_destroy = cuda_context_destroy;
+  api.synchronize = cuda_synchronize;
+  api.mem_alloc = cuda_mem_alloc;
+  api.mem_free = cuda_mem_free;
+  api.copy_from_host = cuda_copy_from_host;
+  api.copy_to_host = cuda_copy_to_host;
+  api.convert = cuda_convert;
+  api.amax = cuda_amax;
+  api.quantize = cuda_quantize;
+  api.transpose = cuda_transpose;
+  api.dequantize = cuda_dequantize;
+  api.gemm = cuda_gemm;
+  return api;
+}
+
+// Lives as long as the library.
+const octet_backend_api g_api = make_api();
+
+}  // namespace
+
+const DeviceInfo& device_info() { return g_device; }
+
+void bind(octet_backend_context* context, const char* entry) {
+  (void)entry;
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == context->device) return;
+  check_cuda(cudaSetDevice(context->device), "cudaSetDevice");
+}
+
+}  // namespace octet_cuda
+
+int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const octet_backend_api** api_out) {
+  (void)host_abi_minor;  // fields are only ever appended within a major
+  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
+  *api_out = &octet_cuda::g_api;
+  return OCTET_STATUS_SUCCESS;
+}

@@ -1,0 +1,28 @@
+// The GEMM epilogue of numerics.md 8, shared by the epilogue kernel and the
+// fallback GEMM: every FP32 operation rounded on its own, in the written order.
+#pragma once
+
+#include <octet/octet_backend.h>
+
+#include "codecs.cuh"
+
+namespace octet_cuda {
+
+// 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))),
+// left to right.
+__device__ __forceinline__ float gelu_exact_order(float v) {
+  const float cube = __fmul_rn(__fmul_rn(__fmul_rn(0.044715f, v), v), v);
+  const float inner = __fmul_rn(0.7978845608f, __fadd_rn(v, cube));
+  return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, tanhf(inner)));
+}
+
+// v + beta * D_old (beta != 0 only) + bias[n], GELU, rounded to D's dtype.
+__device__ __forceinline__ void finish_element(float v, const octet_gemm_args& args, int64_t m, int64_t n) {
+  const int64_t d_index = m * args.d.ld + n;
+  if (args.beta != 0.0f) v = __fadd_rn(v, __fmul_rn(args.beta, load_as_float(args.d.data, args.d.dtype, d_index)));
+  if (args.bias.data != nullptr) v = __fadd_rn(v, load_as_float(args.bias.data, args.bias.dtype, n));
+  if (args.epilogue == OCTET_EPILOGUE_GELU) v = gelu_exact_order(v);
+  store_from_float(args.d.data, args.d.dtype, d_index, v, false);
+}
+
+}  // namespace octet_cuda
