@@ -211,9 +211,12 @@ bool try_cublaslt(octet_backend_context* context, const Plan& plan, uint64_t m, 
   if (heuristic != CUBLAS_STATUS_SUCCESS || found < 1) return false;
 
   Scratch workspace(context, result.workspaceSize > 0 ? result.workspaceSize : 0);
-  check_lt(cublasLtMatmul(context->lt, desc.handle, &alpha, plan.p, lp.handle, plan.q, lq.handle, &beta, x, lx.handle,
-                          x, lx.handle, &result.algo, workspace.get(), result.workspaceSize, context->stream),
-           "cublasLtMatmul");
+  const cublasStatus_t status =
+      cublasLtMatmul(context->lt, desc.handle, &alpha, plan.p, lp.handle, plan.q, lq.handle, &beta, x, lx.handle, x,
+                     lx.handle, &result.algo, workspace.get(), result.workspaceSize, context->stream);
+  // Some constraints are only checked here; nothing was queued then.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) return false;
+  check_lt(status, "cublasLtMatmul");
   return true;
 }
 
