@@ -14,6 +14,7 @@
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -94,7 +95,7 @@ int32_t amax_kernel(const octet_matrix_view* input, float* amax_out) {
     k.amax(values, w, &partial[static_cast<std::size_t>(omp_get_thread_num())]);
   });
   float amax = 0.0f;
-  for (float p : partial) amax = std::fmax(amax, p);
+  for (float p : partial) amax = p > amax ? p : amax;
   *amax_out = amax;
   return OCTET_STATUS_SUCCESS;
 }
@@ -170,7 +171,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     }
   }
   float amax = 0.0f;
-  for (float p : partial) amax = std::fmax(amax, p);
+  for (float p : partial) amax = p > amax ? p : amax;
   if (args->scale_inv_out != nullptr) *args->scale_inv_out = 1.0f / scale;
   if (args->amax_out != nullptr) *args->amax_out = amax;
   return OCTET_STATUS_SUCCESS;

@@ -85,9 +85,9 @@ void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool satura
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack_codes(c[0], c[1], c[2], c[3]));
   }
   float acc = *amax;
-  if (with_amax) acc = std::fmax(acc, horizontal_max(m));
+  if (with_amax) acc = max_magnitude(acc, horizontal_max(m));
   for (; i < n; ++i) {
-    if (with_amax) acc = std::fmax(acc, std::fabs(in[i]));
+    if (with_amax) acc = max_magnitude(acc, in[i]);
     out[i] = encode_fp8(in[i] * scale, p, saturate);
   }
   if (with_amax) *amax = acc;
@@ -106,8 +106,8 @@ void amax_avx2(const float* in, int64_t n, float* amax) {
     m0 = max_ignoring_nan(abs8(_mm256_loadu_ps(in + i)), m0);
     m1 = max_ignoring_nan(abs8(_mm256_loadu_ps(in + i + 8)), m1);
   }
-  float acc = std::fmax(*amax, horizontal_max(_mm256_max_ps(m0, m1)));
-  for (; i < n; ++i) acc = std::fmax(acc, std::fabs(in[i]));
+  float acc = max_magnitude(*amax, horizontal_max(_mm256_max_ps(m0, m1)));
+  for (; i < n; ++i) acc = max_magnitude(acc, in[i]);
   *amax = acc;
 }
 

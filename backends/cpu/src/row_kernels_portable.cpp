@@ -85,7 +85,7 @@ void narrow_portable(const float* in, int64_t n, int32_t dtype, bool saturate, v
 
 void amax_portable(const float* in, int64_t n, float* amax) {
   float m = *amax;
-  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(in[i]));
+  for (int64_t i = 0; i < n; ++i) m = max_magnitude(m, in[i]);
   *amax = m;
 }
 
@@ -94,7 +94,7 @@ void scale_encode_portable(const float* in, int64_t n, float scale, int32_t fp8_
   const Fp8Params& p = fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
   float m = *amax;
   for (int64_t i = 0; i < n; ++i) {
-    m = std::fmax(m, std::fabs(in[i]));
+    m = max_magnitude(m, in[i]);
     out[i] = encode_fp8(in[i] * scale, p, saturate);
   }
   *amax = m;

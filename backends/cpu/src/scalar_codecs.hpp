@@ -19,6 +19,13 @@ inline float float_of(uint32_t u) {
   return f;
 }
 
+// max(m, |x|) with every NaN x ignored, signalling ones included
+// (std::fmax would return NaN for a signalling NaN). m is never NaN.
+inline float max_magnitude(float m, float x) {
+  const float a = float_of(bits_of(x) & 0x7FFFFFFFu);
+  return a > m ? a : m;
+}
+
 // Parameters of an FP8 format as the encoder uses them.
 struct Fp8Params {
   int mantissa_bits;        // 3 (E4M3) or 2 (E5M2)

@@ -1,0 +1,257 @@
+// Every element-wise operation of the cpu backend against the reference,
+// bit for bit, through the users' ABI: fixed, special, random and ragged
+// inputs (1x1, 7x13, 67x131, 1481x677).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "abi_helpers.hpp"
+
+namespace cpu_test {
+namespace {
+
+class CpuVsReference : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cpu = context("cpu");
+    ref = context("reference");
+    cpu_hopper = context("cpu", OCTET_PROFILE_HOPPER_LIKE);
+    ref_hopper = context("reference", OCTET_PROFILE_HOPPER_LIKE);
+    ASSERT_TRUE(cpu && ref && cpu_hopper && ref_hopper);
+  }
+  Context cpu, ref, cpu_hopper, ref_hopper;
+};
+
+TEST(CpuBackend, IsDiscoveredBesideLiboctetAndPickedByAuto) {
+  Context c = context("auto");
+  ASSERT_TRUE(c);
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(octet_context_get_info(c.get(), &info), OCTET_STATUS_SUCCESS);
+  EXPECT_STREQ(info.name, "cpu");
+  EXPECT_EQ(info.memory_kind, OCTET_MEMORY_HOST);
+  EXPECT_EQ(info.native_columnwise, 1);
+  EXPECT_EQ(info.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
+  EXPECT_EQ(info.alignment, 64u);
+  EXPECT_TRUE(info.features & OCTET_FEATURE_FUSED_CAST_TRANSPOSE);
+}
+
+// The path in use follows the CPU and OCTET_CPU_DISABLE_SIMD (the portable
+// run of this suite sets it).
+TEST(CpuBackend, DeviceNamesTheElementwisePathInUse) {
+  Context c = context("cpu");
+  ASSERT_TRUE(c);
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(octet_context_get_info(c.get(), &info), OCTET_STATUS_SUCCESS);
+  const std::string device = info.device;
+  const char* env = std::getenv("OCTET_CPU_DISABLE_SIMD");
+  const bool disabled = env != nullptr && env[0] != '\0' && std::string(env) != "0";
+  __builtin_cpu_init();
+  const bool simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  if (disabled || !simd) {
+    EXPECT_NE(device.find("portable"), std::string::npos) << device;
+  } else {
+    EXPECT_NE(device.find("avx2+f16c"), std::string::npos) << device;
+  }
+}
+
+// numerics.md section 6: NaN elements are ignored, signalling ones too,
+// wherever they sit (the expectation is computed here, not by the reference).
+TEST(CpuBackend, AmaxIgnoresSignallingNan) {
+  Context c = context("cpu");
+  ASSERT_TRUE(c);
+  for (int64_t n : {int64_t(5), int64_t(100), int64_t(40000)}) {
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[std::size_t(i)] = float(i % 97) * 0.25f;
+    x[std::size_t(n / 2)] = 1000.0f;
+    x[std::size_t(n - 2)] = from_bits(0x7F800001u);  // signalling NaN after the maximum
+    x[0] = from_bits(0xFF812345u);
+    Tensor t = tensor(c.get(), OCTET_DTYPE_FP32, 1, n);
+    upload(t.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+    float amax = 0.0f;
+    ASSERT_EQ(octet_amax(c.get(), t.get(), &amax), OCTET_STATUS_SUCCESS);
+    EXPECT_EQ(amax, 1000.0f) << n;
+  }
+}
+
+TEST_F(CpuVsReference, ConvertEveryDtypePairBitForBit) {
+  uint32_t seed = 1;
+  for (Shape s : ragged_shapes()) {
+    for (int32_t from : all_dtypes()) {
+      const std::vector<uint8_t> input =
+          random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
+      Tensor ci = tensor(cpu.get(), from, s.rows, s.cols);
+      Tensor ri = tensor(ref.get(), from, s.rows, s.cols);
+      upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+      upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+      for (int32_t to : all_dtypes()) {
+        for (int32_t saturate : {0, 1}) {
+          Tensor co = tensor(cpu.get(), to, s.rows, s.cols);
+          Tensor ro = tensor(ref.get(), to, s.rows, s.cols);
+          ASSERT_EQ(octet_convert(cpu.get(), ci.get(), co.get(), saturate), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          ASSERT_EQ(octet_convert(ref.get(), ri.get(), ro.get(), saturate), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          const int64_t diff = first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                                download(ro.get(), OCTET_COMPONENT_DATA),
+                                                octet_dtype_size(to));
+          ASSERT_EQ(diff, -1) << octet_dtype_name(from) << " -> " << octet_dtype_name(to)
+                              << " saturate " << saturate << " " << shape_name(s);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuVsReference, AmaxBitForBit) {
+  uint32_t seed = 100;
+  for (Shape s : ragged_shapes()) {
+    for (int32_t dtype : high_precision_dtypes()) {
+      for (int variant = 0; variant < 3; ++variant) {
+        std::vector<uint8_t> input =
+            random_elements(dtype, static_cast<std::size_t>(s.rows * s.cols), seed++);
+        const std::size_t size = octet_dtype_size(dtype);
+        quiet_fp32_signalling_nans(input, dtype);
+        if (variant == 1) {  // finite only: drop NaN and inf, which dominate otherwise
+          for (std::size_t i = 0; i < input.size(); i += size) {
+            if (size == 4) {
+              uint32_t u;
+              std::memcpy(&u, &input[i], 4);
+              if ((u & 0x7F800000u) == 0x7F800000u) u &= 0x3FFFFFFFu;
+              std::memcpy(&input[i], &u, 4);
+            } else {
+              input[i + 1] &= 0x3F;
+            }
+          }
+        } else if (variant == 2) {  // all NaN: amax is 0
+          for (std::size_t i = 0; i < input.size(); i += size) {
+            if (size == 4) {
+              const uint32_t nan = 0xFFC00001u;
+              std::memcpy(&input[i], &nan, 4);
+            } else {
+              const uint16_t nan = dtype == OCTET_DTYPE_BF16 ? 0x7FC1 : 0x7E01;
+              std::memcpy(&input[i], &nan, 2);
+            }
+          }
+        }
+        Tensor ci = tensor(cpu.get(), dtype, s.rows, s.cols);
+        Tensor ri = tensor(ref.get(), dtype, s.rows, s.cols);
+        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        float a = -1.0f, b = -2.0f;
+        ASSERT_EQ(octet_amax(cpu.get(), ci.get(), &a), OCTET_STATUS_SUCCESS);
+        ASSERT_EQ(octet_amax(ref.get(), ri.get(), &b), OCTET_STATUS_SUCCESS);
+        EXPECT_EQ(bits(a), bits(b)) << octet_dtype_name(dtype) << " " << shape_name(s)
+                                    << " variant " << variant << ": " << a << " vs " << b;
+        if (variant == 2) {
+          EXPECT_EQ(bits(a), 0u);
+        }
+      }
+    }
+  }
+}
+
+// Quantize in both profiles: native (one copy serves both usages) and
+// Hopper-like, where the fused pass also writes the transposed copy.
+TEST_F(CpuVsReference, QuantizeEveryUsageBitForBit) {
+  uint32_t seed = 200;
+  const float scales[] = {1.0f, 0.37f, 1.0e4f, 0.0009765625f, 3.0e-6f};
+  for (Shape s : ragged_shapes()) {
+    for (int32_t from : high_precision_dtypes()) {
+      std::vector<uint8_t> input =
+          random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
+      quiet_fp32_signalling_nans(input, from);
+      for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+        for (int hopper = 0; hopper < 2; ++hopper) {
+          octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
+          octet_context* r = hopper ? ref_hopper.get() : ref.get();
+          Tensor ci = tensor(c, from, s.rows, s.cols);
+          Tensor ri = tensor(r, from, s.rows, s.cols);
+          upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+          upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+          for (uint32_t usages : {1u, 2u, 3u}) {
+            for (int32_t saturate : {0, 1}) {
+              const float scale = scales[(seed + usages + saturate) % 5];
+              Tensor co = tensor(c, to, s.rows, s.cols, usages);
+              Tensor ro = tensor(r, to, s.rows, s.cols, usages);
+              upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+              upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+              octet_quantize_options o{};
+              o.struct_size = sizeof o;
+              o.saturate = saturate;
+              ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
+                  << octet_last_error_message();
+              ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
+                  << octet_last_error_message();
+              const std::string what = std::string(octet_dtype_name(from)) + " -> " +
+                                       octet_dtype_name(to) + " " + shape_name(s) +
+                                       " usages " + std::to_string(usages) + " hopper " +
+                                       std::to_string(hopper) + " saturate " +
+                                       std::to_string(saturate);
+              octet_tensor_info info{};
+              info.struct_size = sizeof info;
+              ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
+              if (info.has_rowwise_data) {
+                EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                           download(ro.get(), OCTET_COMPONENT_DATA), 1),
+                          -1)
+                    << what;
+              }
+              if (info.has_columnwise_data) {
+                EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
+                                           download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
+                          -1)
+                    << what;
+              }
+              if (hopper && usages != 1) {
+                EXPECT_TRUE(info.has_columnwise_data) << what;
+              }
+              for (int32_t comp : {OCTET_COMPONENT_SCALE_INV, OCTET_COMPONENT_AMAX}) {
+                EXPECT_EQ(download(co.get(), comp), download(ro.get(), comp)) << what;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuVsReference, DequantizeBitForBit) {
+  uint32_t seed = 300;
+  const float scale_invs[] = {1.0f, 0.37f, 1.0e-4f, 3.0e5f, 1.0e30f};
+  for (Shape s : ragged_shapes()) {
+    for (int32_t from : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      const std::vector<uint8_t> codes =
+          random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
+      for (int32_t to : high_precision_dtypes()) {
+        for (float scale_inv : scale_invs) {
+          Tensor ci = tensor(cpu.get(), from, s.rows, s.cols, OCTET_USAGE_ROWWISE);
+          Tensor ri = tensor(ref.get(), from, s.rows, s.cols, OCTET_USAGE_ROWWISE);
+          for (octet_tensor* t : {ci.get(), ri.get()}) {
+            upload(t, OCTET_COMPONENT_DATA, codes.data(), codes.size());
+            upload(t, OCTET_COMPONENT_SCALE_INV, &scale_inv, 4);
+          }
+          Tensor co = tensor(cpu.get(), to, s.rows, s.cols);
+          Tensor ro = tensor(ref.get(), to, s.rows, s.cols);
+          ASSERT_EQ(octet_dequantize(cpu.get(), ci.get(), co.get()), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          ASSERT_EQ(octet_dequantize(ref.get(), ri.get(), ro.get()), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                     download(ro.get(), OCTET_COMPONENT_DATA),
+                                     octet_dtype_size(to)),
+                    -1)
+              << octet_dtype_name(from) << " -> " << octet_dtype_name(to) << " " << shape_name(s)
+              << " scale_inv " << scale_inv;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpu_test

@@ -1,0 +1,244 @@
+// cpu GEMMs against the reference: every FP8 dtype pair and high-precision
+// pair, every layout, FP32/BF16/FP16 output, with and without alpha, beta,
+// bias and GELU, within the bound of docs/numerics.md section 8 (the cpu
+// backend sums in oneDNN's order). And the Hopper-like profile on cpu gives
+// bit-identical results to native cpu.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "abi_helpers.hpp"
+
+namespace cpu_test {
+namespace {
+
+struct Dims {
+  int64_t m, n, k;
+};
+const Dims kDims[] = {{1, 1, 1}, {7, 13, 5}, {67, 131, 29}, {33, 17, 300}};
+
+// Values of an operand as stored (rows x cols), and its raw elements.
+struct Operand {
+  std::vector<uint8_t> raw;
+  std::vector<double> value;
+};
+
+Operand make_operand(int32_t dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
+  Operand op;
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  const std::size_t size = octet_dtype_size(dtype);
+  op.raw.resize(n * size);
+  op.value.resize(n);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2) {
+      uint8_t code;
+      do {
+        code = static_cast<uint8_t>(rng());
+      } while (!std::isfinite(octet_fp8_decode(code, dtype)) ||
+               std::fabs(octet_fp8_decode(code, dtype)) > 1000.0f);
+      op.raw[i] = code;
+      op.value[i] = octet_fp8_decode(code, dtype);
+    } else {
+      const float x = normal(rng);
+      if (dtype == OCTET_DTYPE_FP32) {
+        std::memcpy(&op.raw[i * 4], &x, 4);
+        op.value[i] = x;
+      } else {
+        const uint16_t h = dtype == OCTET_DTYPE_BF16 ? octet_bf16_encode(x) : octet_fp16_encode(x);
+        std::memcpy(&op.raw[i * 2], &h, 2);
+        op.value[i] = dtype == OCTET_DTYPE_BF16 ? octet_bf16_decode(h) : octet_fp16_decode(h);
+      }
+    }
+  }
+  return op;
+}
+
+double load_as_double(const std::vector<uint8_t>& raw, int32_t dtype, std::size_t i) {
+  if (dtype == OCTET_DTYPE_FP32) {
+    float f;
+    std::memcpy(&f, &raw[i * 4], 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, &raw[i * 2], 2);
+  return dtype == OCTET_DTYPE_BF16 ? octet_bf16_decode(h) : octet_fp16_decode(h);
+}
+
+// Relative spacing of the output dtype (one unit in the last place).
+double output_ulp(int32_t dtype) {
+  return dtype == OCTET_DTYPE_FP32 ? 0.0 : dtype == OCTET_DTYPE_BF16 ? 0x1p-7 : 0x1p-10;
+}
+
+struct Case {
+  int32_t a_dtype, b_dtype, d_dtype;
+  int32_t trans_a, trans_b;
+  bool extras;  // alpha, beta, bias, GELU
+};
+
+std::string case_name(const Case& c, Dims s) {
+  return std::string(octet_dtype_name(c.a_dtype)) + "x" + octet_dtype_name(c.b_dtype) + "->" +
+         octet_dtype_name(c.d_dtype) + " trans " + std::to_string(c.trans_a) +
+         std::to_string(c.trans_b) + (c.extras ? " alpha/beta/bias/gelu " : " plain ") +
+         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uint32_t seed) {
+  SCOPED_TRACE(case_name(c, s));
+  std::mt19937 rng(seed);
+  const bool fp8 = c.a_dtype == OCTET_DTYPE_E4M3 || c.a_dtype == OCTET_DTYPE_E5M2;
+  const int64_t a_rows = c.trans_a ? s.k : s.m, a_cols = c.trans_a ? s.m : s.k;
+  const int64_t b_rows = c.trans_b ? s.k : s.n, b_cols = c.trans_b ? s.n : s.k;
+  const Operand a = make_operand(c.a_dtype, a_rows, a_cols, rng);
+  const Operand b = make_operand(c.b_dtype, b_rows, b_cols, rng);
+  const Operand d_old = make_operand(c.d_dtype, s.m, s.n, rng);
+  const Operand bias = make_operand(OCTET_DTYPE_BF16, 1, s.n, rng);
+  const float sa = fp8 ? 0.0625f : 1.0f, sb = fp8 ? 1.5f : 1.0f;
+  const float alpha = c.extras ? 0.75f : 1.0f, beta = c.extras ? -0.5f : 0.0f;
+
+  std::vector<uint8_t> results[2];
+  for (int backend = 0; backend < 2; ++backend) {
+    octet_context* ctx = backend == 0 ? cpu : ref;
+    const uint32_t usages = fp8 ? uint32_t(OCTET_USAGE_ROWWISE) : 0u;
+    Tensor ta = tensor(ctx, c.a_dtype, a_rows, a_cols, usages);
+    Tensor tb = tensor(ctx, c.b_dtype, b_rows, b_cols, usages);
+    Tensor td = tensor(ctx, c.d_dtype, s.m, s.n);
+    Tensor tbias = tensor(ctx, OCTET_DTYPE_BF16, 1, s.n);
+    upload(ta.get(), OCTET_COMPONENT_DATA, a.raw.data(), a.raw.size());
+    upload(tb.get(), OCTET_COMPONENT_DATA, b.raw.data(), b.raw.size());
+    if (fp8) {
+      upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &sa, 4);
+      upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &sb, 4);
+    }
+    upload(td.get(), OCTET_COMPONENT_DATA, d_old.raw.data(), d_old.raw.size());
+    upload(tbias.get(), OCTET_COMPONENT_DATA, bias.raw.data(), bias.raw.size());
+    octet_gemm_options o{};
+    o.struct_size = sizeof o;
+    o.trans_a = c.trans_a;
+    o.trans_b = c.trans_b;
+    o.alpha = alpha;
+    o.beta = beta;
+    o.bias = c.extras ? tbias.get() : nullptr;
+    o.epilogue = c.extras ? OCTET_EPILOGUE_GELU : OCTET_EPILOGUE_NONE;
+    ASSERT_EQ(octet_gemm(ctx, ta.get(), tb.get(), td.get(), &o), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    results[backend] = download(td.get(), OCTET_COMPONENT_DATA);
+  }
+
+  const double scale = std::fabs(double(alpha) * sa * sb);
+  const double unit = 0x1p-23;
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      double magnitude = 0.0;  // sum_k |A'[i,k] B'[j,k]|
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const double x = c.trans_a ? a.value[std::size_t(kk * a_cols + i)]
+                                   : a.value[std::size_t(i * a_cols + kk)];
+        const double y = c.trans_b ? b.value[std::size_t(kk * b_cols + j)]
+                                   : b.value[std::size_t(j * b_cols + kk)];
+        magnitude += std::fabs(x * y);
+      }
+      const std::size_t e = static_cast<std::size_t>(i * s.n + j);
+      const double got = load_as_double(results[0], c.d_dtype, e);
+      const double want = load_as_double(results[1], c.d_dtype, e);
+      // Summation order (GELU's slope is below 1.13), the rounding of the
+      // scaling, beta and bias terms, and one unit of the output dtype.
+      const double extra_terms = std::fabs(beta * d_old.value[e]) +
+                                 (c.extras ? std::fabs(bias.value[std::size_t(j)]) : 0.0);
+      const double bound = 1.13 * (double(s.k) * unit * magnitude * scale) +
+                           4 * unit * (std::fabs(want) + extra_terms + magnitude * scale) +
+                           output_ulp(c.d_dtype) * std::max(std::fabs(got), std::fabs(want)) +
+                           (c.d_dtype == OCTET_DTYPE_FP16 ? 0x1p-24 : 0.0);
+      ASSERT_FALSE(std::isnan(got)) << "D[" << i << "," << j << "]";
+      if (got == want) continue;  // equal, infinities (FP16 overflow) included
+      ASSERT_LE(std::fabs(got - want), bound)
+          << "D[" << i << "," << j << "] cpu " << got << " reference " << want;
+    }
+  }
+}
+
+TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
+  Context cpu = context("cpu"), ref = context("reference");
+  uint32_t seed = 1;
+  for (Dims s : kDims) {
+    for (int32_t ad : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int32_t bd : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+        for (int32_t dd : high_precision_dtypes()) {
+          for (int layout = 0; layout < 4; ++layout) {
+            for (bool extras : {false, true}) {
+              run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, extras}, s,
+                       seed++);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
+  Context cpu = context("cpu"), ref = context("reference");
+  uint32_t seed = 1000;
+  for (Dims s : kDims) {
+    for (int32_t ad : high_precision_dtypes()) {
+      for (int32_t bd : high_precision_dtypes()) {
+        for (int32_t dd : high_precision_dtypes()) {
+          for (int layout = 0; layout < 4; ++layout) {
+            run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, layout == 2},
+                     s, seed++);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Quantize the same inputs on native cpu and Hopper-like cpu, then run every
+// transpose combination: the core presents other copies and flags to the
+// Hopper-like context (or transposes into a workspace), yet the bits match.
+TEST(CpuGemm, HopperLikeProfileGivesBitIdenticalResults) {
+  Context native = context("cpu"), hopper = context("cpu", OCTET_PROFILE_HOPPER_LIKE);
+  const int64_t m = 67, n = 45, k = 131;
+  std::mt19937 rng(7);
+  for (uint32_t usages : {uint32_t(OCTET_USAGE_BOTH), uint32_t(OCTET_USAGE_ROWWISE)}) {
+    for (int layout = 0; layout < 4; ++layout) {
+      const int32_t trans_a = layout & 1, trans_b = layout >> 1;
+      const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+      const int64_t b_rows = trans_b ? k : n, b_cols = trans_b ? n : k;
+      const Operand a = make_operand(OCTET_DTYPE_FP32, a_rows, a_cols, rng);
+      const Operand b = make_operand(OCTET_DTYPE_FP32, b_rows, b_cols, rng);
+      std::vector<uint8_t> out[2];
+      for (int p = 0; p < 2; ++p) {
+        octet_context* ctx = p == 0 ? native.get() : hopper.get();
+        Tensor ha = tensor(ctx, OCTET_DTYPE_FP32, a_rows, a_cols);
+        Tensor hb = tensor(ctx, OCTET_DTYPE_FP32, b_rows, b_cols);
+        upload(ha.get(), OCTET_COMPONENT_DATA, a.raw.data(), a.raw.size());
+        upload(hb.get(), OCTET_COMPONENT_DATA, b.raw.data(), b.raw.size());
+        Tensor qa = tensor(ctx, OCTET_DTYPE_E4M3, a_rows, a_cols, usages);
+        Tensor qb = tensor(ctx, OCTET_DTYPE_E5M2, b_rows, b_cols, usages);
+        const float scale_a = 8.0f, scale_b = 0.5f;
+        upload(qa.get(), OCTET_COMPONENT_SCALE, &scale_a, 4);
+        upload(qb.get(), OCTET_COMPONENT_SCALE, &scale_b, 4);
+        ASSERT_EQ(octet_quantize(ctx, ha.get(), qa.get(), nullptr), OCTET_STATUS_SUCCESS)
+            << octet_last_error_message();
+        ASSERT_EQ(octet_quantize(ctx, hb.get(), qb.get(), nullptr), OCTET_STATUS_SUCCESS)
+            << octet_last_error_message();
+        Tensor d = tensor(ctx, OCTET_DTYPE_FP32, m, n);
+        octet_gemm_options o{};
+        o.struct_size = sizeof o;
+        o.trans_a = trans_a;
+        o.trans_b = trans_b;
+        o.alpha = 1.25f;
+        ASSERT_EQ(octet_gemm(ctx, qa.get(), qb.get(), d.get(), &o), OCTET_STATUS_SUCCESS)
+            << octet_last_error_message();
+        out[p] = download(d.get(), OCTET_COMPONENT_DATA);
+      }
+      EXPECT_EQ(first_difference(out[0], out[1], 4), -1)
+          << "usages " << usages << " trans " << trans_a << trans_b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpu_test
