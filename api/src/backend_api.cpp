@@ -30,17 +30,7 @@ void fill_backend_info(const Backend& backend, const octet_backend_caps& caps,
   info.features = backend.features;
   if (!caps.fused_cast_transpose) info.features &= ~uint32_t(OCTET_FEATURE_FUSED_CAST_TRANSPOSE);
   info.alignment = caps.alignment;
-  // Write only what the caller's struct has room for; keep its struct_size.
-  size_t caller_size = out->struct_size;
-  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
-              reinterpret_cast<const char*>(&info) + sizeof(size_t),
-              std::min(caller_size, sizeof(info)) - sizeof(size_t));
-}
-
-void require_struct(const void* s, size_t struct_size, const char* name) {
-  require(s != nullptr, "argument '", name, "' is NULL");
-  require(struct_size >= sizeof(size_t), "argument '", name, "' has struct_size ", struct_size,
-          ": set it to sizeof the struct");
+  write_versioned(info, out, "info");
 }
 
 }  // namespace octet::core
@@ -83,10 +73,7 @@ OCTET_API octet_status octet_backend_get_failure(size_t index, octet_backend_fai
     out.struct_size = sizeof(out);
     out.path = failures[index]->path.c_str();
     out.reason = failures[index]->reason.c_str();
-    size_t caller_size = failure->struct_size;
-    std::memcpy(reinterpret_cast<char*>(failure) + sizeof(size_t),
-                reinterpret_cast<const char*>(&out) + sizeof(size_t),
-                std::min(caller_size, sizeof(out)) - sizeof(size_t));
+    write_versioned(out, failure, "failure");
   });
 }
 

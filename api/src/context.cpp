@@ -47,16 +47,6 @@ octet_backend_caps apply_profile(const Backend& backend, int32_t profile) {
   return caps;
 }
 
-octet_context_options read_options(const octet_context_options* options) {
-  octet_context_options o{};
-  o.struct_size = sizeof(o);
-  if (options == nullptr) return o;
-  require_struct(options, options->struct_size, "options");
-  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
-              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
-  return o;
-}
-
 }  // namespace
 }  // namespace octet::core
 
@@ -67,7 +57,7 @@ extern "C" {
 OCTET_API octet_status octet_context_create(const octet_context_options* options, octet_context** context) {
   return guarded("octet_context_create", [&] {
     require(context != nullptr, "argument 'context' is NULL");
-    octet_context_options o = read_options(options);
+    octet_context_options o = read_versioned(options, octet_context_options{}, "options");
     std::string requested = o.backend != nullptr ? o.backend : "auto";
     std::shared_ptr<const Backend> backend =
         requested == "auto" ? Registry::instance().best_available() : Registry::instance().find(requested);
@@ -87,6 +77,14 @@ OCTET_API octet_status octet_context_create(const octet_context_options* options
     clear_backend_message();
     check_backend_status(*backend, "context_create", backend->api->context_create(o.stream, &state->handle));
     *context = new octet_context{std::move(state)};
+  });
+}
+
+OCTET_API octet_status octet_context_options_init(octet_context_options* options) {
+  return guarded("octet_context_options_init", [&] {
+    require(options != nullptr, "argument 'options' is NULL");
+    *options = octet_context_options{};
+    options->struct_size = sizeof(*options);
   });
 }
 

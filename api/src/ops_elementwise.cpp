@@ -123,9 +123,7 @@ OCTET_API octet_status octet_quantize_with_stats(octet_context* context, const o
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
     octet_quantize_stats result{};
     quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result);
-    size_t caller = stats->struct_size;
-    std::memcpy(reinterpret_cast<char*>(stats) + sizeof(size_t), reinterpret_cast<const char*>(&result) + sizeof(size_t),
-                std::min(caller, sizeof(result)) - sizeof(size_t));
+    write_versioned(result, stats, "stats");
   });
 }
 

@@ -10,6 +10,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "tensor.hpp"
+#include "versioned_struct.hpp"
 
 namespace octet::core {
 namespace {
@@ -46,14 +47,10 @@ std::vector<Operand> candidates(const TensorState& t, int32_t trans, bool native
   return out;
 }
 
-octet_gemm_options read_gemm_options(const octet_gemm_options* options) {
+octet_gemm_options gemm_defaults() {
   octet_gemm_options o{};
   o.struct_size = sizeof(o);
   o.alpha = 1.0f;
-  if (options == nullptr) return o;
-  require_struct(options, options->struct_size, "options");
-  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
-              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
   return o;
 }
 
@@ -130,7 +127,7 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
     const TensorState& ta = tensor_arg(a, ctx, "a");
     const TensorState& tb = tensor_arg(b, ctx, "b");
     TensorState& td = tensor_arg(d, ctx, "d");
-    octet_gemm_options o = read_gemm_options(options);
+    octet_gemm_options o = read_versioned(options, gemm_defaults(), "options");
     require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
     require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
     require(o.epilogue == OCTET_EPILOGUE_NONE || o.epilogue == OCTET_EPILOGUE_GELU, "options->epilogue (",
@@ -218,5 +215,12 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
       args.trans_b = 0;
     }
     call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+  });
+}
+
+extern "C" OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options) {
+  return guarded("octet_gemm_options_init", [&] {
+    require(options != nullptr, "argument 'options' is NULL");
+    *options = gemm_defaults();
   });
 }

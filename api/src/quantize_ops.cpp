@@ -77,15 +77,15 @@ void quantize_blocks(const std::shared_ptr<ContextState>& context, const TensorS
 
 }  // namespace
 
-octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
+octet_quantize_options quantize_defaults() {
   octet_quantize_options o{};
   o.struct_size = sizeof(o);
   o.saturate = 1;
-  if (options == nullptr) return o;
-  require_struct(options, options->struct_size, "options");
-  std::memcpy(reinterpret_cast<char*>(&o) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
-              std::min(options->struct_size, sizeof(o)) - sizeof(size_t));
   return o;
+}
+
+octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
+  return read_versioned(options, quantize_defaults(), "options");
 }
 
 uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const TensorState& out, uint32_t requested) {
@@ -159,3 +159,10 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
 }
 
 }  // namespace octet::core
+
+extern "C" OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options) {
+  return octet::core::guarded("octet_quantize_options_init", [&] {
+    octet::core::require(options != nullptr, "argument 'options' is NULL");
+    *options = octet::core::quantize_defaults();
+  });
+}

@@ -50,11 +50,6 @@ float amax_on_backend(const std::shared_ptr<ContextState>& context, const Tensor
   return value;
 }
 
-void copy_out_struct(void* dst, size_t caller_size, const void* src, size_t size) {
-  std::memcpy(static_cast<char*>(dst) + sizeof(size_t), static_cast<const char*>(src) + sizeof(size_t),
-              std::min(caller_size, size) - sizeof(size_t));
-}
-
 }  // namespace
 }  // namespace octet::core
 
@@ -132,7 +127,7 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context, octet_qu
     }
     q.last_recipe = recipe;
     autocast_note_use(ctx, quantizer->state);
-    if (stats != nullptr) copy_out_struct(stats, stats->struct_size, &collected, sizeof(collected));
+    if (stats != nullptr) write_versioned(collected, stats, "stats");
   });
 }
 
@@ -176,7 +171,7 @@ OCTET_API octet_status octet_quantizer_get_info(const octet_quantizer* quantizer
     out.observed_saturated = q.observed_saturated;
     out.observed_total = q.observed_total;
     out.saturated_fraction = q.observed_total ? double(q.observed_saturated) / double(q.observed_total) : 0.0;
-    copy_out_struct(info, info->struct_size, &out, sizeof(out));
+    write_versioned(out, info, "info");
   });
 }
 

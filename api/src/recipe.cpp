@@ -164,7 +164,7 @@ OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_opti
 
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_delayed", [&] {
-    octet_delayed_scaling_options o = read_options(options, delayed_defaults(), "options");
+    octet_delayed_scaling_options o = read_versioned(options, delayed_defaults(), "options");
     validate(o);
     create(recipe, [&](RecipeState& r) {
       r.kind = OCTET_RECIPE_DELAYED;
@@ -176,7 +176,7 @@ OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_o
 
 OCTET_API octet_status octet_recipe_create_current(const octet_current_scaling_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_current", [&] {
-    octet_current_scaling_options o = read_options(options, current_defaults(), "options");
+    octet_current_scaling_options o = read_versioned(options, current_defaults(), "options");
     require_format(o.format);
     require_epsilon(o.amax_epsilon);
     require_flag(o.power_of_two_scales, "power_of_two_scales");
@@ -190,7 +190,7 @@ OCTET_API octet_status octet_recipe_create_current(const octet_current_scaling_o
 
 OCTET_API octet_status octet_recipe_create_static(const octet_static_scaling_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_static", [&] {
-    octet_static_scaling_options o = read_options(options, static_defaults(), "options");
+    octet_static_scaling_options o = read_versioned(options, static_defaults(), "options");
     require_format(o.format);
     require(std::isfinite(o.scale) && o.scale > 0.0f, "options->scale (", o.scale, ") must be finite and > 0");
     require_flag(o.observe, "observe");
@@ -204,7 +204,7 @@ OCTET_API octet_status octet_recipe_create_static(const octet_static_scaling_opt
 
 OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_mxfp8", [&] {
-    octet_mxfp8_options o = read_options(options, mx_defaults(), "options");
+    octet_mxfp8_options o = read_versioned(options, mx_defaults(), "options");
     require_format(o.format);
     require(o.rounding == OCTET_MX_ROUND_RCEIL || o.rounding == OCTET_MX_ROUND_FLOOR, "options->rounding (",
             o.rounding, ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
@@ -218,7 +218,7 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
 
 OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_block", [&] {
-    octet_block_scaling_options o = read_options(options, block_defaults(), "options");
+    octet_block_scaling_options o = read_versioned(options, block_defaults(), "options");
     require_format(o.format);
     require_epsilon(o.amax_epsilon);
     require_flag(o.power_of_two_scales, "power_of_two_scales");
@@ -246,9 +246,7 @@ OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_r
       out.override_dgrad = r.delayed.override_dgrad;
       out.override_wgrad = r.delayed.override_wgrad;
     }
-    size_t caller = info->struct_size;
-    std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t), reinterpret_cast<const char*>(&out) + sizeof(size_t),
-                std::min(caller, sizeof(out)) - sizeof(size_t));
+    write_versioned(out, info, "info");
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "backend_info.hpp"
 #include "error.hpp"
+#include "versioned_struct.hpp"
 #include "quantize_ops.hpp"
 
 namespace octet::core {
@@ -33,17 +34,6 @@ struct RecipeState {
 float fp8_max_of(octet_dtype dtype);
 const char* recipe_kind_name(int32_t kind);
 void require_role(int32_t role);
-
-// Reads a caller's option struct over `defaults`, honouring struct_size.
-template <typename T>
-T read_options(const T* options, T defaults, const char* name) {
-  if (options == nullptr) return defaults;
-  require_struct(options, options->struct_size, name);
-  std::memcpy(reinterpret_cast<char*>(&defaults) + sizeof(size_t), reinterpret_cast<const char*>(options) + sizeof(size_t),
-              std::min(options->struct_size, sizeof(T)) - sizeof(size_t));
-  defaults.struct_size = sizeof(T);
-  return defaults;
-}
 
 }  // namespace octet::core
 

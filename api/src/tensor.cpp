@@ -56,12 +56,8 @@ std::string scaling_mode_list(uint32_t modes) {
 namespace {
 
 octet_tensor_desc read_desc(const octet_tensor_desc* desc) {
-  require_struct(desc, desc ? desc->struct_size : 0, "desc");
-  octet_tensor_desc d{};
-  std::memcpy(reinterpret_cast<char*>(&d) + sizeof(size_t), reinterpret_cast<const char*>(desc) + sizeof(size_t),
-              std::min(desc->struct_size, sizeof(d)) - sizeof(size_t));
-  d.struct_size = sizeof(d);
-  return d;
+  require(desc != nullptr, "argument 'desc' is NULL");
+  return read_versioned(desc, octet_tensor_desc{}, "desc");
 }
 
 // Validates a descriptor against the context and fills the shape fields.
@@ -233,9 +229,7 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
     out.columnwise_scale_inv_bytes = s.columnwise_scale_inv ? s.scale_grid_bytes(true) : 0;
     out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? kScalarCount * sizeof(float) : 0) +
                       out.rowwise_scale_inv_bytes + out.columnwise_scale_inv_bytes;
-    size_t caller_size = info->struct_size;
-    std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t), reinterpret_cast<const char*>(&out) + sizeof(size_t),
-                std::min(caller_size, sizeof(out)) - sizeof(size_t));
+    write_versioned(out, info, "info");
   });
 }
 

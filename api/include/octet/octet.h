@@ -9,9 +9,12 @@
  *    call on the same thread).
  *  - no C++ exception ever leaves the library.
  *  - every create has a destroy that accepts NULL.
- *  - option structs start with `size_t struct_size`; pass sizeof(the struct)
- *    after zero-initialising it, or NULL for the defaults. The library reads
- *    only min(struct_size, the size it knows), so older callers keep working.
+ *  - option structs start with `size_t struct_size`. Fields inside the
+ *    caller's struct_size are read exactly as given (0 means 0, not "the
+ *    default"), so start from the struct's octet_*_init function, which sets
+ *    struct_size and every default, then change what you need; or pass NULL
+ *    for the defaults. The library reads only min(struct_size, the size it
+ *    knows), so callers built against an older header keep working.
  *  - thread safety: global functions (version, codecs, backend enumeration)
  *    may be called from any thread at any time. A context and the tensors
  *    created on it are used by one thread at a time; different contexts are
@@ -283,6 +286,10 @@ typedef struct octet_context_options {
                                  NULL: the backend's own */
 } octet_context_options;
 
+/* Sets struct_size and the defaults: backend "auto", native profile, the
+ * backend's own stream. */
+OCTET_API octet_status octet_context_options_init(octet_context_options* options);
+
 typedef struct octet_context octet_context;
 
 OCTET_API octet_status octet_context_create(const octet_context_options* options,
@@ -415,8 +422,11 @@ OCTET_API octet_status octet_amax(octet_context* context,
 typedef struct octet_quantize_options {
   size_t struct_size;
   uint32_t usages;  /* 0: every usage the output has; else a subset of them */
-  int32_t saturate; /* default 1 (set struct_size to leave it at 1) */
+  int32_t saturate; /* default 1 */
 } octet_quantize_options;
+
+/* Sets struct_size and the defaults: usages 0, saturate 1. */
+OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options);
 
 /* q = fp8(x * scale), with scale read from output's SCALE component; writes
  * the requested usages, SCALE_INV = 1/scale and AMAX = max |x|. The rowwise
@@ -443,6 +453,10 @@ typedef struct octet_gemm_options {
   const octet_tensor* bias; /* optional, N elements, FP32/BF16/FP16 */
   int32_t epilogue;        /* octet_epilogue; default NONE */
 } octet_gemm_options;
+
+/* Sets struct_size and the defaults: no transposes, alpha 1, beta 0, no bias,
+ * no epilogue. A zeroed struct would mean alpha = 0. */
+OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options);
 
 /* D[m,n] = alpha * sa * sb * sum_k A'[m,k] * B'[n,k] + beta * D[m,n] + bias[n]
  * where A' is A or A^T per trans_a, likewise B' (note: the canonical layout
