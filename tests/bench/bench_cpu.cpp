@@ -1,0 +1,218 @@
+// cpu backend benchmarks. Every benchmark times its baseline inside the same
+// iterations (interleaved) and reports ratio = ours / baseline in throughput:
+//  - quantize FP32 -> E4M3 with amax (rowwise), and cast+transpose (both
+//    usages, Hopper-like context so a transposed copy is written), vs memcpy
+//    of the input bytes; bandwidth counts bytes read + written.
+//  - FP8 GEMM (E4M3 x E4M3 -> FP32, scales applied, decoding included) vs
+//    oneDNN dnnl_sgemm on FP32 operands of the same shape.
+//  - FP8 GEMM on cpu vs the reference backend (512^3: the reference is slow).
+//  - FP8 GEMM with 2 OpenMP threads vs 1.
+#include <benchmark/benchmark.h>
+#include <dnnl.h>
+#include <omp.h>
+#include <octet/octet.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+octet_context* context(const char* backend, int32_t profile) {
+  octet_context_options o{};
+  o.struct_size = sizeof o;
+  o.backend = backend;
+  o.capability_profile = profile;
+  octet_context* c = nullptr;
+  if (octet_context_create(&o, &c) != OCTET_STATUS_SUCCESS) std::abort();
+  return c;
+}
+octet_tensor* tensor(octet_context* c, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages) {
+  octet_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = dtype;
+  d.ndim = 2;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  d.usages = usages;
+  octet_tensor* t = nullptr;
+  if (octet_tensor_create(c, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
+  return t;
+}
+std::vector<float> random_floats(std::size_t n, float scale) {
+  std::mt19937 rng(42);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// FP32 -> E4M3 quantize over 64 MiB of input; range(0) = 1: rowwise only,
+// 3: both usages on a Hopper-like context (fused cast + transpose).
+void BM_Quantize(benchmark::State& state) {
+  const int64_t rows = 4096, cols = 4096;  // 16 Mi floats = 64 MiB
+  const uint32_t usages = static_cast<uint32_t>(state.range(0));
+  octet_context* ctx =
+      context("cpu", usages == 3 ? OCTET_PROFILE_HOPPER_LIKE : OCTET_PROFILE_NATIVE);
+  octet_tensor* in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
+  octet_tensor* out = tensor(ctx, OCTET_DTYPE_E4M3, rows, cols, usages);
+  const std::vector<float> x = random_floats(std::size_t(rows * cols), 50.0f);
+  octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+  const float scale = 2.0f;
+  octet_tensor_copy_from_host(out, OCTET_COMPONENT_SCALE, &scale, 4);
+  std::vector<float> src(x), dst(x.size());
+  const double in_bytes = double(rows * cols) * 4;
+  const double q_bytes = in_bytes + double(rows * cols) * (usages == 3 ? 2 : 1);
+  double t_q = 0, t_m = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    std::memcpy(dst.data(), src.data(), src.size() * 4);
+    benchmark::DoNotOptimize(dst.data());
+    auto b = Clock::now();
+    if (octet_quantize(ctx, in, out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    auto c = Clock::now();
+    t_m += seconds(a, b);
+    t_q += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double n = double(state.iterations());
+  state.counters["GB/s"] = q_bytes * n / t_q / 1e9;
+  state.counters["memcpy_GB/s"] = 2 * in_bytes * n / t_m / 1e9;
+  state.counters["ratio_vs_memcpy"] = (q_bytes / t_q) / (2 * in_bytes / t_m);
+  octet_tensor_destroy(out);
+  octet_tensor_destroy(in);
+  octet_context_destroy(ctx);
+}
+BENCHMARK(BM_Quantize)->Arg(1)->Arg(3)->UseManualTime()->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+struct Fp8Gemm {
+  Fp8Gemm(const char* backend, int64_t m, int64_t n, int64_t k) : m(m), n(n), k(k) {
+    ctx = context(backend, OCTET_PROFILE_NATIVE);
+    a = tensor(ctx, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE);
+    b = tensor(ctx, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE);
+    d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
+    for (auto [t, rows] : {std::pair{a, m}, std::pair{b, n}}) {
+      octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
+      const std::vector<float> x = random_floats(std::size_t(rows * k), 1.0f);
+      octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+      const float scale = 100.0f;  // scale_inv = 0.01 applied by the GEMM
+      octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
+      if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+      octet_tensor_destroy(hp);
+    }
+  }
+  ~Fp8Gemm() {
+    octet_tensor_destroy(a);
+    octet_tensor_destroy(b);
+    octet_tensor_destroy(d);
+    octet_context_destroy(ctx);
+  }
+  void run() {
+    if (octet_gemm(ctx, a, b, d, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+  }
+  int64_t m, n, k;
+  octet_context* ctx;
+  octet_tensor *a, *b, *d;
+};
+
+struct Sgemm {
+  Sgemm(int64_t m, int64_t n, int64_t k)
+      : m(m), n(n), k(k), a(random_floats(std::size_t(m * k), 1.0f)),
+        b(random_floats(std::size_t(n * k), 1.0f)), c(std::size_t(m * n)) {}
+  void run() {
+    if (dnnl_sgemm('N', 'T', m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n) !=
+        dnnl_success)
+      std::abort();
+  }
+  int64_t m, n, k;
+  std::vector<float> a, b, c;
+};
+
+// FP8 GEMM on cpu vs dnnl_sgemm on FP32 operands, same shape.
+void BM_Fp8GemmVsSgemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  Fp8Gemm ours("cpu", m, n, k);
+  Sgemm base(m, n, k);
+  ours.run();
+  base.run();  // warm up (workspace, oneDNN kernels)
+  double t_o = 0, t_b = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    base.run();
+    auto b = Clock::now();
+    ours.run();
+    auto c = Clock::now();
+    t_b += seconds(a, b);
+    t_o += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_o / 1e9;
+  state.counters["sgemm_GFLOP/s"] = flops / t_b / 1e9;
+  state.counters["ratio_vs_sgemm"] = t_b / t_o;
+}
+BENCHMARK(BM_Fp8GemmVsSgemm)->Args({2048, 2048, 2048})->Args({4096, 4096, 1024})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// FP8 GEMM on cpu vs the reference backend, 512^3.
+void BM_Fp8GemmVsReference(benchmark::State& state) {
+  const int64_t s = state.range(0);
+  Fp8Gemm ours("cpu", s, s, s), ref("reference", s, s, s);
+  ours.run();
+  double t_o = 0, t_r = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    ref.run();
+    auto b = Clock::now();
+    ours.run();
+    auto c = Clock::now();
+    t_r += seconds(a, b);
+    t_o += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double flops = 2.0 * double(s) * double(s) * double(s) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_o / 1e9;
+  state.counters["reference_GFLOP/s"] = flops / t_r / 1e9;
+  state.counters["speedup_vs_reference"] = t_r / t_o;
+}
+BENCHMARK(BM_Fp8GemmVsReference)->Arg(512)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// FP8 GEMM 2048^3 with 2 OpenMP threads vs 1.
+void BM_Fp8GemmThreads(benchmark::State& state) {
+  const int64_t s = state.range(0);
+  Fp8Gemm ours("cpu", s, s, s);
+  const int saved = omp_get_max_threads();
+  ours.run();
+  double t1 = 0, t2 = 0;
+  for (auto _ : state) {
+    omp_set_num_threads(1);
+    auto a = Clock::now();
+    ours.run();
+    auto b = Clock::now();
+    omp_set_num_threads(2);
+    ours.run();
+    auto c = Clock::now();
+    t1 += seconds(a, b);
+    t2 += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  omp_set_num_threads(saved);
+  const double flops = 2.0 * double(s) * double(s) * double(s) * double(state.iterations());
+  state.counters["GFLOP/s_2threads"] = flops / t2 / 1e9;
+  state.counters["GFLOP/s_1thread"] = flops / t1 / 1e9;
+  state.counters["speedup_2_vs_1"] = t1 / t2;
+}
+BENCHMARK(BM_Fp8GemmThreads)->Arg(2048)->UseManualTime()->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();
