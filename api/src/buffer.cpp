@@ -8,7 +8,8 @@
 
 namespace octet::core {
 
-Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes) : ctx_(std::move(ctx)), bytes_(bytes) {
+Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category)
+    : ctx_(std::move(ctx)), bytes_(bytes), category_(category) {
   size_t alignment = ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t)
                                                                        : size_t(ctx_->caps.alignment);
   size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
@@ -26,6 +27,15 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes) : ctx_(std::move
       fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of host memory");
   }
   owned_ = true;
+  ctx_->memory.add(category_, bytes_);
+}
+
+void Buffer::recategorize(int32_t category) {
+  if (owned_ && data_ != nullptr) {
+    ctx_->memory.remove(category_, bytes_);
+    ctx_->memory.add(category, bytes_);
+  }
+  category_ = category;
 }
 
 Buffer Buffer::wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes) {
@@ -46,6 +56,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     owned_ = std::exchange(other.owned_, false);
+    category_ = other.category_;
   }
   return *this;
 }
@@ -54,6 +65,7 @@ Buffer::~Buffer() { release(); }
 
 void Buffer::release() noexcept {
   if (data_ != nullptr && owned_) {
+    ctx_->memory.remove(category_, bytes_);
     const octet_backend_api& api = ctx_->api();
     if (api.mem_free != nullptr)
       api.mem_free(ctx_->handle, data_);

@@ -12,8 +12,9 @@ namespace octet::core {
 class Buffer {
  public:
   Buffer() = default;
-  // Allocates `bytes` (at least one alignment unit) in the context's memory.
-  Buffer(std::shared_ptr<ContextState> ctx, size_t bytes);
+  // Allocates `bytes` (at least one alignment unit) in the context's memory,
+  // counted under `category` (octet_memory_category) while it lives.
+  Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category);
   // Refers to caller memory without owning it.
   static Buffer wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes);
   Buffer(Buffer&& other) noexcept;
@@ -24,6 +25,9 @@ class Buffer {
 
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  int32_t category() const { return category_; }
+  // Moves the bytes to another category (e.g. a tensor a layer saves).
+  void recategorize(int32_t category);
   bool owned() const { return owned_; }
   explicit operator bool() const { return data_ != nullptr; }
 
@@ -37,6 +41,7 @@ class Buffer {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   bool owned_ = false;
+  int32_t category_ = OCTET_MEMORY_WORKSPACE;
 };
 
 }  // namespace octet::core

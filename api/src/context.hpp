@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "memory_ledger.hpp"
 #include "registry.hpp"
 
 namespace octet::core {
@@ -26,6 +27,7 @@ struct ContextState {
   std::vector<std::shared_ptr<octet_recipe>> autocast_stack;  // handles owned by the scopes
   std::vector<std::shared_ptr<QuantizerState>> autocast_used;
   octet_communicator communicator{};
+  MemoryLedger memory;  // bytes held by the buffers of this context
 
   ContextState() = default;
   ContextState(const ContextState&) = delete;

@@ -52,7 +52,7 @@ void dequantize_blocks(const std::shared_ptr<ContextState>& context, const Tenso
     return;
   }
   require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
-  Buffer scratch(context, size_t(out.numel()) * out.element_bytes());
+  Buffer scratch(context, size_t(out.numel()) * out.element_bytes(), OCTET_MEMORY_WORKSPACE);
   args.input = in.columnwise_view();
   args.scale_inv = in.columnwise_scale_inv.data();
   args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
@@ -90,7 +90,7 @@ OCTET_API octet_status octet_amax(octet_context* context, const octet_tensor* in
     require(amax != nullptr, "argument 'amax' is NULL");
     require_high_precision(in, "input");
     require_entry(ctx, ctx.api().amax != nullptr, "amax");
-    Buffer result(context->state, sizeof(float));
+    Buffer result(context->state, sizeof(float), OCTET_MEMORY_WORKSPACE);
     octet_matrix_view view = in.rowwise_view();
     call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
     float value = 0.0f;
@@ -146,7 +146,7 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     if (in.quantized()) {
       scale_inv = in.scalar(kScaleInv);
     } else {
-      unit_scale = Buffer(context->state, sizeof(float));
+      unit_scale = Buffer(context->state, sizeof(float), OCTET_MEMORY_WORKSPACE);
       const float one = 1.0f;
       unit_scale.copy_from_host(&one, sizeof(one));
       scale_inv = static_cast<const float*>(unit_scale.data());
@@ -162,7 +162,7 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     }
     // Only the transposed copy exists: dequantize it, then transpose back.
     require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
-    Buffer scratch(context->state, size_t(out.numel()) * out.element_bytes());
+    Buffer scratch(context->state, size_t(out.numel()) * out.element_bytes(), OCTET_MEMORY_WORKSPACE);
     args.input = in.columnwise_view();
     args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
     call_backend(ctx, "dequantize", [&] { return ctx.api().dequantize(ctx.handle, &args); });

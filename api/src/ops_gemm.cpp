@@ -202,7 +202,8 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
       require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
       auto k_contiguous = [&](const Operand& op, Buffer& workspace) {
         if (!op.trans) return op;
-        workspace = Buffer(context->state, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype));
+        workspace = Buffer(context->state, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype),
+                           OCTET_MEMORY_WORKSPACE);
         octet_matrix_view t{workspace.data(), op.view.dtype, 0, op.view.cols, op.view.rows, op.view.rows};
         call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
         return Operand{t, 0};

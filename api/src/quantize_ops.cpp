@@ -24,7 +24,7 @@ void require_same_shape(const TensorState& a, const TensorState& b) {
 class StatsSlot {
  public:
   StatsSlot(const std::shared_ptr<ContextState>& ctx, octet_quantize_stats* out) : out_(out) {
-    if (out_ != nullptr) buffer_ = Buffer(ctx, sizeof(octet_quantize_statistics));
+    if (out_ != nullptr) buffer_ = Buffer(ctx, sizeof(octet_quantize_statistics), OCTET_MEMORY_WORKSPACE);
   }
   octet_quantize_statistics* device() const {
     return out_ ? static_cast<octet_quantize_statistics*>(buffer_.data()) : nullptr;
@@ -147,7 +147,7 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
   Buffer scratch;
   uint8_t* rowwise = static_cast<uint8_t*>(out.data.data());
   if (!write_rowwise || rowwise == nullptr) {
-    scratch = Buffer(context, size_t(out.numel()));
+    scratch = Buffer(context, size_t(out.numel()), OCTET_MEMORY_WORKSPACE);
     rowwise = static_cast<uint8_t*>(scratch.data());
   }
   args.rowwise_out = rowwise;

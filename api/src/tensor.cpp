@@ -143,6 +143,39 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
 }
 
 }  // namespace
+
+std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& d,
+                                            int32_t plain_category) {
+  auto t = std::make_unique<octet_tensor>();
+  TensorState& s = t->state;
+  s.ctx = ctx;
+  init_shape(s, d, *ctx);
+  size_t bytes = size_t(s.numel()) * s.element_bytes();
+  if (!s.quantized()) {
+    s.data = Buffer(ctx, bytes, plain_category);
+    return t;
+  }
+  // A block-scaled columnwise usage has its own scales, so it is always
+  // a separate copy, even where columns are read natively.
+  const int32_t q = OCTET_MEMORY_QUANTIZED_COPIES;
+  bool native = ctx->caps.native_columnwise != 0 && !s.block_scaled();
+  bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
+  bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
+  if (rowwise) s.data = Buffer(ctx, bytes, q);
+  if (transposed) s.columnwise = Buffer(ctx, bytes, q);
+  if (s.block_scaled() && rowwise) s.rowwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(false), q);
+  if (s.block_scaled() && transposed) s.columnwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(true), q);
+  s.scalars = Buffer(ctx, kScalarCount * sizeof(float), q);
+  const float initial[kScalarCount] = {1.0f, 1.0f, 0.0f};
+  s.scalars.copy_from_host(initial, sizeof(initial));
+  return t;
+}
+
+void TensorState::recategorize(int32_t category) {
+  for (Buffer* b : {&data, &columnwise, &scalars, &rowwise_scale_inv, &columnwise_scale_inv})
+    if (*b) b->recategorize(category);
+}
+
 }  // namespace octet::core
 
 using namespace octet::core;
@@ -154,30 +187,7 @@ OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_t
   return guarded("octet_tensor_create", [&] {
     require(context != nullptr, "argument 'context' is NULL");
     require(tensor != nullptr, "argument 'tensor' is NULL");
-    const auto& ctx = context->state;
-    octet_tensor_desc d = read_desc(desc);
-    auto t = std::make_unique<octet_tensor>();
-    TensorState& s = t->state;
-    s.ctx = ctx;
-    init_shape(s, d, *ctx);
-    size_t bytes = size_t(s.numel()) * s.element_bytes();
-    if (!s.quantized()) {
-      s.data = Buffer(ctx, bytes);
-    } else {
-      // A block-scaled columnwise usage has its own scales, so it is always
-      // a separate copy, even where columns are read natively.
-      bool native = ctx->caps.native_columnwise != 0 && !s.block_scaled();
-      bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
-      bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
-      if (rowwise) s.data = Buffer(ctx, bytes);
-      if (transposed) s.columnwise = Buffer(ctx, bytes);
-      if (s.block_scaled() && rowwise) s.rowwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(false));
-      if (s.block_scaled() && transposed) s.columnwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(true));
-      s.scalars = Buffer(ctx, kScalarCount * sizeof(float));
-      const float initial[kScalarCount] = {1.0f, 1.0f, 0.0f};
-      s.scalars.copy_from_host(initial, sizeof(initial));
-    }
-    *tensor = t.release();
+    *tensor = create_tensor(context->state, read_desc(desc), OCTET_MEMORY_USER_TENSORS).release();
   });
 }
 

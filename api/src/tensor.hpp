@@ -48,6 +48,8 @@ struct TensorState {
   // Views of the stored matrices for the backend.
   octet_matrix_view rowwise_view() const;
   octet_matrix_view columnwise_view() const;
+  // Counts every buffer of the tensor under another memory category.
+  void recategorize(int32_t category);
 };
 
 }  // namespace octet::core
@@ -60,6 +62,10 @@ namespace octet::core {
 // "MXFP8 1x32", ...; and a comma-separated list of OCTET_SCALING_* flags.
 const char* scaling_mode_name(int32_t mode);
 std::string scaling_mode_list(uint32_t modes);
+// Creates a tensor on `ctx` from a checked descriptor. Plain tensors are
+// counted under `plain_category`, quantized ones as quantized copies.
+std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& desc,
+                                            int32_t plain_category);
 // Checks a tensor argument: not NULL and created on `ctx`.
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name);
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name);

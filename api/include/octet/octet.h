@@ -52,7 +52,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 1
+#define OCTET_ABI_MINOR 2
 
 typedef struct octet_version {
   uint32_t major;
@@ -301,6 +301,36 @@ OCTET_API void octet_context_destroy(octet_context* context);
  * strings live as long as the process. */
 OCTET_API octet_status octet_context_get_info(const octet_context* context,
                                               octet_backend_info* info);
+/* Memory a context holds, by category (ABI 1.2). Bytes are the sizes the
+ * tensors need (elements x element size, scales included), not the
+ * allocator's rounding; wrapped caller memory is not counted. */
+typedef int32_t octet_memory_category;
+enum {
+  OCTET_MEMORY_USER_TENSORS = 0,      /* plain tensors created by the caller */
+  OCTET_MEMORY_PARAMETERS = 1,        /* layer weights and biases (and their gradients) */
+  OCTET_MEMORY_QUANTIZED_COPIES = 2,  /* FP8 codes and their scales */
+  OCTET_MEMORY_SAVED_ACTIVATIONS = 3, /* what a forward keeps for its backward */
+  OCTET_MEMORY_WORKSPACE = 4,         /* temporaries inside one call */
+  OCTET_MEMORY_CATEGORY_COUNT = 5
+};
+#define OCTET_MEMORY_MAX_CATEGORIES 8
+
+typedef struct octet_memory_stats {
+  size_t struct_size;
+  uint64_t current_bytes[OCTET_MEMORY_MAX_CATEGORIES]; /* indexed by category */
+  uint64_t peak_bytes[OCTET_MEMORY_MAX_CATEGORIES];    /* since creation or reset */
+  uint64_t current_total;
+  uint64_t peak_total;  /* peak of the sum, not the sum of the peaks */
+} octet_memory_stats;
+
+OCTET_API octet_status octet_context_get_memory_stats(const octet_context* context,
+                                                      octet_memory_stats* stats);
+/* Sets every peak to the current value. */
+OCTET_API octet_status octet_context_reset_peak_memory(octet_context* context);
+/* "user tensors", "parameters", "quantized copies", "saved activations",
+ * "workspace"; "invalid" otherwise. */
+OCTET_API const char* octet_memory_category_name(int32_t category);
+
 /* Waits until all work queued on the context has finished. */
 OCTET_API octet_status octet_context_synchronize(octet_context* context);
 
