@@ -21,3 +21,17 @@ ensure_packages() {
 configure() {
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
 }
+
+# Installs the PyPI packages given as arguments that are not importable yet.
+ensure_python_packages() {
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    python3 -c "import $pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing from PyPI: ${missing[*]}"
+  # A Debian-managed interpreter refuses plain pip installs (PEP 668).
+  python3 -m pip install --quiet "${missing[@]}" ||
+    python3 -m pip install --quiet --break-system-packages "${missing[@]}"
+}
