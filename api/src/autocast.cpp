@@ -24,28 +24,35 @@ void autocast_note_use(ContextState& ctx, const std::shared_ptr<QuantizerState>&
 
 namespace {
 
-// The end-of-step work of the outermost scope.
+// The end-of-step work of the outermost scope. All or nothing: the reduced
+// amaxes and the updates are computed on copies and committed only when the
+// communicator and every user callback succeeded.
 void finish_step(ContextState& ctx, const std::vector<std::shared_ptr<QuantizerState>>& used) {
-  std::vector<QuantizerState*> delayed, reduced;
+  std::vector<QuantizerState*> delayed;
+  std::vector<QuantizerState> updated;
+  std::vector<size_t> reduced;  // indexes into `updated`
   for (const auto& q : used) {
     const RecipeState* r = q->effective();
     if (r == nullptr || r->kind != OCTET_RECIPE_DELAYED) continue;
-    q->resize_history(size_t(r->delayed.amax_history_len));
     delayed.push_back(q.get());
-    if (r->delayed.reduce_amax) reduced.push_back(q.get());
+    updated.push_back(*q);
+    updated.back().resize_history(size_t(r->delayed.amax_history_len));
+    if (r->delayed.reduce_amax) reduced.push_back(updated.size() - 1);
   }
   if (ctx.communicator.struct_size != 0 && ctx.communicator.allreduce_max != nullptr && !reduced.empty()) {
     // One call for all quantizers, in order of first use: every process
     // must run the same scopes with the same quantizers.
     std::vector<float> amaxes;
-    for (QuantizerState* q : reduced) amaxes.push_back(q->history[q->current]);
+    for (size_t i : reduced) amaxes.push_back(updated[i].history[updated[i].current]);
     octet_status s = ctx.communicator.allreduce_max(amaxes.data(), amaxes.size(), ctx.communicator.user_data);
     if (s != OCTET_STATUS_SUCCESS)
       fail(s, "the communicator's allreduce_max returned ", octet_status_name(s),
            "; the scope is closed but no scale was updated");
-    for (size_t i = 0; i < reduced.size(); ++i) reduced[i]->history[reduced[i]->current] = amaxes[i];
+    for (size_t k = 0; k < reduced.size(); ++k) updated[reduced[k]].history[updated[reduced[k]].current] = amaxes[k];
   }
-  for (QuantizerState* q : delayed) apply_scale_update(*q, *q->effective());
+  // A failing callback throws here, before any quantizer changed.
+  for (QuantizerState& q : updated) apply_scale_update(q, *q.effective());
+  for (size_t i = 0; i < delayed.size(); ++i) *delayed[i] = std::move(updated[i]);
 }
 
 }  // namespace

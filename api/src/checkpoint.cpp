@@ -13,8 +13,12 @@ namespace octet::core {
 namespace {
 
 constexpr char kMagic[4] = {'O', 'C', 'T', 'Q'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kHeaderBytes = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8;
+// Version 2 (ABI 1.2) adds the writer's ABI minor and an extension length:
+// a later minor of the same major appends its new fields after the history
+// and this reader skips them. Version 1 (ABI 1.1) is still read.
+constexpr uint32_t kFormatVersion = 2;
+constexpr size_t kHeaderBytesV1 = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8;
+constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 4 + 4;
 
 uint32_t fnv1a(const uint8_t* data, size_t n) {
   uint32_t h = 2166136261u;
@@ -73,9 +77,11 @@ std::vector<uint8_t> serialize(const QuantizerState& q) {
   for (char c : kMagic) w.bytes.push_back(uint8_t(c));
   w.u32(kFormatVersion);
   w.u32(OCTET_ABI_MAJOR);
+  w.u32(OCTET_ABI_MINOR);
   w.u32(uint32_t(q.role));
   w.u32(uint32_t(q.effective() ? q.effective()->kind : -1));
   w.u32(uint32_t(q.history.size()));
+  w.u32(0);  // extension bytes: none in this minor
   w.u64(q.update_count);
   w.f32(q.scale);
   w.f32(q.scale_inv);
@@ -116,22 +122,32 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     require(quantizer != nullptr, "argument 'quantizer' is NULL");
     require(buffer != nullptr, "argument 'buffer' is NULL");
     const uint8_t* p = static_cast<const uint8_t*>(buffer);
-    require(size >= kHeaderBytes + 4 && std::memcmp(p, kMagic, 4) == 0,
+    // Magic, format version and ABI major sit at offsets 0, 4 and 8 in
+    // every version: the major is checked first so that a checkpoint of
+    // another major is reported as such, whatever its layout.
+    require(size >= 12 && std::memcmp(p, kMagic, 4) == 0,
             "the buffer is not an Octet quantizer checkpoint (bad magic or too short)");
     Reader r(p + 4, size - 4);
     uint32_t version = r.u32();
-    require(version == kFormatVersion, "the checkpoint has format version ", version, "; this library reads version ",
-            kFormatVersion);
     uint32_t abi_major = r.u32();
     if (abi_major != OCTET_ABI_MAJOR)
-      fail(OCTET_STATUS_ABI_MISMATCH, "the checkpoint was written by ABI major ", abi_major, "; this library is ",
-           OCTET_ABI_MAJOR);
+      fail(OCTET_STATUS_ABI_MISMATCH, "the checkpoint was written by ABI major ", abi_major,
+           "; this library is ABI ", OCTET_ABI_MAJOR, ".", OCTET_ABI_MINOR,
+           " and loads checkpoints of ABI major ", OCTET_ABI_MAJOR, " only");
+    require(version == 1 || version == 2, "the checkpoint has format version ", version,
+            "; this library reads versions 1 and 2 (ABI major ", OCTET_ABI_MAJOR, ")");
+    const size_t header = version == 1 ? kHeaderBytesV1 : kHeaderBytesV2;
+    require(size >= header + 4, "the checkpoint is truncated (", size, " bytes; its header alone is ", header + 4,
+            ")");
+    if (version >= 2) r.u32();  // the writer's ABI minor: any minor of this major loads
     QuantizerState& q = *quantizer->state;
     int32_t role = int32_t(r.u32());
     int32_t kind = int32_t(r.u32());
     uint32_t length = r.u32();
-    require(size == kHeaderBytes + 4 * size_t(length) + 4, "the checkpoint's size (", size,
-            " bytes) does not match its history length (", length, ")");
+    uint32_t extension = version >= 2 ? r.u32() : 0;
+    require(uint64_t(size) == uint64_t(header) + 4 * uint64_t(length) + uint64_t(extension) + 4,
+            "the checkpoint's size (", size, " bytes) does not match its history length (", length,
+            ") and extension length (", extension, ")");
     require(fnv1a(p, size - 4) == Reader(p + size - 4, 4).u32(), "the checkpoint's checksum does not match: it is corrupt");
     require(role == q.role, "the checkpoint is for role ", role, " but the quantizer has role ", q.role);
     const RecipeState* recipe = q.effective();

@@ -53,8 +53,8 @@ TEST(Checkpoint, RoundTripRestoresTheWholeState) {
   // The layout is documented: magic, then little-endian fields.
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(std::memcmp(bytes.data(), "OCTQ", 4), 0);
-  EXPECT_EQ(bytes[4], 1);  // format version 1, little-endian
-  EXPECT_EQ(bytes.size(), 60u + 4u * 4u + 4u);  // header, 4 history floats, checksum
+  EXPECT_EQ(bytes[4], 2);  // format version 2, little-endian
+  EXPECT_EQ(bytes.size(), 68u + 4u * 4u + 4u);  // header, 4 history floats, checksum
 
   Quantizer b = make_quantizer(recipe.get(), OCTET_ROLE_WEIGHT);
   ASSERT_EQ(octet_quantizer_load(b.get(), bytes.data(), bytes.size()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
@@ -85,7 +85,7 @@ TEST(Checkpoint, RefusesCorruptOrMismatchedBuffers) {
   Quantizer b = make_quantizer(recipe.get(), OCTET_ROLE_INPUT);
 
   std::vector<uint8_t> corrupt = bytes;
-  corrupt[30] ^= 0x40;
+  corrupt[34] ^= 0x40;  // inside the update count
   EXPECT_EQ(octet_quantizer_load(b.get(), corrupt.data(), corrupt.size()), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_TRUE(message_has("checksum"));
   EXPECT_EQ(octet_quantizer_load(b.get(), bytes.data(), bytes.size() - 1), OCTET_STATUS_INVALID_ARGUMENT);
@@ -204,6 +204,48 @@ TEST(Autocast, ReduceAmaxOffSkipsTheCommunicator) {
   ASSERT_EQ(octet_autocast_end(ctx.get()), OCTET_STATUS_SUCCESS);
   EXPECT_TRUE(world.calls.empty());
   EXPECT_EQ(info_of(x.get()).scale, 448.0f / 7.0f);
+}
+
+octet_status failing_scale(float, float, float, int32_t, float*, void*) { return OCTET_STATUS_BACKEND_ERROR; }
+
+TEST(Autocast, AFailingCallbackAtTheOutermostEndChangesNoQuantizer) {
+  // The first quantizer's update would succeed, the second's callback fails:
+  // neither scales nor histories (nor the reduced amax) may change.
+  Context ctx = make_context();
+  Recipe good = delayed(2, OCTET_AMAX_MOST_RECENT);
+  octet_delayed_scaling_options o;
+  ASSERT_EQ(octet_delayed_scaling_options_init(&o), OCTET_STATUS_SUCCESS);
+  o.amax_history_len = 2;
+  o.scale_compute_callback = failing_scale;
+  octet_recipe* raw = nullptr;
+  ASSERT_EQ(octet_recipe_create_delayed(&o, &raw), OCTET_STATUS_SUCCESS);
+  Recipe bad(raw);
+  Quantizer first = make_quantizer(good.get(), OCTET_ROLE_INPUT);
+  Quantizer second = make_quantizer(bad.get(), OCTET_ROLE_WEIGHT);
+  FakeWorld world;
+  world.other_rank = {50.0f, 60.0f};
+  octet_communicator comm{sizeof(octet_communicator), allreduce_max, &world};
+  ASSERT_EQ(octet_context_set_communicator(ctx.get(), &comm), OCTET_STATUS_SUCCESS);
+
+  ASSERT_EQ(octet_autocast_begin(ctx.get(), good.get()), OCTET_STATUS_SUCCESS);
+  quantize_once(ctx.get(), first.get(), 8.0f, OCTET_DTYPE_E4M3);
+  quantize_once(ctx.get(), second.get(), 4.0f, OCTET_DTYPE_E4M3);
+  EXPECT_EQ(octet_autocast_end(ctx.get()), OCTET_STATUS_BACKEND_ERROR);
+  EXPECT_TRUE(message_has("scale_compute_callback")) << octet_last_error_message();
+  EXPECT_EQ(world.calls.size(), 1u);  // the reduction ran, its result was not kept
+  for (const Quantizer* q : {&first, &second}) {
+    octet_quantizer_info i = info_of(q->get());
+    EXPECT_EQ(i.scale, 1.0f);
+    EXPECT_EQ(i.update_count, 0u);
+  }
+  std::vector<float> h(2);
+  ASSERT_EQ(octet_quantizer_get_amax_history(first.get(), h.data(), 2), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(h, (std::vector<float>{8.0f, 0.0f}));  // local amax, not the reduced 50
+  ASSERT_EQ(octet_quantizer_get_amax_history(second.get(), h.data(), 2), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(h, (std::vector<float>{4.0f, 0.0f}));
+  int32_t depth = -1;
+  ASSERT_EQ(octet_autocast_get_state(ctx.get(), &depth, nullptr), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(depth, 0);  // the scope is closed all the same
 }
 
 TEST(Autocast, NestedScopesInnerRecipeWinsAndOnlyTheOutermostEndUpdates) {
