@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "recipe_test_helpers.hpp"
 
@@ -209,6 +210,88 @@ TEST(DelayedScaling, UserCallbacksReplaceTheRules) {
   Quantizer q2 = make_quantizer(failing.get(), OCTET_ROLE_INPUT);
   EXPECT_EQ(octet_quantizer_update_scale(q2.get()), OCTET_STATUS_BACKEND_ERROR);
   EXPECT_NE(std::string(octet_last_error_message()).find("amax_compute_callback"), std::string::npos);
+}
+
+struct SeenByCallbacks {
+  std::vector<std::vector<float>> histories;
+  std::vector<std::vector<float>> scale_args;  // amax, old_scale, fp8_max, margin
+};
+
+octet_status record_history(const float* history, size_t length, float* amax, void* user_data) {
+  auto* seen = static_cast<SeenByCallbacks*>(user_data);
+  seen->histories.emplace_back(history, history + length);
+  *amax = history[length - 1];  // the oldest entry: not what MAX or MOST_RECENT would choose
+  return OCTET_STATUS_SUCCESS;
+}
+
+octet_status record_scale_args(float amax, float old_scale, float fp8_max, int32_t margin, float* scale,
+                               void* user_data) {
+  auto* seen = static_cast<SeenByCallbacks*>(user_data);
+  seen->scale_args.push_back({amax, old_scale, fp8_max, float(margin)});
+  *scale = old_scale * 2.0f;
+  return OCTET_STATUS_SUCCESS;
+}
+
+octet_status nan_scale(float, float, float, int32_t, float* scale, void*) {
+  *scale = std::numeric_limits<float>::quiet_NaN();
+  return OCTET_STATUS_SUCCESS;
+}
+
+TEST(DelayedScaling, CallbacksGetTheDocumentedArgumentsAtEveryIntervalAndFailuresChangeNothing) {
+  // History newest first (history[0] = this step, 0 for steps not seen),
+  // the amax callback runs at every update, the scale callback only when
+  // the update count is a multiple of interval, with (amax, old scale,
+  // fp8_max of the role's format, margin, user_data).
+  SeenByCallbacks seen;
+  octet_delayed_scaling_options opt;
+  ASSERT_EQ(octet_delayed_scaling_options_init(&opt), OCTET_STATUS_SUCCESS);
+  opt.amax_history_len = 3;
+  opt.interval = 2;
+  opt.margin = 2;
+  opt.amax_compute_algo = OCTET_AMAX_CALLBACK;
+  opt.amax_compute_callback = record_history;
+  opt.amax_compute_user_data = &seen;
+  opt.scale_compute_callback = record_scale_args;
+  opt.scale_compute_user_data = &seen;
+  octet_recipe* r = nullptr;
+  ASSERT_EQ(octet_recipe_create_delayed(&opt, &r), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  Recipe recipe(r);
+  Quantizer q = make_quantizer(recipe.get(), OCTET_ROLE_GRADIENT);
+  ASSERT_EQ(octet_quantizer_set_scale(q.get(), 3.0f), OCTET_STATUS_SUCCESS);
+  const float amaxes[] = {5.0f, 7.0f, 2.0f, 9.0f};
+  for (float a : amaxes) {
+    ASSERT_EQ(octet_quantizer_record_amax(q.get(), a), OCTET_STATUS_SUCCESS);
+    ASSERT_EQ(octet_quantizer_update_scale(q.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  }
+  using V = std::vector<float>;
+  ASSERT_EQ(seen.histories.size(), 4u);
+  EXPECT_EQ(seen.histories[0], (V{5, 0, 0}));
+  EXPECT_EQ(seen.histories[1], (V{7, 5, 0}));
+  EXPECT_EQ(seen.histories[2], (V{2, 7, 5}));
+  EXPECT_EQ(seen.histories[3], (V{9, 2, 7}));
+  // Updates 2 and 4 recompute; the chosen amax is the oldest entry.
+  ASSERT_EQ(seen.scale_args.size(), 2u);
+  EXPECT_EQ(seen.scale_args[0], (V{0.0f, 3.0f, 57344.0f, 2.0f}));  // HYBRID gradient: E5M2
+  EXPECT_EQ(seen.scale_args[1], (V{7.0f, 6.0f, 57344.0f, 2.0f}));
+  octet_quantizer_info info{};
+  info.struct_size = sizeof(info);
+  ASSERT_EQ(octet_quantizer_get_info(q.get(), &info), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(info.scale, 12.0f);
+  EXPECT_EQ(info.update_count, 4u);
+
+  // A non-finite scale from the callback is refused; nothing changes.
+  opt.interval = 1;
+  opt.scale_compute_callback = nan_scale;
+  ASSERT_EQ(octet_recipe_create_delayed(&opt, &r), OCTET_STATUS_SUCCESS);
+  Recipe bad(r);
+  Quantizer q2 = make_quantizer(bad.get(), OCTET_ROLE_INPUT);
+  ASSERT_EQ(octet_quantizer_record_amax(q2.get(), 4.0f), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(octet_quantizer_update_scale(q2.get()), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(octet_last_error_message()).find("scale_compute_callback"), std::string::npos);
+  ASSERT_EQ(octet_quantizer_get_info(q2.get(), &info), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(info.scale, 1.0f);
+  EXPECT_EQ(info.update_count, 0u);
+  EXPECT_EQ(info.amax, 4.0f);  // the window did not advance
 }
 
 }  // namespace
