@@ -134,12 +134,16 @@ std::vector<float> inputs(uint64_t seed, float spread) {
 }
 
 // Per-tensor recipes: quantize through a quantizer, compare scale and codes.
-void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr recipe, uint64_t seed) {
+void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr recipe, uint64_t seed,
+                    int32_t role = OCTET_ROLE_INPUT) {
   run.row(name, [&](RowCheck& check) {
     check.run_case(name, [&] {
+      int32_t dtype = 0, mode = 0;
+      octet::check(octet_recipe_tensor_format(recipe.get(), role, &dtype, &mode));
+      const float fp8_max = dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f;
       QuantizerPtr q;
       octet_quantizer* raw = nullptr;
-      octet::check(octet_quantizer_create(recipe.get(), OCTET_ROLE_INPUT, &raw));
+      octet::check(octet_quantizer_create(recipe.get(), role, &raw));
       q.reset(raw);
       octet_quantizer_info info{};
       info.struct_size = sizeof(info);
@@ -149,23 +153,23 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
         octet::check(octet_quantizer_get_info(q.get(), &info));
         HostArray in = encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x);
         octet::Tensor tin = upload_plain(*run.context, in);
-        TensorPtr out = make_quantized(*run.context, OCTET_DTYPE_E4M3, kRows, kCols, OCTET_USAGE_ROWWISE, 0);
+        TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_ROWWISE, mode);
         octet_recipe_info ri{};
         ri.struct_size = sizeof(ri);
         octet::check(octet_recipe_get_info(recipe.get(), &ri));
         float amax = 0.0f;
         for (float v : x) amax = std::fmax(amax, std::fabs(v));
         running_max = std::fmax(running_max, amax);
-        const float scale = ri.kind == OCTET_RECIPE_CURRENT ? current_scale(amax, 448.0f, 0.0f, false) : info.scale;
+        const float scale = ri.kind == OCTET_RECIPE_CURRENT ? current_scale(amax, fp8_max, 0.0f, false) : info.scale;
         octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
         std::vector<uint8_t> want(x.size());
-        for (size_t i = 0; i < x.size(); ++i) want[i] = octet_fp8_encode(x[i] * scale, OCTET_DTYPE_E4M3, 1);
+        for (size_t i = 0; i < x.size(); ++i) want[i] = octet_fp8_encode(x[i] * scale, dtype, 1);
         check.exact(first_difference(read_component(out, OCTET_COMPONENT_DATA, x.size()), want, "codes"));
         octet::check(octet_quantizer_update_scale(q.get()));
         if (ri.kind == OCTET_RECIPE_DELAYED) {
           // Defaults: margin 0, interval 1, MAX over a window longer than this run.
           octet::check(octet_quantizer_get_info(q.get(), &info));
-          const float expected = 448.0f / running_max;
+          const float expected = fp8_max / running_max;
           if (info.scale != expected)
             check.exact("delayed scale after step " + std::to_string(step) + " is " + std::to_string(info.scale) +
                         ", expected " + std::to_string(expected));
@@ -285,6 +289,33 @@ void check_recipes(const ValidationRun& run) {
   octet_static_scaling_options_init(&so);
   so.scale = 4.0f;
   per_tensor_row(run, "recipe static", make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 20);
+  // Every format: the defaults above are HYBRID (E4M3 for the input role);
+  // HYBRID's gradient role is E5M2, and E4M3 / E5M2 formats store every role
+  // in that dtype.
+  per_tensor_row(run, "recipe delayed hybrid gradient",
+                 make([&](octet_recipe** r) { return octet_recipe_create_delayed(nullptr, r); }), run.seed + 30,
+                 OCTET_ROLE_GRADIENT);
+  octet_delayed_scaling_options dlo;
+  octet_delayed_scaling_options_init(&dlo);
+  dlo.format = OCTET_FORMAT_E4M3;
+  per_tensor_row(run, "recipe delayed e4m3 gradient",
+                 make([&](octet_recipe** r) { return octet_recipe_create_delayed(&dlo, r); }), run.seed + 40,
+                 OCTET_ROLE_GRADIENT);
+  octet_current_scaling_options cuo;
+  octet_current_scaling_options_init(&cuo);
+  cuo.format = OCTET_FORMAT_E5M2;
+  per_tensor_row(run, "recipe current e5m2",
+                 make([&](octet_recipe** r) { return octet_recipe_create_current(&cuo, r); }), run.seed + 50);
+  per_tensor_row(run, "recipe current hybrid gradient",
+                 make([&](octet_recipe** r) { return octet_recipe_create_current(nullptr, r); }), run.seed + 60,
+                 OCTET_ROLE_GRADIENT);
+  so.format = OCTET_FORMAT_E5M2;
+  per_tensor_row(run, "recipe static e5m2",
+                 make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 70);
+  so.format = OCTET_FORMAT_HYBRID;
+  per_tensor_row(run, "recipe static hybrid gradient",
+                 make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 80,
+                 OCTET_ROLE_GRADIENT);
   for (int32_t rounding : {int32_t(OCTET_MX_ROUND_RCEIL), int32_t(OCTET_MX_ROUND_FLOOR)}) {
     octet_mxfp8_options mo;
     octet_mxfp8_options_init(&mo);
@@ -300,6 +331,24 @@ void check_recipes(const ValidationRun& run) {
               make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_INPUT, false, 0, pow2 != 0);
     block_row(run, pow2 ? "recipe block 128x128 pow2" : "recipe block 128x128",
               make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0, pow2 != 0);
+  }
+  for (int32_t format : {int32_t(OCTET_FORMAT_E5M2), int32_t(OCTET_FORMAT_HYBRID)}) {
+    const std::string f = format == OCTET_FORMAT_E5M2 ? " e5m2" : " hybrid gradient";
+    const int32_t role = format == OCTET_FORMAT_E5M2 ? OCTET_ROLE_INPUT : OCTET_ROLE_GRADIENT;  // both E5M2
+    octet_mxfp8_options mo;
+    octet_mxfp8_options_init(&mo);
+    mo.format = format;
+    block_row(run, "recipe mxfp8 rceil" + f, make([&](octet_recipe** r) { return octet_recipe_create_mxfp8(&mo, r); }),
+              role, true, OCTET_MX_ROUND_RCEIL, false);
+    octet_block_scaling_options bo;
+    octet_block_scaling_options_init(&bo);
+    bo.format = format;
+    block_row(run, "recipe block 1x128" + f, make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }),
+              role, false, 0, false);
+    if (format == OCTET_FORMAT_E5M2)
+      block_row(run, "recipe block 128x128" + f,
+                make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0,
+                false);
   }
   block_gemm_row(run, "gemm mxfp8", OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_MXFP8_1X32);
   block_gemm_row(run, "gemm block 1x128 x 128x128", OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128);
