@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "tensor.hpp"
 #include "versioned_struct.hpp"
+#include "gemm_ops.hpp"
 
 namespace octet::core {
 namespace {
@@ -74,9 +75,8 @@ BlockOperand block_operand(const TensorState& t, int32_t trans, const char* name
   return {t.columnwise_view(), t.columnwise_scale_inv.data(), t.block_rows, t.block_cols};
 }
 
-void block_scaled_gemm(const octet_context& context, const TensorState& ta, const TensorState& tb, TensorState& td,
+void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const TensorState& tb, TensorState& td,
                        const octet_gemm_options& o, int64_t m, int64_t n, int64_t k) {
-  const ContextState& ctx = *context.state;
   bool mx_a = ta.scaling_mode == OCTET_SCALING_MXFP8_1X32, mx_b = tb.scaling_mode == OCTET_SCALING_MXFP8_1X32;
   bool fp32_a = ta.scaling_mode == OCTET_SCALING_BLOCK_1X128 || ta.scaling_mode == OCTET_SCALING_BLOCK_128X128;
   bool fp32_b = tb.scaling_mode == OCTET_SCALING_BLOCK_1X128 || tb.scaling_mode == OCTET_SCALING_BLOCK_128X128;
@@ -115,19 +115,10 @@ void block_scaled_gemm(const octet_context& context, const TensorState& ta, cons
 }
 
 }  // namespace
-}  // namespace octet::core
 
-using namespace octet::core;
-
-extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a, const octet_tensor* b,
-                                             octet_tensor* d, const octet_gemm_options* options) {
-  return guarded("octet_gemm", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    const ContextState& ctx = *context->state;
-    const TensorState& ta = tensor_arg(a, ctx, "a");
-    const TensorState& tb = tensor_arg(b, ctx, "b");
-    TensorState& td = tensor_arg(d, ctx, "d");
-    octet_gemm_options o = read_versioned(options, gemm_defaults(), "options");
+void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
+              TensorState& td, const octet_gemm_options& o) {
+    const ContextState& ctx = *context;
     require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
     require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
     require(o.epilogue == OCTET_EPILOGUE_NONE || o.epilogue == OCTET_EPILOGUE_GELU, "options->epilogue (",
@@ -151,7 +142,7 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
     require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
 
     if (ta.block_scaled() || tb.block_scaled()) {
-      block_scaled_gemm(*context, ta, tb, td, o, m, n, k);
+      block_scaled_gemm(ctx, ta, tb, td, o, m, n, k);
       return;
     }
     octet_gemm_args args{};
@@ -202,7 +193,7 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
       require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
       auto k_contiguous = [&](const Operand& op, Buffer& workspace) {
         if (!op.trans) return op;
-        workspace = Buffer(context->state, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype),
+        workspace = Buffer(context, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype),
                            OCTET_MEMORY_WORKSPACE);
         octet_matrix_view t{workspace.data(), op.view.dtype, 0, op.view.cols, op.view.rows, op.view.rows};
         call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
@@ -216,6 +207,21 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
       args.trans_b = 0;
     }
     call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+}
+
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a, const octet_tensor* b,
+                                             octet_tensor* d, const octet_gemm_options* options) {
+  return guarded("octet_gemm", [&] {
+    require(context != nullptr, "argument 'context' is NULL");
+    const ContextState& ctx = *context->state;
+    const TensorState& ta = tensor_arg(a, ctx, "a");
+    const TensorState& tb = tensor_arg(b, ctx, "b");
+    TensorState& td = tensor_arg(d, ctx, "d");
+    run_gemm(context->state, ta, tb, td, read_versioned(options, gemm_defaults(), "options"));
   });
 }
 

@@ -66,6 +66,11 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   if (OCTET_HAS(quantize_with_statistics)) f |= OCTET_FEATURE_QUANTIZE_STATISTICS;
   if (OCTET_HAS(block_quantize) && OCTET_HAS(block_dequantize)) f |= OCTET_FEATURE_BLOCK_QUANTIZE;
   if (OCTET_HAS(block_gemm)) f |= OCTET_FEATURE_BLOCK_GEMM;
+  // Plugin ABI 1.2 entries (layers), read the same way.
+  if (OCTET_HAS(norm_forward) && OCTET_HAS(norm_backward)) f |= OCTET_FEATURE_NORM;
+  if (OCTET_HAS(activation_forward) && OCTET_HAS(activation_backward)) f |= OCTET_FEATURE_ACTIVATION;
+  if (OCTET_HAS(bias_gradient)) f |= OCTET_FEATURE_BIAS_GRADIENT;
+  if (OCTET_HAS(accumulate)) f |= OCTET_FEATURE_ACCUMULATE;
 #undef OCTET_HAS
   return f;
 }

@@ -23,5 +23,11 @@ int32_t quantize_matrix_with_statistics(const octet_quantize_args* args,
 int32_t block_quantize_matrix(const octet_block_quantize_args* args);
 int32_t block_dequantize_matrix(const octet_block_dequantize_args* args);
 int32_t block_gemm(const octet_block_gemm_args* args);
+// Plugin ABI 1.2 (layer_kernels.cpp).
+int32_t norm_forward(const octet_norm_forward_args* args);
+int32_t norm_backward(const octet_norm_backward_args* args);
+int32_t activation(const octet_activation_args* args, bool backward);
+int32_t bias_gradient(const octet_bias_gradient_args* args);
+int32_t accumulate_matrix(const octet_matrix_view* x, const octet_matrix_view* y, int32_t accumulate);
 
 }  // namespace octet::ref

@@ -127,6 +127,31 @@ int32_t block_gemm_entry(octet_backend_context* context, const octet_block_gemm_
   return run_kernel("block_gemm", context, [&] { return block_gemm(args); });
 }
 
+int32_t norm_forward_entry(octet_backend_context* context, const octet_norm_forward_args* args) {
+  return run_kernel("norm_forward", context, [&] { return norm_forward(args); });
+}
+
+int32_t norm_backward_entry(octet_backend_context* context, const octet_norm_backward_args* args) {
+  return run_kernel("norm_backward", context, [&] { return norm_backward(args); });
+}
+
+int32_t activation_forward(octet_backend_context* context, const octet_activation_args* args) {
+  return run_kernel("activation_forward", context, [&] { return activation(args, false); });
+}
+
+int32_t activation_backward(octet_backend_context* context, const octet_activation_args* args) {
+  return run_kernel("activation_backward", context, [&] { return activation(args, true); });
+}
+
+int32_t bias_gradient_entry(octet_backend_context* context, const octet_bias_gradient_args* args) {
+  return run_kernel("bias_gradient", context, [&] { return bias_gradient(args); });
+}
+
+int32_t accumulate(octet_backend_context* context, const octet_matrix_view* x, const octet_matrix_view* y,
+                   int32_t accumulate_flag) {
+  return run_kernel("accumulate", context, [&] { return accumulate_matrix(x, y, accumulate_flag); });
+}
+
 const octet_backend_api kReferenceApi = {
     sizeof(octet_backend_api),
     OCTET_PLUGIN_ABI_MAJOR,
@@ -153,6 +178,12 @@ const octet_backend_api kReferenceApi = {
     block_quantize,
     block_dequantize,
     block_gemm_entry,
+    norm_forward_entry,
+    norm_backward_entry,
+    activation_forward,
+    activation_backward,
+    bias_gradient_entry,
+    accumulate,
 };
 
 }  // namespace

@@ -17,7 +17,7 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi11) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi12) {
   for (uint32_t minor : {0u, 3u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
@@ -25,7 +25,7 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi11) {
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 1u);
+    EXPECT_EQ(api->abi_minor, 2u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.

@@ -52,7 +52,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 2
+#define OCTET_ABI_MINOR 3
 
 typedef struct octet_version {
   uint32_t major;
@@ -213,7 +213,12 @@ enum {
   /* ABI 1.1 */
   OCTET_FEATURE_QUANTIZE_STATISTICS = 1u << 8, /* quantize with NaN/saturation/flush counts */
   OCTET_FEATURE_BLOCK_QUANTIZE = 1u << 9,      /* block-scaled quantize and dequantize */
-  OCTET_FEATURE_BLOCK_GEMM = 1u << 10          /* GEMM with per-block scales */
+  OCTET_FEATURE_BLOCK_GEMM = 1u << 10,         /* GEMM with per-block scales */
+  /* ABI 1.3: kernels of the layers (docs/layers.md) */
+  OCTET_FEATURE_NORM = 1u << 11,               /* LayerNorm/RMSNorm forward + backward */
+  OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
+  OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
+  OCTET_FEATURE_ACCUMULATE = 1u << 14          /* y += x */
 };
 
 typedef struct octet_backend_info {
@@ -771,6 +776,185 @@ OCTET_API octet_status octet_autocast_end(octet_context* context);
  * outside; the pointer stays valid while the scope is open). */
 OCTET_API octet_status octet_autocast_get_state(const octet_context* context, int32_t* depth,
                                                 const octet_recipe** recipe);
+
+
+/* ------------------------------------------------------------------------ */
+/* Layers: Linear, LayerNormLinear, LayerNormMLP (ABI 1.3; docs/layers.md)   */
+/* ------------------------------------------------------------------------ */
+
+/* A layer owns its parameters (and their gradients) on one context, and per
+ * GEMM-bearing sub-layer ("linear") three quantizers: input, weight and
+ * gradient roles. Precision at each forward: the layer's own recipe if it was
+ * created with one, else the innermost autocast scope's recipe on the
+ * context, else high precision (plain GEMMs in the parameter dtype with FP32
+ * accumulation). Block recipes (MXFP8, 1x128/128x128) are refused by layers
+ * in this version (UNSUPPORTED); delayed, current and static scaling work.
+ *
+ * Shapes: input [..., in_features] (any ndim, rows = product of the leading
+ * dims), output [..., out_features] with the same leading dims. Input,
+ * output and gradients have the parameter dtype (FP32 or BF16).
+ *
+ * Lifetimes: a layer keeps its context alive. A saved handle keeps what it
+ * saved alive (it may outlive its layer, but backward needs the layer). The
+ * tensors handed out by get_parameter / get_gradient are borrowed: valid
+ * until the layer is destroyed; do not destroy them.
+ * Thread safety: as tensors: one thread at a time per context (a layer and
+ * its saved handles count as the context's). */
+typedef struct octet_layer octet_layer;
+typedef struct octet_saved octet_saved;
+
+typedef int32_t octet_norm_kind;
+enum { OCTET_LAYER_LAYERNORM = 0, OCTET_LAYER_RMSNORM = 1 };
+typedef int32_t octet_activation_kind;
+enum { OCTET_LAYER_GELU = 0, OCTET_LAYER_SWIGLU = 1 };
+
+/* How parameters are held. */
+typedef int32_t octet_weight_storage;
+enum {
+  OCTET_WEIGHTS_HIGH_PRECISION = 0, /* params_dtype parameters (master weights in
+                                       the model), quantized before FP8 GEMMs */
+  OCTET_WEIGHTS_FP8_ONLY = 1        /* inference: the weight matrices are stored
+                                       quantized (no high-precision copy); needs
+                                       a recipe at creation; forward with
+                                       training = 0 only */
+};
+
+/* Options shared by every layer kind (the first fields of each options
+ * struct). Defaults from the _init functions. */
+typedef struct octet_linear_options {
+  size_t struct_size;
+  int64_t in_features;        /* required, >= 1 (init: 0) */
+  int64_t out_features;       /* required, >= 1 (init: 0) */
+  int32_t bias;               /* 1: with bias (default 1) */
+  int32_t params_dtype;       /* OCTET_DTYPE_FP32 or OCTET_DTYPE_BF16 (default FP32) */
+  int32_t weight_storage;     /* octet_weight_storage (default HIGH_PRECISION) */
+  const octet_recipe* recipe; /* NULL (default): autocast scope or high precision.
+                                 Kept alive by the layer. */
+  int32_t save_original_input; /* 1: forward keeps a reference to the caller's
+                                  high-precision input (which must then stay
+                                  alive and unchanged until backward or
+                                  octet_saved_destroy) instead of an FP8 copy,
+                                  and quantizes it again in backward */
+  int32_t minimize_memory;    /* 1: do not keep the FP8 weight between forward
+                                 and backward; quantize it again in backward */
+  int32_t weight_cache;       /* 1: quantize each weight once per step
+                                 (octet_layer_new_step) and reuse it for every
+                                 micro-batch */
+  int32_t skip_weight_allocation; /* 1: no weight matrix is allocated; give one
+                                     with octet_layer_set_weight before forward */
+} octet_linear_options;
+
+/* LayerNorm/RMSNorm over the last dimension, then Linear. The normalisation
+ * output is quantized in the same pass where the recipe's scale is known
+ * (delayed, static). save_original_input does not apply (must be 0). */
+typedef struct octet_layernorm_linear_options {
+  size_t struct_size;
+  const octet_linear_options* linear; /* required (read during create only);
+                                         in_features = normalized size */
+  int32_t norm;               /* octet_norm_kind (default LAYERNORM) */
+  float epsilon;              /* default 1e-5 */
+} octet_layernorm_linear_options;
+
+/* norm, FC1 (hidden -> ffn, or -> 2*ffn for SwiGLU), activation, FC2
+ * (ffn -> hidden). */
+typedef struct octet_layernorm_mlp_options {
+  size_t struct_size;
+  const octet_linear_options* linear; /* required (read during create only);
+                                         in_features = hidden size;
+                                         out_features ignored (the output
+                                         is hidden-sized) */
+  int64_t ffn_features;       /* required, >= 1 (init: 0) */
+  int32_t norm;               /* octet_norm_kind (default LAYERNORM) */
+  float epsilon;              /* default 1e-5 */
+  int32_t activation;         /* octet_activation_kind (default GELU) */
+} octet_layernorm_mlp_options;
+
+OCTET_API octet_status octet_linear_options_init(octet_linear_options* options);
+OCTET_API octet_status octet_layernorm_linear_options_init(octet_layernorm_linear_options* options);
+OCTET_API octet_status octet_layernorm_mlp_options_init(octet_layernorm_mlp_options* options);
+
+/* Parameters start with unspecified contents: fill them through
+ * octet_layer_get_parameter + octet_tensor_copy_from_host (FP8-only weights:
+ * octet_layer_load_weight). LayerNorm weights are not initialised either. */
+OCTET_API octet_status octet_layer_create_linear(octet_context* context,
+                                                 const octet_linear_options* options,
+                                                 octet_layer** layer);
+OCTET_API octet_status octet_layer_create_layernorm_linear(
+    octet_context* context, const octet_layernorm_linear_options* options, octet_layer** layer);
+OCTET_API octet_status octet_layer_create_layernorm_mlp(
+    octet_context* context, const octet_layernorm_mlp_options* options, octet_layer** layer);
+/* Accepts NULL. Saved handles of the layer stay valid to destroy. */
+OCTET_API void octet_layer_destroy(octet_layer* layer);
+
+/* Parameters, in a fixed order with stable names:
+ *   Linear:          "weight" [out, in], "bias" [out]
+ *   LayerNormLinear: "norm_weight" [in], "norm_bias" [in] (LayerNorm only),
+ *                    "weight", "bias"
+ *   LayerNormMLP:    "norm_weight", "norm_bias" (LayerNorm only),
+ *                    "fc1_weight" [ffn or 2*ffn, hidden], "fc1_bias",
+ *                    "fc2_weight" [hidden, ffn], "fc2_bias"
+ * (biases only with bias = 1). names live as long as the layer. */
+OCTET_API octet_status octet_layer_parameter_count(const octet_layer* layer, size_t* count);
+OCTET_API octet_status octet_layer_parameter_name(const octet_layer* layer, size_t index,
+                                                  const char** name);
+/* Index of a parameter by name; NOT_FOUND if the layer has none such. */
+OCTET_API octet_status octet_layer_find_parameter(const octet_layer* layer, const char* name,
+                                                  size_t* index);
+/* The parameter tensor (borrowed). With skip_weight_allocation a weight
+ * matrix is the tensor last given to octet_layer_set_weight (NOT_FOUND
+ * before); FP8-only weights are quantized tensors. Writing a parameter
+ * invalidates nothing by itself: call octet_layer_new_step afterwards when
+ * the weight cache is on. */
+OCTET_API octet_status octet_layer_get_parameter(octet_layer* layer, size_t index,
+                                                 octet_tensor** parameter);
+/* The gradient of a parameter (borrowed), same shape and dtype as the
+ * parameter (params_dtype). Allocated by the first backward that produces
+ * it, or here (then zero-filled) if asked before. FP8-only layers have none
+ * (UNSUPPORTED). */
+OCTET_API octet_status octet_layer_get_gradient(octet_layer* layer, size_t index,
+                                                octet_tensor** gradient);
+/* skip_weight_allocation: the weight matrix `index` for the next forwards.
+ * Borrowed: it must stay alive and unchanged until every backward of a
+ * forward that used it has run. Shape [out, in] and params_dtype. */
+OCTET_API octet_status octet_layer_set_weight(octet_layer* layer, size_t index,
+                                              const octet_tensor* weight);
+/* FP8-only weights: quantizes a high-precision matrix (params_dtype, the
+ * weight's shape) into the stored FP8 weight `index` with the layer's weight
+ * quantizer (the layer's recipe: current scaling takes this matrix's amax;
+ * delayed/static use the quantizer's scale). */
+OCTET_API octet_status octet_layer_load_weight(octet_layer* layer, size_t index,
+                                               const octet_tensor* weight);
+/* The optimizer stepped: cached FP8 weights are quantized again at the next
+ * forward. Harmless without the weight cache. */
+OCTET_API octet_status octet_layer_new_step(octet_layer* layer);
+
+/* Quantizer of one role of one linear (0: the only one, or FC1; 1: FC2),
+ * borrowed, for inspection, scale updates and checkpoints. */
+OCTET_API octet_status octet_layer_get_quantizer(octet_layer* layer, size_t linear_index,
+                                                 int32_t role, octet_quantizer** quantizer);
+
+/* output = layer(input). input and output are caller tensors of the layer's
+ * context (output created by the caller with the right shape and dtype).
+ * training != 0: *saved receives a new handle holding what backward needs
+ * (required); several may be in flight, each consumed by its own backward.
+ * training == 0: nothing is kept; saved may be NULL, and if not it receives
+ * an inference handle that backward refuses.
+ * Quantizer amaxes are recorded (and, inside an autocast scope, the
+ * quantizers are noted for the scope's scale update). */
+OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tensor* input,
+                                           octet_tensor* output, int32_t training,
+                                           octet_saved** saved);
+/* Consumes *saved (one backward per forward; the handle is destroyed and
+ * *saved set to NULL even when backward fails after its checks passed).
+ * grad_output: dL/doutput (shape and dtype of output). grad_input: written
+ * with dL/dinput (may be NULL to skip it). Parameter gradients:
+ * accumulate != 0 adds to them, 0 overwrites them. Uses the precision the
+ * forward used. */
+OCTET_API octet_status octet_layer_backward(octet_layer* layer, octet_saved** saved,
+                                            const octet_tensor* grad_output,
+                                            octet_tensor* grad_input, int32_t accumulate);
+/* Releases a saved handle without running backward. Accepts NULL. */
+OCTET_API void octet_saved_destroy(octet_saved* saved);
 
 #ifdef __cplusplus
 } /* extern "C" */

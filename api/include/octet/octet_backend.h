@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define OCTET_PLUGIN_ABI_MAJOR 1
-#define OCTET_PLUGIN_ABI_MINOR 1
+#define OCTET_PLUGIN_ABI_MINOR 2
 
 #define OCTET_BACKEND_ENTRY_SYMBOL "octet_backend_entry"
 
@@ -201,6 +201,88 @@ typedef struct octet_block_gemm_args {
   int32_t epilogue;
 } octet_block_gemm_args;
 
+
+/* ---- plugin ABI 1.2: recipe-free kernels for layers (docs/layers.md) ---- */
+
+/* Normalisation kinds of octet_norm_forward_args / octet_norm_backward_args. */
+enum { OCTET_NORM_LAYERNORM = 0, OCTET_NORM_RMSNORM = 1 };
+/* Activation kinds of octet_activation_args. */
+enum { OCTET_ACTIVATION_GELU = 0, OCTET_ACTIVATION_SWIGLU = 1 };
+
+/* Row-wise normalisation of input (rows x cols), FP32 math in this order:
+ *   LayerNorm: mean = (sum_j x_j) / cols; var = (sum_j (x_j - mean)^2) / cols;
+ *              rstd = 1 / sqrtf(var + epsilon);
+ *              y_j = ((x_j - mean) * rstd) * gamma_j + beta_j
+ *   RMSNorm:   ms = (sum_j x_j^2) / cols; rstd = 1 / sqrtf(ms + epsilon);
+ *              y_j = (x_j * rstd) * gamma_j      (sums left to right)
+ * y is rounded to output.dtype and stored when output.data != NULL.
+ * quantize (optional): the same pass also writes the per-tensor FP8 codes of
+ * y (the value rounded to output.dtype) exactly as quantize() would with
+ * that input: quantize->input is ignored, every other field is used. */
+typedef struct octet_norm_forward_args {
+  size_t struct_size;
+  int32_t kind;                   /* OCTET_NORM_* */
+  float epsilon;
+  octet_matrix_view input;        /* FP32/BF16/FP16 */
+  octet_matrix_view gamma;        /* 1 x cols */
+  octet_matrix_view beta;         /* 1 x cols, LayerNorm only (data NULL: 0) */
+  octet_matrix_view output;       /* rows x cols; dtype always set, data may be NULL */
+  float* mean_out;                /* device, rows FP32 (LayerNorm), or NULL */
+  float* rstd_out;                /* device, rows FP32, or NULL */
+  const octet_quantize_args* quantize; /* host struct, or NULL */
+} octet_norm_forward_args;
+
+/* Gradients of the normalisation, FP32 math. With xhat_j = (x_j - mean) * rstd
+ * (RMSNorm: x_j * rstd) and g_j = dy_j * gamma_j, per row:
+ *   LayerNorm: dx_j = rstd * (g_j - mean_k(g_k) - xhat_j * mean_k(g_k * xhat_k))
+ *   RMSNorm:   dx_j = rstd * (g_j - xhat_j * mean_k(g_k * xhat_k))
+ * (means are left-to-right sums divided by cols). dgamma_out[j] = sum over rows
+ * of dy_j * xhat_j and dbeta_out[j] = sum over rows of dy_j (rows in order),
+ * FP32, overwritten. */
+typedef struct octet_norm_backward_args {
+  size_t struct_size;
+  int32_t kind;
+  int32_t reserved;
+  octet_matrix_view input;        /* x, as in forward */
+  octet_matrix_view grad_output;  /* dy, rows x cols */
+  octet_matrix_view gamma;        /* 1 x cols */
+  const float* mean;              /* device, rows (LayerNorm) */
+  const float* rstd;              /* device, rows */
+  octet_matrix_view grad_input;   /* dx, rows x cols */
+  float* dgamma_out;              /* device, cols FP32 */
+  float* dbeta_out;               /* device, cols FP32 (LayerNorm), or NULL */
+} octet_norm_backward_args;
+
+/* Activations, FP32 math, results rounded to the output dtype.
+ *   GELU (tanh form, as the GEMM epilogue): input and output rows x n;
+ *     y = 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x^3)))
+ *   SwiGLU: input rows x 2n = [a | b], output rows x n;
+ *     y = silu(a) * b with silu(a) = a / (1 + expf(-a)).
+ * Backward (grad_output dy rows x n, grad_input rows x cols of input):
+ *   GELU: dx = dy * gelu'(x), gelu'(x) = 0.5f * (1 + t)
+ *         + 0.5f * x * (1 - t^2) * 0.7978845608f * (1 + 3 * 0.044715f * x^2)
+ *   SwiGLU: s = 1 / (1 + expf(-a)); da = dy * b * (s * (1 + a * (1 - s)));
+ *           db = dy * (a * s). */
+typedef struct octet_activation_args {
+  size_t struct_size;
+  int32_t kind;                   /* OCTET_ACTIVATION_* */
+  int32_t reserved;
+  octet_matrix_view input;        /* forward input (also read by backward) */
+  octet_matrix_view output;       /* forward: y; backward: unused */
+  octet_matrix_view grad_output;  /* backward only */
+  octet_matrix_view grad_input;   /* backward only */
+} octet_activation_args;
+
+/* Column sums of dy (rows x cols) in FP32, rows in order, into sums_out
+ * (device, cols floats, overwritten). quantize (optional): the same pass
+ * writes dy's FP8 codes exactly as quantize() with input = dy would. */
+typedef struct octet_bias_gradient_args {
+  size_t struct_size;
+  octet_matrix_view grad_output;
+  float* sums_out;
+  const octet_quantize_args* quantize; /* host struct, or NULL */
+} octet_bias_gradient_args;
+
 typedef struct octet_backend_api {
   size_t struct_size;              /* sizeof(octet_backend_api) of the plugin */
   uint32_t abi_major;
@@ -256,6 +338,20 @@ typedef struct octet_backend_api {
   int32_t (*block_dequantize)(octet_backend_context* context,
                               const octet_block_dequantize_args* args);
   int32_t (*block_gemm)(octet_backend_context* context, const octet_block_gemm_args* args);
+
+  /* Appended in plugin ABI 1.2; all optional, read only inside struct_size.
+   * Layers need them (docs/layers.md); the core answers UNSUPPORTED naming
+   * the missing one. A backend that provides norm_forward or bias_gradient
+   * honours a non-NULL args->quantize (the fused pass). */
+  int32_t (*norm_forward)(octet_backend_context* context, const octet_norm_forward_args* args);
+  int32_t (*norm_backward)(octet_backend_context* context, const octet_norm_backward_args* args);
+  int32_t (*activation_forward)(octet_backend_context* context, const octet_activation_args* args);
+  int32_t (*activation_backward)(octet_backend_context* context, const octet_activation_args* args);
+  int32_t (*bias_gradient)(octet_backend_context* context, const octet_bias_gradient_args* args);
+  /* y = x + y (accumulate != 0) or y = x, element-wise in FP32, rounded to
+   * y's dtype; x and y have the same rows x cols, any high-precision dtypes. */
+  int32_t (*accumulate)(octet_backend_context* context, const octet_matrix_view* x,
+                        const octet_matrix_view* y, int32_t accumulate);
 } octet_backend_api;
 
 /* The one symbol a plugin exports. */
