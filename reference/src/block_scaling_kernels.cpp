@@ -3,6 +3,7 @@
 // scales; plus the statistics variant of per-tensor quantize. The kernel
 // knows block shapes and rounding rules, never recipes.
 #include <cfloat>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -144,11 +145,15 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
-          has_nan = has_nan || std::isnan(x);
-          block_amax = std::fmax(block_amax, std::fabs(x));
+          // NaN skipped explicitly (glibc's fmaxf returns NaN for a signalling NaN).
+          if (std::isnan(x)) {
+            has_nan = true;
+          } else {
+            block_amax = std::max(block_amax, std::fabs(x));
+          }
         }
       }
-      amax = std::fmax(amax, block_amax);
+      amax = std::max(amax, block_amax);  // block_amax is never NaN here
       if (has_nan) block_amax = std::nanf("");
       const std::size_t block = static_cast<std::size_t>((r0 / br) * grid_cols + c0 / bc);
       uint8_t scale_code = 0;

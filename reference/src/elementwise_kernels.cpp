@@ -1,5 +1,6 @@
 // Kernels that move or convert elements without scaling: convert, amax,
 // transpose.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -42,7 +43,9 @@ int32_t amax_of_matrix(const octet_matrix_view* input, float* amax_out) {
     for (int64_t c = 0; c < input->cols; ++c) {
       float value = 0.0f;
       load_element(input->data, input->dtype, element_index(*input, r, c), &value);
-      amax = std::fmax(amax, std::fabs(value));  // fmax ignores a NaN operand
+      // NaN skipped explicitly: glibc's fmaxf returns NaN for a signalling
+      // NaN operand, so std::fmax alone would not ignore it.
+      if (!std::isnan(value)) amax = std::max(amax, std::fabs(value));
     }
   }
   *amax_out = amax;

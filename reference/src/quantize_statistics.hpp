@@ -5,6 +5,7 @@
 
 #include <octet/octet_backend.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -21,7 +22,7 @@ class StatisticsCounter {
       ++stats_.nan_count;
       return;
     }
-    stats_.amax = std::fmax(stats_.amax, std::fabs(x));
+    stats_.amax = std::max(stats_.amax, std::fabs(x));  // x is not NaN here
     // Saturated: the non-saturating conversion would have overflowed, i.e.
     // the saturating one clamped (a NaN scaled value is a NaN block, not a
     // saturation).

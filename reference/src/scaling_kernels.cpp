@@ -1,5 +1,6 @@
 // Per-tensor scaled conversions between high precision and FP8
 // (numerics.md section 3): quantize and dequantize.
+#include <algorithm>
 #include <cmath>
 
 #include "argument_checks.hpp"
@@ -44,7 +45,7 @@ int32_t quantize_matrix(const octet_quantize_args* args) {
     for (int64_t c = 0; c < input.cols; ++c) {
       float x = 0.0f;
       load_element(input.data, input.dtype, element_index(input, r, c), &x);
-      amax = std::fmax(amax, std::fabs(x));  // NaN ignored, inf counts
+      if (!std::isnan(x)) amax = std::max(amax, std::fabs(x));  // NaN (signalling too) ignored, inf counts
       const uint8_t code = fp8_encode(x * scale, format, saturate);
       if (args->rowwise_out != nullptr) args->rowwise_out[r * input.cols + c] = code;
       if (args->columnwise_out != nullptr) args->columnwise_out[c * input.rows + r] = code;

@@ -148,22 +148,6 @@ inline std::vector<uint8_t> random_elements(int32_t dtype, std::size_t n, uint32
   return out;
 }
 
-// FP32 signalling NaNs made quiet. The reference computes amax with
-// std::fmax, and glibc's fmaxf returns NaN for a signalling NaN operand
-// (IEEE 754-2008 maxNum), so its amax then restarts from the next element,
-// contrary to docs/numerics.md section 6 ("NaN elements are ignored"). The
-// cpu backend follows the documented rule (CpuBackend.AmaxIgnoresSignallingNan);
-// comparisons of amax with the reference use quiet NaNs only.
-inline void quiet_fp32_signalling_nans(std::vector<uint8_t>& raw, int32_t dtype) {
-  if (dtype != OCTET_DTYPE_FP32) return;
-  for (std::size_t i = 0; i + 4 <= raw.size(); i += 4) {
-    uint32_t u;
-    std::memcpy(&u, &raw[i], 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) u |= 0x00400000u;
-    std::memcpy(&raw[i], &u, 4);
-  }
-}
-
 struct Shape {
   int64_t rows, cols;
 };

@@ -66,6 +66,21 @@ TEST_F(ElementwiseKernels, AmaxIgnoresNanAndCountsInfinity) {
   }
 }
 
+// numerics.md section 6: every NaN is ignored, signalling ones too (glibc's
+// fmaxf returns NaN for a signalling NaN operand, so an amax built on
+// std::fmax alone restarts after one). The signalling NaNs sit after the
+// largest value and last, where such a restart changes the result.
+TEST_F(ElementwiseKernels, AmaxIgnoresSignallingNan) {
+  TestMatrix in(OCTET_DTYPE_FP32, 2, 4, 4);
+  const uint32_t bits[] = {float_bits(1.5f), float_bits(-9.0f), 0x7F800001u, float_bits(2.0f),
+                           0xFFA00000u,      float_bits(0.25f), float_bits(-3.0f), 0x7F812345u};
+  for (int i = 0; i < 8; ++i) in.set_bits(i / 4, i % 4, bits[i]);
+  float amax = -1.0f;
+  octet_matrix_view iv = in.view();
+  expect_success(api_->amax(context_, &iv, &amax));
+  EXPECT_EQ(amax, 9.0f);
+}
+
 TEST_F(ElementwiseKernels, AmaxOfEmptyOrAllNanMatrixIsZero) {
   TestMatrix in(OCTET_DTYPE_FP32, 2, 2, 2);
   for (int64_t r = 0; r < 2; ++r) {

@@ -98,6 +98,28 @@ TEST_F(ScalingKernels, QuantizeAmaxOfFiniteInputIsTheLargestMagnitude) {
   EXPECT_EQ(rowwise[3], 0x7F);  // NaN stays NaN
 }
 
+// The fused amax of quantize ignores signalling NaNs too (numerics.md 6, 7).
+TEST_F(ScalingKernels, QuantizeAmaxIgnoresSignallingNan) {
+  TestMatrix in(OCTET_DTYPE_FP32, 1, 5, 5);
+  const uint32_t bits[] = {float_bits(-6.5f), 0x7F800001u, float_bits(1.0f), float_bits(4.0f),
+                           0xFF800002u};
+  for (int i = 0; i < 5; ++i) in.set_bits(0, i, bits[i]);
+  float scale = 1.0f, amax = -1.0f;
+  std::vector<uint8_t> rowwise(5);
+  octet_quantize_args args{};
+  args.struct_size = sizeof args;
+  args.input = in.view();
+  args.out_dtype = OCTET_DTYPE_E4M3;
+  args.saturate = 1;
+  args.scale = &scale;
+  args.rowwise_out = rowwise.data();
+  args.amax_out = &amax;
+  expect_success(api_->quantize(context_, &args));
+  EXPECT_EQ(amax, 6.5f);
+  EXPECT_EQ(rowwise[1], 0x7F);  // a NaN (signalling or not) encodes as NaN
+  EXPECT_EQ(rowwise[4], 0xFF);
+}
+
 TEST_F(ScalingKernels, DequantizesToEveryHighPrecisionDtype) {
   std::mt19937 rng(13);
   for (int32_t in_dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {

@@ -43,7 +43,8 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     filled.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
                     OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
                     OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
-    filled.scaling_modes = OCTET_SCALING_PER_TENSOR;
+    filled.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
+                           OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128;
     filled.native_columnwise = 1;  // host memory: any layout can be read
     filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
     filled.alignment = 64;
@@ -98,6 +99,20 @@ int32_t dequantize(octet_backend_context* c, const octet_dequantize_args* args) 
 int32_t gemm(octet_backend_context* c, const octet_gemm_args* args) {
   return run("gemm", c, [&] { return gemm_kernel(args, c->gemm); });
 }
+int32_t quantize_with_statistics(octet_backend_context* c, const octet_quantize_args* args,
+                                 octet_quantize_statistics* stats_out) {
+  return run("quantize_with_statistics", c,
+             [&] { return quantize_with_statistics_kernel(args, stats_out); });
+}
+int32_t block_quantize(octet_backend_context* c, const octet_block_quantize_args* args) {
+  return run("block_quantize", c, [&] { return block_quantize_kernel(args); });
+}
+int32_t block_dequantize(octet_backend_context* c, const octet_block_dequantize_args* args) {
+  return run("block_dequantize", c, [&] { return block_dequantize_kernel(args); });
+}
+int32_t block_gemm(octet_backend_context* c, const octet_block_gemm_args* args) {
+  return run("block_gemm", c, [&] { return block_gemm_kernel(args, c->gemm); });
+}
 
 octet_backend_api make_api() {
   octet_backend_api api{};
@@ -118,6 +133,11 @@ octet_backend_api make_api() {
   api.transpose = transpose;
   api.dequantize = dequantize;
   api.gemm = gemm;
+  // Plugin ABI 1.1.
+  api.quantize_with_statistics = quantize_with_statistics;
+  api.block_quantize = block_quantize;
+  api.block_dequantize = block_dequantize;
+  api.block_gemm = block_gemm;
   return api;
 }
 

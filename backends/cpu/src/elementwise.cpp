@@ -163,10 +163,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
           k.scale_encode(values, w, scale, dtype, sat, codes, amax);
           if (rowwise != nullptr) std::memcpy(rowwise + (r0 + i) * cols + c0, codes, size_t(w));
         }
-        for (int64_t j = 0; j < w; ++j) {
-          uint8_t* dst = columnwise + (c0 + j) * rows + r0;
-          for (int64_t i = 0; i < h; ++i) dst[i] = tile[i * kTileCols + j];
-        }
+        k.transpose_bytes(tile, kTileCols, h, w, columnwise + c0 * rows + r0, rows);
       }
     }
   }
@@ -193,8 +190,13 @@ void transpose_typed(const octet_matrix_view& in, const octet_matrix_view& out) 
     const int64_t r0 = (t / col_tiles) * kTile;
     const int64_t c0 = (t % col_tiles) * kTile;
     const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-    for (int64_t c = c0; c < c1; ++c) {
-      for (int64_t r = r0; r < r1; ++r) dst[c * out.ld + r] = src[r * in.ld + c];
+    if constexpr (sizeof(T) == 1) {
+      row_kernels().transpose_bytes(src + r0 * in.ld + c0, in.ld, r1 - r0, c1 - c0,
+                                    dst + c0 * out.ld + r0, out.ld);
+    } else {
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * out.ld + r] = src[r * in.ld + c];
+      }
     }
   }
 }

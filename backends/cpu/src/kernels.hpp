@@ -34,4 +34,11 @@ int32_t transpose_kernel(const octet_matrix_view* input, const octet_matrix_view
 int32_t dequantize_kernel(const octet_dequantize_args* args);
 int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& workspace);
 
+// Plugin ABI 1.1 (block_kernels.cpp).
+int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
+                                        octet_quantize_statistics* stats_out);
+int32_t block_quantize_kernel(const octet_block_quantize_args* args);
+int32_t block_dequantize_kernel(const octet_block_dequantize_args* args);
+int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& workspace);
+
 }  // namespace octet_cpu

@@ -20,6 +20,10 @@ struct RowKernels {
   void (*amax)(const float* in, int64_t n, float* amax);
   // in[i] *= s (one FP32 multiply each).
   void (*scale)(float* in, int64_t n, float s);
+  // Byte transpose: dst[j * dst_ld + i] = src[i * src_ld + j] for i < h,
+  // j < w (AVX2 path: 16x16 blocks through SSE unpacks).
+  void (*transpose_bytes)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
+                          int64_t dst_ld);
 };
 
 const RowKernels& portable_row_kernels();

@@ -213,8 +213,51 @@ void narrow_avx2(const float* in, int64_t n, int32_t dtype, bool saturate, void*
   }
 }
 
-const RowKernels kAvx2{"avx2+f16c", widen_avx2, narrow_avx2, scale_encode_avx2, amax_avx2,
-                       scale_avx2};
+// 16x16 bytes: rows of src (stride sld) become rows of dst (stride dld),
+// in four rounds of unpacks (8-, 16-, 32-, 64-bit units).
+inline void transpose16x16(const uint8_t* src, int64_t sld, uint8_t* dst, int64_t dld) {
+  __m128i r[16], s1[8][2], s2[4][4], s3[2][8];
+  for (int i = 0; i < 16; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * sld));
+  for (int p = 0; p < 8; ++p) {  // s1[p][h]: (row 2p, 2p+1) of columns 8h .. 8h+7
+    s1[p][0] = _mm_unpacklo_epi8(r[2 * p], r[2 * p + 1]);
+    s1[p][1] = _mm_unpackhi_epi8(r[2 * p], r[2 * p + 1]);
+  }
+  for (int q = 0; q < 4; ++q) {  // s2[q][g]: rows 4q .. 4q+3 of columns 4g .. 4g+3
+    for (int h = 0; h < 2; ++h) {
+      s2[q][2 * h] = _mm_unpacklo_epi16(s1[2 * q][h], s1[2 * q + 1][h]);
+      s2[q][2 * h + 1] = _mm_unpackhi_epi16(s1[2 * q][h], s1[2 * q + 1][h]);
+    }
+  }
+  for (int o = 0; o < 2; ++o) {  // s3[o][t]: rows 8o .. 8o+7 of columns 2t, 2t+1
+    for (int g = 0; g < 4; ++g) {
+      s3[o][2 * g] = _mm_unpacklo_epi32(s2[2 * o][g], s2[2 * o + 1][g]);
+      s3[o][2 * g + 1] = _mm_unpackhi_epi32(s2[2 * o][g], s2[2 * o + 1][g]);
+    }
+  }
+  for (int t = 0; t < 8; ++t) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * t) * dld),
+                     _mm_unpacklo_epi64(s3[0][t], s3[1][t]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (2 * t + 1) * dld),
+                     _mm_unpackhi_epi64(s3[0][t], s3[1][t]));
+  }
+}
+
+void transpose_bytes_avx2(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst,
+                          int64_t dld) {
+  const int64_t h16 = h / 16 * 16, w16 = w / 16 * 16;
+  for (int64_t j = 0; j < w16; j += 16) {
+    for (int64_t i = 0; i < h16; i += 16) transpose16x16(src + i * sld + j, sld, dst + j * dld + i, dld);
+    for (int64_t jj = j; jj < j + 16; ++jj) {
+      for (int64_t i = h16; i < h; ++i) dst[jj * dld + i] = src[i * sld + jj];
+    }
+  }
+  for (int64_t j = w16; j < w; ++j) {
+    for (int64_t i = 0; i < h; ++i) dst[j * dld + i] = src[i * sld + j];
+  }
+}
+
+const RowKernels kAvx2{"avx2+f16c", widen_avx2, narrow_avx2,         scale_encode_avx2,
+                       amax_avx2,   scale_avx2, transpose_bytes_avx2};
 
 }  // namespace
 }  // namespace octet_cpu

@@ -104,8 +104,15 @@ void scale_portable(float* in, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) in[i] = in[i] * s;
 }
 
-const RowKernels kPortable{"portable", widen_portable, narrow_portable, scale_encode_portable,
-                           amax_portable, scale_portable};
+void transpose_bytes_portable(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w,
+                              uint8_t* dst, int64_t dst_ld) {
+  for (int64_t j = 0; j < w; ++j) {
+    for (int64_t i = 0; i < h; ++i) dst[j * dst_ld + i] = src[i * src_ld + j];
+  }
+}
+
+const RowKernels kPortable{"portable",    widen_portable, narrow_portable, scale_encode_portable,
+                           amax_portable, scale_portable, transpose_bytes_portable};
 
 bool simd_disabled_by_environment() {
   const char* v = std::getenv("OCTET_CPU_DISABLE_SIMD");

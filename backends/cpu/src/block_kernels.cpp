@@ -1,0 +1,513 @@
+// Plugin ABI 1.1 recipe-free kernels: quantize with statistics, block
+// quantize (MXFP8 E8M0 scales with RCEIL/FLOOR, FP32 block scales), block
+// dequantize and the block-scaled GEMM. The rules are those of
+// docs/numerics.md sections 5, 10, 11 and 12; element-wise results are
+// exact (the same bits as any correct implementation of those rules).
+//
+// Block quantize works on regions of whole blocks (a few block rows x a few
+// block columns of the output, possibly the transpose of the input): the
+// region's values are widened to FP32 into a per-thread buffer, each
+// block's amax (NaN-aware) gives its scale, and the row kernels encode
+// x * (1/X) (MXFP8: X is a power of two, so x * 2^-e is the same FP32 value
+// as x / 2^e) or x * scale (FP32 blocks). Regions are shared by OpenMP
+// threads with a static schedule.
+//
+// The block GEMM keeps the documented order between k-blocks: for each
+// output tile, each k-block's partial products come from one oneDNN sgemm
+// over that block (only the order inside a block differs from the
+// reference), then acc = acc + partial * (sa * sb) element by element, then
+// the epilogue of section 8.
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checks.hpp"
+#include "errors.hpp"
+#include "kernels.hpp"
+#include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
+
+namespace octet_cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+const unsigned char* element_at(const octet_matrix_view& v, int64_t r, int64_t c) {
+  return static_cast<const unsigned char*>(v.data) +
+         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
+}
+unsigned char* element_at_mut(const octet_matrix_view& v, int64_t r, int64_t c) {
+  return static_cast<unsigned char*>(v.data) +
+         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
+}
+
+bool is_nan(float x) { return (bits_of(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+bool is_finite(float x) { return (bits_of(x) & 0x7F800000u) != 0x7F800000u; }
+
+const Fp8Params& params_of(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2; }
+float fp8_max_of(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
+
+// Statistics of numerics.md section 10, one accumulator per thread.
+struct Counts {
+  uint64_t nan = 0, saturated = 0, flushed = 0;
+  float amax = 0.0f;
+  char pad[40];  // keep threads' accumulators on separate cache lines
+};
+
+// Counts n elements x[i] whose encoder input was x[i] * scale (or NaN for
+// every element when nan_block) and whose codes are codes[i].
+void count(const float* x, int64_t n, float scale, bool nan_block, const uint8_t* codes,
+           int32_t dtype, Counts& c) {
+  const Fp8Params& p = params_of(dtype);
+  const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (is_nan(v)) {
+      ++c.nan;
+      continue;
+    }
+    c.amax = max_magnitude(c.amax, v);
+    if (!nan_block) {
+      const float y = v * scale;
+      if (!is_nan(y)) {
+        const uint32_t m = encode_fp8(y, p, false) & 0x7Fu;
+        if (e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
+      }
+    }
+    if (is_finite(v) && v != 0.0f && (codes[i] & 0x7Fu) == 0) ++c.flushed;
+  }
+}
+
+void write_counts(const std::vector<Counts>& parts, octet_quantize_statistics* out) {
+  octet_quantize_statistics s{};
+  for (const Counts& c : parts) {
+    s.nan_count += c.nan;
+    s.saturated_count += c.saturated;
+    s.flushed_count += c.flushed;
+    s.amax = c.amax > s.amax ? c.amax : s.amax;
+  }
+  *out = s;
+}
+
+// E8M0 scale code of a block (numerics.md section 11, MXFP8).
+uint8_t mx_code(float block_amax, bool block_nan, int32_t dtype, int32_t rounding) {
+  if (block_nan) return 0xFF;
+  if (block_amax == 0.0f) return 0x00;
+  if (rounding == 0) return encode_e8m0(block_amax / fp8_max_of(dtype), true);  // RCEIL
+  const uint32_t u = bits_of(block_amax);
+  if (u == 0x7F800000u) return 0xFE;
+  const uint32_t exp = u >> 23;
+  int floor_log2;
+  if (exp != 0) {
+    floor_log2 = static_cast<int>(exp) - 127;
+  } else {  // FP32 subnormal
+    floor_log2 = (31 - __builtin_clz(u)) - 149;
+  }
+  const int code = floor_log2 - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15) + 127;
+  return static_cast<uint8_t>(code < 0 ? 0 : (code > 0xFE ? 0xFE : code));
+}
+
+// FP32 block scale (numerics.md section 11, FP32 blocks).
+float fp32_scale(float block_amax, bool block_nan, int32_t dtype, float epsilon, bool pow2) {
+  if (block_nan) return 1.0f;
+  const float amax = epsilon > block_amax ? epsilon : block_amax;
+  if (!is_finite(amax) || amax == 0.0f) return 1.0f;
+  float scale = fp8_max_of(dtype) / amax;
+  if (!is_finite(scale)) scale = FLT_MAX;
+  if (pow2) scale = float_of(bits_of(scale) & 0xFF800000u);
+  return scale;
+}
+
+int32_t require_block_shape(const char* kernel, int32_t br, int32_t bc) {
+  if (br >= 1 && bc >= 1) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": block shape " +
+                                                   std::to_string(br) + "x" + std::to_string(bc) +
+                                                   " must be at least 1x1");
+}
+
+int32_t require_scale_dtype(const char* kernel, int32_t scale_dtype) {
+  if (scale_dtype == OCTET_DTYPE_E8M0 || scale_dtype == OCTET_DTYPE_FP32) {
+    return OCTET_STATUS_SUCCESS;
+  }
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": scale_dtype is " +
+                                                   dtype_name(scale_dtype) + " (" +
+                                                   std::to_string(scale_dtype) +
+                                                   "); it must be e8m0 or fp32");
+}
+
+float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {
+  return scale_dtype == OCTET_DTYPE_E8M0 ? decode_e8m0(static_cast<const uint8_t*>(grid)[index])
+                                         : static_cast<const float*>(grid)[index];
+}
+
+float gelu(float v) {
+  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+}
+
+}  // namespace
+
+int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
+                                        octet_quantize_statistics* stats_out) {
+  const char* kernel = "quantize_with_statistics";
+  if (int32_t s = require_pointer(kernel, "stats_out", stats_out)) return s;
+  if (int32_t s = quantize_kernel(args)) return s;
+  const RowKernels& k = row_kernels();
+  const octet_matrix_view in = args->input;
+  const float scale = *args->scale;
+  const int32_t dtype = args->out_dtype;
+  const bool sat = args->saturate != 0;
+  const Fp8Params& p = params_of(dtype);
+  constexpr int64_t kChunk = 2048;
+  const int64_t per_row = ceil_div(in.cols, kChunk);
+  const int64_t total = in.rows > 0 && in.cols > 0 ? in.rows * per_row : 0;
+  std::vector<Counts> parts(static_cast<std::size_t>(omp_get_max_threads()));
+#pragma omp parallel if (in.rows * in.cols >= 16384)
+  {
+    alignas(64) float values[kChunk];
+    alignas(64) uint8_t codes[kChunk];
+    Counts& c = parts[static_cast<std::size_t>(omp_get_thread_num())];
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < total; ++t) {
+      const int64_t r = t / per_row, c0 = (t % per_row) * kChunk;
+      const int64_t w = std::min(kChunk, in.cols - c0);
+      k.widen(element_at(in, r, c0), in.dtype, w, values);
+      for (int64_t i = 0; i < w; ++i) codes[i] = encode_fp8(values[i] * scale, p, sat);
+      count(values, w, scale, false, codes, dtype, c);
+    }
+  }
+  write_counts(parts, stats_out);
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
+  const char* kernel = "block_quantize";
+  if (int32_t s = require_pointer(kernel, "args", args)) return s;
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
+                                      sizeof(octet_block_quantize_args))) {
+    return s;
+  }
+  if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::HighPrecision)) {
+    return s;
+  }
+  if (!is_fp8(args->out_dtype)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) +
+                      "; only e4m3 or e5m2 are accepted");
+  }
+  if (int32_t s = require_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
+  const bool mx = args->scale_dtype == OCTET_DTYPE_E8M0;
+  if (mx && args->e8m0_rounding != 0 && args->e8m0_rounding != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->e8m0_rounding is " +
+                      std::to_string(args->e8m0_rounding) + "; it must be 0 (RCEIL) or 1 (FLOOR)");
+  }
+  if (int32_t s = require_pointer(kernel, "args->out", args->out)) return s;
+  if (int32_t s = require_pointer(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
+
+  const RowKernels& k = row_kernels();
+  const octet_matrix_view in = args->input;
+  const bool transposed = args->transposed != 0;
+  const int64_t rows = transposed ? in.cols : in.rows;
+  const int64_t cols = transposed ? in.rows : in.cols;
+  const int64_t br = args->block_rows, bc = args->block_cols;
+  const int64_t grid_cols = ceil_div(cols, bc);
+  const int32_t dtype = args->out_dtype;
+  const bool want_stats = args->stats_out != nullptr;
+  // A region: rb block rows x gb block columns (about 64 x 256 elements).
+  const int64_t rb = std::max<int64_t>(1, 64 / br), gb = std::max<int64_t>(1, 256 / bc);
+  const int64_t region_h = std::min(rb * br, rows), region_w = std::min(gb * bc, cols);
+  const int64_t regions_down = rows > 0 ? ceil_div(rows, rb * br) : 0;
+  const int64_t regions_across = cols > 0 ? ceil_div(cols, gb * bc) : 0;
+  const int64_t total = regions_down * regions_across;
+  const int nthreads = omp_get_max_threads();
+  const std::size_t per_thread =
+      static_cast<std::size_t>(region_h * region_w + region_h) + 16;  // values + transposed column
+  std::vector<float> buffers(total > 0 ? per_thread * static_cast<std::size_t>(nthreads) : 0);
+  std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
+  std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
+
+#pragma omp parallel if (rows * cols >= 16384)
+  {
+    const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+    float* values = buffers.empty() ? nullptr : buffers.data() + me * per_thread;
+    float* column = values == nullptr ? nullptr : values + region_h * region_w;
+    Counts& stats = parts[me];
+    float& amax = amaxes[me].amax;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < total; ++t) {
+      const int64_t r0 = (t / regions_across) * rb * br;
+      const int64_t c0 = (t % regions_across) * gb * bc;
+      const int64_t h = std::min(rb * br, rows - r0), w = std::min(gb * bc, cols - c0);
+      // Gather the region's FP32 values, values[i * w + j] = x'[r0 + i, c0 + j].
+      if (!transposed) {
+        for (int64_t i = 0; i < h; ++i) k.widen(element_at(in, r0 + i, c0), in.dtype, w, values + i * w);
+      } else {
+        for (int64_t j = 0; j < w; ++j) {
+          k.widen(element_at(in, c0 + j, r0), in.dtype, h, column);
+          for (int64_t i = 0; i < h; ++i) values[i * w + j] = column[i];
+        }
+      }
+      for (int64_t b0 = 0; b0 < h; b0 += br) {
+        const int64_t bh = std::min(br, h - b0);
+        for (int64_t j0 = 0; j0 < w; j0 += bc) {
+          const int64_t bw = std::min(bc, w - j0);
+          float block_amax = 0.0f;
+          bool block_nan = false;
+          for (int64_t i = b0; i < b0 + bh; ++i) {
+            const float* x = values + i * w + j0;
+            for (int64_t j = 0; j < bw; ++j) {
+              block_nan = block_nan || is_nan(x[j]);
+              block_amax = max_magnitude(block_amax, x[j]);
+            }
+          }
+          amax = block_amax > amax ? block_amax : amax;
+          const std::size_t block =
+              static_cast<std::size_t>(((r0 + b0) / br) * grid_cols + (c0 + j0) / bc);
+          float multiplier;  // x * multiplier is the encoder's input
+          bool nan_block = false;
+          if (mx) {
+            const uint8_t code = mx_code(block_amax, block_nan, dtype, args->e8m0_rounding);
+            static_cast<uint8_t*>(args->scale_inv_out)[block] = code;
+            nan_block = code == 0xFF;
+            // 1 / 2^(code - 127) = 2^(127 - code): an FP32 normal or 2^-127.
+            multiplier = nan_block ? 1.0f : (code == 0xFE ? float_of(0x00400000u) /*2^-127*/
+                                                          : float_of((254u - code) << 23));
+          } else {
+            multiplier = fp32_scale(block_amax, block_nan, dtype, args->amax_epsilon,
+                                    args->power_of_two != 0);
+            static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
+          }
+          for (int64_t i = b0; i < b0 + bh; ++i) {
+            const float* x = values + i * w + j0;
+            uint8_t* out = args->out + (r0 + i) * cols + c0 + j0;
+            if (nan_block) {
+              for (int64_t j = 0; j < bw; ++j) out[j] = (bits_of(x[j]) >> 31) != 0 ? 0xFF : 0x7F;
+            } else {
+              float unused = 0.0f;
+              k.scale_encode(x, bw, multiplier, dtype, true, out, &unused);
+            }
+            if (want_stats) count(x, bw, multiplier, nan_block, out, dtype, stats);
+          }
+        }
+      }
+    }
+  }
+  float amax = 0.0f;
+  for (const Counts& c : amaxes) amax = c.amax > amax ? c.amax : amax;
+  if (args->amax_out != nullptr) *args->amax_out = amax;
+  if (want_stats) write_counts(parts, args->stats_out);
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
+  const char* kernel = "block_dequantize";
+  if (int32_t s = require_pointer(kernel, "args", args)) return s;
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
+                                      sizeof(octet_block_dequantize_args))) {
+    return s;
+  }
+  if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::Fp8)) return s;
+  if (int32_t s = require_matrix(kernel, "args->output", args->output, Accept::HighPrecision)) {
+    return s;
+  }
+  if (int32_t s = require_shape(kernel, "args->output", args->output, args->input.rows,
+                                args->input.cols, "the rows x cols of args->input")) {
+    return s;
+  }
+  if (int32_t s = require_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (int32_t s = require_pointer(kernel, "args->scale_inv", args->scale_inv)) return s;
+  const RowKernels& k = row_kernels();
+  const octet_matrix_view in = args->input, out = args->output;
+  const int64_t br = args->block_rows, bc = args->block_cols;
+  const int64_t grid_cols = ceil_div(in.cols, bc);
+  constexpr int64_t kChunk = 2048;
+  const int64_t per_row = ceil_div(in.cols, kChunk);
+  const int64_t total = in.rows > 0 && in.cols > 0 ? in.rows * per_row : 0;
+#pragma omp parallel if (in.rows * in.cols >= 16384)
+  {
+    alignas(64) float values[kChunk];
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < total; ++t) {
+      const int64_t r = t / per_row, c0 = (t % per_row) * kChunk;
+      const int64_t w = std::min(kChunk, in.cols - c0);
+      k.widen(element_at(in, r, c0), in.dtype, w, values);
+      for (int64_t j = 0; j < w;) {
+        const int64_t c = c0 + j;
+        const int64_t len = std::min(w - j, bc - c % bc);
+        const float s = scale_value(args->scale_inv, args->scale_dtype,
+                                    static_cast<std::size_t>((r / br) * grid_cols + c / bc));
+        if (is_nan(s)) {
+          // A NaN scale (E8M0 0xFF) makes the stretch that NaN, whatever the
+          // codes hold: NaN * NaN would otherwise keep either operand's
+          // sign, as the compiler orders the multiply.
+          std::fill(values + j, values + j + len, s);
+        } else {
+          k.scale(values + j, len, s);
+        }
+        j += len;
+      }
+      k.narrow(values, w, out.dtype, true, element_at_mut(out, r, c0));
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+namespace {
+
+int32_t check_block_gemm(const octet_block_gemm_args* args) {
+  const char* kernel = "block_gemm";
+  if (int32_t s = require_pointer(kernel, "args", args)) return s;
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
+                                      sizeof(octet_block_gemm_args))) {
+    return s;
+  }
+  if (args->m < 0 || args->n < 0 || args->k < 0) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->m, args->n, args->k are " +
+                      std::to_string(args->m) + ", " + std::to_string(args->n) + ", " +
+                      std::to_string(args->k) + "; none may be negative");
+  }
+  if (int32_t s = require_matrix(kernel, "args->a", args->a, Accept::Fp8)) return s;
+  if (int32_t s = require_matrix(kernel, "args->b", args->b, Accept::Fp8)) return s;
+  if (int32_t s = require_shape(kernel, "args->a", args->a, args->m, args->k, "[m,k]")) return s;
+  if (int32_t s = require_shape(kernel, "args->b", args->b, args->n, args->k, "[n,k]")) return s;
+  if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (args->a_block_rows < 1 || args->a_block_cols < 1 || args->b_block_rows < 1 ||
+      args->b_block_cols < 1 || args->a_block_cols != args->b_block_cols) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": block shapes " + std::to_string(args->a_block_rows) +
+                      "x" + std::to_string(args->a_block_cols) + " and " +
+                      std::to_string(args->b_block_rows) + "x" +
+                      std::to_string(args->b_block_cols) +
+                      " must be at least 1x1 and cover the same extent of k "
+                      "(a_block_cols == b_block_cols)");
+  }
+  if (int32_t s = require_pointer(kernel, "args->a_scale_inv", args->a_scale_inv)) return s;
+  if (int32_t s = require_pointer(kernel, "args->b_scale_inv", args->b_scale_inv)) return s;
+  if (int32_t s = require_matrix(kernel, "args->d", args->d, Accept::HighPrecision,
+                                 OCTET_STATUS_UNSUPPORTED)) {
+    return s;
+  }
+  if (int32_t s = require_shape(kernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
+  if (args->bias.data != nullptr) {
+    if (int32_t s = require_matrix(kernel, "args->bias", args->bias, Accept::HighPrecision)) {
+      return s;
+    }
+    if (int32_t s = require_shape(kernel, "args->bias", args->bias, 1, args->n,
+                                  "one row of n elements")) {
+      return s;
+    }
+  }
+  if (args->epilogue != OCTET_EPILOGUE_NONE && args->epilogue != OCTET_EPILOGUE_GELU) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->epilogue is " + std::to_string(args->epilogue) +
+                      "; it must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  if (int32_t s = check_block_gemm(args)) return s;
+  const int64_t m = args->m, n = args->n, k = args->k;
+  if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
+  const RowKernels& rk = row_kernels();
+  const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
+  const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  const octet_matrix_view d = args->d;
+  const float alpha = args->alpha, beta = args->beta;
+  const bool has_bias = args->bias.data != nullptr;
+  const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
+
+  // Exact FP32 panels A [m,k] and B [n,k].
+  float* a = ws.a.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
+  float* b = ws.b.get(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+  if (k > 0) {
+#pragma omp parallel for schedule(static) if (m * k >= 16384)
+    for (int64_t i = 0; i < m; ++i) rk.widen(element_at(args->a, i, 0), args->a.dtype, k, a + i * k);
+#pragma omp parallel for schedule(static) if (n * k >= 16384)
+    for (int64_t j = 0; j < n; ++j) rk.widen(element_at(args->b, j, 0), args->b.dtype, k, b + j * k);
+  }
+  std::vector<float> bias_values;
+  if (has_bias) {
+    bias_values.resize(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
+  }
+
+  // Output tiles; per thread: the partial products of one k-block, the
+  // accumulator, the b scales of the tile and one row of old D.
+  constexpr int64_t kTm = 128, kTn = 256;
+  const int64_t tm = std::min(kTm, m), tn = std::min(kTn, n);
+  const int64_t tiles_down = ceil_div(m, tm), tiles_across = ceil_div(n, tn);
+  const int nthreads = omp_get_max_threads();
+  const std::size_t per_thread = static_cast<std::size_t>(2 * tm * tn + 2 * tn) + 16;
+  float* scratch = ws.acc.get(per_thread * static_cast<std::size_t>(nthreads));
+  int32_t failure = 0;
+#pragma omp parallel if (m * n * std::max<int64_t>(k, 1) >= 65536)
+  {
+    float* part = scratch + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
+    float* acc = part + tm * tn;
+    float* sb_row = acc + tm * tn;
+    float* old = sb_row + tn;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles_down * tiles_across; ++t) {
+      const int64_t i0 = (t / tiles_across) * tm, j0 = (t % tiles_across) * tn;
+      const int64_t h = std::min(tm, m - i0), w = std::min(tn, n - j0);
+      std::fill(acc, acc + h * w, 0.0f);
+      for (int64_t kb = 0; kb < k_blocks; ++kb) {
+        const int64_t k0 = kb * bk, kw = std::min(bk, k - k0);
+        // Inside the parallel region oneDNN runs this sgemm on one thread.
+        const dnnl_status_t st = dnnl_sgemm('N', 'T', h, w, kw, 1.0f, a + i0 * k + k0, k,
+                                            b + j0 * k + k0, k, 0.0f, part, w);
+        if (st != dnnl_success) {
+#pragma omp atomic write
+          failure = static_cast<int32_t>(st);
+          continue;
+        }
+        for (int64_t j = 0; j < w; ++j) {
+          sb_row[j] = scale_value(args->b_scale_inv, args->scale_dtype,
+                                  static_cast<std::size_t>(((j0 + j) / brb) * k_blocks + kb));
+        }
+        for (int64_t i = 0; i < h; ++i) {
+          const float sa = scale_value(args->a_scale_inv, args->scale_dtype,
+                                       static_cast<std::size_t>(((i0 + i) / bra) * k_blocks + kb));
+          float* acc_row = acc + i * w;
+          const float* p = part + i * w;
+          for (int64_t j = 0; j < w; ++j) acc_row[j] = acc_row[j] + p[j] * (sa * sb_row[j]);
+        }
+      }
+      for (int64_t i = 0; i < h; ++i) {
+        float* v = acc + i * w;
+        for (int64_t j = 0; j < w; ++j) v[j] = alpha * v[j];
+        if (beta != 0.0f) {
+          rk.widen(element_at(d, i0 + i, j0), d.dtype, w, old);
+          for (int64_t j = 0; j < w; ++j) v[j] = v[j] + beta * old[j];
+        }
+        if (has_bias) {
+          for (int64_t j = 0; j < w; ++j) v[j] = v[j] + bias_values[static_cast<std::size_t>(j0 + j)];
+        }
+        if (has_gelu) {
+          for (int64_t j = 0; j < w; ++j) v[j] = gelu(v[j]);
+        }
+        rk.narrow(v, w, d.dtype, true, element_at_mut(d, i0 + i, j0));
+      }
+    }
+  }
+  if (failure != 0) {
+    return report(OCTET_STATUS_BACKEND_ERROR,
+                  std::string("block_gemm: oneDNN dnnl_sgemm failed with status ") +
+                      std::to_string(failure));
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet_cpu

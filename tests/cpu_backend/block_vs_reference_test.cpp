@@ -1,0 +1,509 @@
+// Plugin ABI 1.1 kernels of the cpu backend against the reference backend,
+// both driven through octet.h (recipes, quantizers, octet_quantize_with_stats,
+// octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR) and 1x128 / 128x128
+// block quantization (codes, scale grids of both usages, amax, statistics)
+// bit for bit on ragged shapes; block dequantize bit for bit; per-tensor
+// quantize statistics; block-scaled GEMMs within the bound of
+// docs/numerics.md sections 8 and 12, computed here from the codes and
+// scales.
+#include <octet/octet.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "abi_helpers.hpp"
+
+namespace cpu_test {
+namespace {
+
+struct Del {
+  void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
+  void operator()(octet_quantizer* q) const { octet_quantizer_destroy(q); }
+};
+using Recipe = std::unique_ptr<octet_recipe, Del>;
+using Quantizer = std::unique_ptr<octet_quantizer, Del>;
+
+// One block-scaling configuration, as a recipe and the matching tensor mode.
+struct BlockConfig {
+  const char* name;
+  int32_t mode;       // OCTET_SCALING_*
+  int32_t rounding;   // MXFP8 only
+  float epsilon;      // FP32 blocks only
+  int32_t pow2;       // FP32 blocks only
+};
+
+const std::vector<BlockConfig>& block_configs() {
+  static const std::vector<BlockConfig> c = {
+      {"mxfp8_rceil", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_RCEIL, 0.0f, 0},
+      {"mxfp8_floor", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_FLOOR, 0.0f, 0},
+      {"block1x128", OCTET_SCALING_BLOCK_1X128, 0, 0.0f, 0},
+      {"block1x128_eps_pow2", OCTET_SCALING_BLOCK_1X128, 0, 1e-3f, 1},
+      {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
+      {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1}};
+  return c;
+}
+
+int32_t role_of(const BlockConfig& c) {
+  return c.mode == OCTET_SCALING_BLOCK_128X128 ? OCTET_ROLE_WEIGHT : OCTET_ROLE_INPUT;
+}
+
+Recipe make_recipe(const BlockConfig& c, int32_t dtype) {
+  const int32_t format = dtype == OCTET_DTYPE_E4M3 ? OCTET_FORMAT_E4M3 : OCTET_FORMAT_E5M2;
+  octet_recipe* r = nullptr;
+  if (c.mode == OCTET_SCALING_MXFP8_1X32) {
+    octet_mxfp8_options o;
+    EXPECT_EQ(octet_mxfp8_options_init(&o), OCTET_STATUS_SUCCESS);
+    o.format = format;
+    o.rounding = c.rounding;
+    EXPECT_EQ(octet_recipe_create_mxfp8(&o, &r), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  } else {
+    octet_block_scaling_options o;
+    EXPECT_EQ(octet_block_scaling_options_init(&o), OCTET_STATUS_SUCCESS);
+    o.format = format;
+    o.amax_epsilon = c.epsilon;
+    o.power_of_two_scales = c.pow2;
+    EXPECT_EQ(octet_recipe_create_block(&o, &r), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  }
+  return Recipe(r);
+}
+
+Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                    int32_t mode) {
+  octet_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = dtype;
+  d.ndim = 2;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  d.usages = usages;
+  d.scaling_mode = mode;
+  octet_tensor* t = nullptr;
+  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return Tensor(t);
+}
+
+octet_tensor_info info_of(const octet_tensor* t) {
+  octet_tensor_info info{};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(octet_tensor_get_info(t, &info), OCTET_STATUS_SUCCESS);
+  return info;
+}
+
+std::vector<uint8_t> read_component(const octet_tensor* t, int32_t component, std::size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  if (bytes == 0) return out;
+  EXPECT_EQ(octet_tensor_copy_to_host(t, component, out.data(), bytes), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  return out;
+}
+
+// Every stored component of a block-scaled tensor, as bytes.
+struct BlockImage {
+  std::vector<uint8_t> rowwise, columnwise, rowwise_scales, columnwise_scales, amax;
+};
+BlockImage image_of(const octet_tensor* t) {
+  const octet_tensor_info info = info_of(t);
+  BlockImage im;
+  if (info.has_rowwise_data) {
+    im.rowwise = read_component(t, OCTET_COMPONENT_DATA, info.rowwise_bytes);
+    im.rowwise_scales =
+        read_component(t, OCTET_COMPONENT_ROWWISE_SCALE_INV, info.rowwise_scale_inv_bytes);
+  }
+  if (info.has_columnwise_data) {
+    im.columnwise = read_component(t, OCTET_COMPONENT_COLUMNWISE_DATA, info.columnwise_bytes);
+    im.columnwise_scales =
+        read_component(t, OCTET_COMPONENT_COLUMNWISE_SCALE_INV, info.columnwise_scale_inv_bytes);
+  }
+  im.amax = read_component(t, OCTET_COMPONENT_AMAX, 4);
+  return im;
+}
+
+// Finite data whose magnitude changes from block to block (so scales vary
+// over the whole range), with all-zero rows, tiny (FP32 subnormal) and huge
+// stretches.
+std::vector<uint8_t> graded_elements(int32_t dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::size_t size = octet_dtype_size(dtype);
+  std::vector<uint8_t> out(static_cast<std::size_t>(rows * cols) * size);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const int band = static_cast<int>((r / 3 + c / 29) % 11);
+      float x;
+      if (band == 0 && r % 5 == 0) {
+        x = 0.0f;
+      } else if (band == 1) {
+        x = std::ldexp(normal(rng), -140);  // FP32 subnormals
+      } else if (band == 2) {
+        x = std::ldexp(normal(rng), 120);
+      } else {
+        x = std::ldexp(normal(rng), band * 3 - 15);
+      }
+      uint32_t raw;
+      if (size == 4) {
+        raw = bits(x);
+      } else {
+        raw = dtype == OCTET_DTYPE_BF16 ? octet_bf16_encode(x) : octet_fp16_encode(x);
+      }
+      std::memcpy(&out[static_cast<std::size_t>(r * cols + c) * size], &raw, size);
+    }
+  }
+  return out;
+}
+
+struct Quantized {
+  Context ctx;
+  Tensor input, output;
+  octet_quantize_stats stats{};
+};
+
+Quantized block_quantize_on(const char* backend, const BlockConfig& c, int32_t fp8,
+                            int32_t in_dtype, int64_t rows, int64_t cols,
+                            const std::vector<uint8_t>& raw, uint32_t usages) {
+  Quantized q;
+  q.ctx = context(backend);
+  q.input = tensor(q.ctx.get(), in_dtype, rows, cols);
+  upload(q.input.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size());
+  q.output = block_tensor(q.ctx.get(), fp8, rows, cols, usages, c.mode);
+  Recipe recipe = make_recipe(c, fp8);
+  octet_quantizer* qz = nullptr;
+  EXPECT_EQ(octet_quantizer_create(recipe.get(), role_of(c), &qz), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  Quantizer quantizer(qz);
+  q.stats.struct_size = sizeof q.stats;
+  EXPECT_EQ(octet_quantizer_quantize(q.ctx.get(), quantizer.get(), q.input.get(), q.output.get(),
+                                     nullptr, &q.stats),
+            OCTET_STATUS_SUCCESS)
+      << backend << ": " << octet_last_error_message();
+  return q;
+}
+
+void expect_same_stats(const octet_quantize_stats& got, const octet_quantize_stats& want,
+                       const std::string& where) {
+  EXPECT_EQ(got.nan_count, want.nan_count) << where;
+  EXPECT_EQ(got.saturated_count, want.saturated_count) << where;
+  EXPECT_EQ(got.flushed_count, want.flushed_count) << where;
+  EXPECT_EQ(got.total_count, want.total_count) << where;
+  EXPECT_EQ(bits(got.amax), bits(want.amax)) << where;
+}
+
+void expect_same_bytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want,
+                       std::size_t element, const std::string& where) {
+  ASSERT_EQ(got.size(), want.size()) << where;
+  const int64_t at = first_difference(got, want, element);
+  EXPECT_EQ(at, -1) << where << ": first difference at element " << at;
+}
+
+const std::vector<Shape>& block_shapes() {
+  static const std::vector<Shape> s = {{1, 1}, {7, 13}, {67, 131}, {130, 259}, {1481, 677}};
+  return s;
+}
+
+TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
+  for (const BlockConfig& c : block_configs()) {
+    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int32_t in_dtype : high_precision_dtypes()) {
+        for (Shape s : block_shapes()) {
+          for (int data = 0; data < 2; ++data) {
+            const uint32_t seed = static_cast<uint32_t>(s.rows * 7 + s.cols + fp8 * 131 + data);
+            std::vector<uint8_t> raw =
+                data == 0 ? random_elements(in_dtype, static_cast<std::size_t>(s.rows * s.cols), seed)
+                          : graded_elements(in_dtype, s.rows, s.cols, seed);
+            const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8) +
+                                      " input " + std::to_string(in_dtype) + " " + shape_name(s) +
+                                      (data == 0 ? " random" : " graded");
+            Quantized cpu = block_quantize_on("cpu", c, fp8, in_dtype, s.rows, s.cols, raw,
+                                              OCTET_USAGE_BOTH);
+            Quantized ref = block_quantize_on("reference", c, fp8, in_dtype, s.rows, s.cols, raw,
+                                              OCTET_USAGE_BOTH);
+            const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+            ASSERT_FALSE(want.rowwise.empty()) << where;
+            ASSERT_FALSE(want.columnwise.empty()) << where;
+            const std::size_t scale_size = c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4;
+            expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+            expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+            expect_same_bytes(got.rowwise_scales, want.rowwise_scales, scale_size,
+                              where + " rowwise scales");
+            expect_same_bytes(got.columnwise_scales, want.columnwise_scales, scale_size,
+                              where + " columnwise scales");
+            expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+            expect_same_stats(cpu.stats, ref.stats, where);
+            if (::testing::Test::HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// One usage at a time: the columnwise-only pass gives the statistics.
+TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
+  const Shape s{131, 300};
+  for (const BlockConfig& c : block_configs()) {
+    for (uint32_t usages : {uint32_t(OCTET_USAGE_ROWWISE), uint32_t(OCTET_USAGE_COLUMNWISE)}) {
+      std::vector<uint8_t> raw = graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, 17);
+      const std::string where = std::string(c.name) + " usages " + std::to_string(usages);
+      Quantized cpu =
+          block_quantize_on("cpu", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols, raw, usages);
+      Quantized ref = block_quantize_on("reference", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows,
+                                        s.cols, raw, usages);
+      const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+      expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+      expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+      expect_same_bytes(got.rowwise_scales, want.rowwise_scales, 1, where + " rowwise scales");
+      expect_same_bytes(got.columnwise_scales, want.columnwise_scales, 1, where + " columnwise scales");
+      expect_same_stats(cpu.stats, ref.stats, where);
+    }
+  }
+}
+
+// Single blocks that hit each scale rule: NaN (quiet and signalling), zero,
+// infinity, FP32 subnormal amax (RCEIL quotient underflowing to zero), the
+// FLT_MAX scale of FP32 blocks.
+TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
+  const std::vector<uint32_t> specials = {0x7FC00000u, 0x7F800001u, 0x00000000u, 0x80000000u,
+                                          0x7F800000u, 0xFF800000u, 0x00000001u, 0x00400000u,
+                                          0x00700000u, 0x7F7FFFFFu, 0x3F800000u, 0x43E00000u};
+  for (const BlockConfig& c : block_configs()) {
+    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (uint32_t special : specials) {
+        const Shape s{3, 40};
+        std::vector<uint8_t> raw(static_cast<std::size_t>(s.rows * s.cols) * 4, 0);
+        for (int64_t i = 0; i < s.rows * s.cols; ++i) {
+          // Small values around the special one, the special at a few places.
+          const uint32_t u = (i % 17 == 5) ? special : bits(std::ldexp(float(i % 7) - 3.0f, -135));
+          std::memcpy(&raw[static_cast<std::size_t>(i) * 4], &u, 4);
+        }
+        const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8) +
+                                  " special bits " + std::to_string(special);
+        Quantized cpu = block_quantize_on("cpu", c, fp8, OCTET_DTYPE_FP32, s.rows, s.cols, raw,
+                                          OCTET_USAGE_BOTH);
+        Quantized ref = block_quantize_on("reference", c, fp8, OCTET_DTYPE_FP32, s.rows, s.cols,
+                                          raw, OCTET_USAGE_BOTH);
+        const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+        expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+        expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+        expect_same_bytes(got.rowwise_scales, want.rowwise_scales, 1, where + " rowwise scales");
+        expect_same_bytes(got.columnwise_scales, want.columnwise_scales, 1,
+                          where + " columnwise scales");
+        expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+        expect_same_stats(cpu.stats, ref.stats, where);
+      }
+    }
+  }
+}
+
+TEST(CpuBlockScaling, DequantizeMatchesReferenceBitForBit) {
+  for (const BlockConfig& c : block_configs()) {
+    for (Shape s : block_shapes()) {
+      std::vector<uint8_t> raw =
+          graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, static_cast<uint32_t>(s.rows + s.cols));
+      Quantized cpu = block_quantize_on("cpu", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols,
+                                        raw, OCTET_USAGE_ROWWISE);
+      Quantized ref = block_quantize_on("reference", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows,
+                                        s.cols, raw, OCTET_USAGE_ROWWISE);
+      for (int32_t out_dtype : high_precision_dtypes()) {
+        const std::string where =
+            std::string(c.name) + " " + shape_name(s) + " to " + std::to_string(out_dtype);
+        Tensor out_cpu = tensor(cpu.ctx.get(), out_dtype, s.rows, s.cols);
+        Tensor out_ref = tensor(ref.ctx.get(), out_dtype, s.rows, s.cols);
+        ASSERT_EQ(octet_dequantize(cpu.ctx.get(), cpu.output.get(), out_cpu.get()),
+                  OCTET_STATUS_SUCCESS)
+            << where << ": " << octet_last_error_message();
+        ASSERT_EQ(octet_dequantize(ref.ctx.get(), ref.output.get(), out_ref.get()),
+                  OCTET_STATUS_SUCCESS)
+            << where << ": " << octet_last_error_message();
+        expect_same_bytes(download(out_cpu.get(), OCTET_COMPONENT_DATA),
+                          download(out_ref.get(), OCTET_COMPONENT_DATA),
+                          octet_dtype_size(out_dtype), where);
+      }
+    }
+  }
+}
+
+// Per-tensor quantize with statistics (both overflow modes, scales that
+// saturate and flush).
+TEST(CpuQuantizeStatistics, MatchReference) {
+  for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t in_dtype : high_precision_dtypes()) {
+      for (Shape s : ragged_shapes()) {
+        for (float scale : {1.0f, 3.0e3f, 1.0e-4f}) {
+          for (int32_t saturate : {1, 0}) {
+            std::vector<uint8_t> raw = random_elements(
+                in_dtype, static_cast<std::size_t>(s.rows * s.cols), static_cast<uint32_t>(s.cols));
+            const std::string where = "fp8 " + std::to_string(fp8) + " input " +
+                                      std::to_string(in_dtype) + " " + shape_name(s) + " scale " +
+                                      std::to_string(scale) + " saturate " +
+                                      std::to_string(saturate);
+            octet_quantize_stats got{}, want{};
+            std::vector<uint8_t> codes[2];
+            int side = 0;
+            for (const char* backend : {"cpu", "reference"}) {
+              Context ctx = context(backend);
+              Tensor in = tensor(ctx.get(), in_dtype, s.rows, s.cols);
+              upload(in.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size());
+              Tensor out = tensor(ctx.get(), fp8, s.rows, s.cols, OCTET_USAGE_BOTH);
+              upload(out.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+              octet_quantize_options o;
+              ASSERT_EQ(octet_quantize_options_init(&o), OCTET_STATUS_SUCCESS);
+              o.saturate = saturate;
+              octet_quantize_stats& st = side == 0 ? got : want;
+              st.struct_size = sizeof st;
+              ASSERT_EQ(octet_quantize_with_stats(ctx.get(), in.get(), out.get(), &o, &st),
+                        OCTET_STATUS_SUCCESS)
+                  << backend << " " << where << ": " << octet_last_error_message();
+              codes[side] = download(out.get(), OCTET_COMPONENT_DATA);
+              ++side;
+            }
+            expect_same_bytes(codes[0], codes[1], 1, where + " codes");
+            expect_same_stats(got, want, where);
+            if (::testing::Test::HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Block-scaled GEMMs: the cpu result against the reference's within the
+// bound of numerics.md section 12 (section 8 with the block scales inside
+// the sum), from the codes and scales the reference stored.
+TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
+  struct Case {
+    int config_a, config_b;  // indices into block_configs()
+    int64_t m, n, k;
+    int trans_a, trans_b;
+  };
+  const std::vector<Case> cases = {
+      {0, 0, 5, 7, 70, 0, 0},       {1, 0, 33, 17, 96, 1, 0},   {0, 1, 130, 300, 257, 0, 1},
+      {0, 0, 64, 64, 1000, 1, 1},   {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0},
+      {2, 2, 3, 5, 129, 1, 0},      {4, 4, 200, 131, 260, 0, 1}, {2, 5, 1, 1, 1, 0, 0}};
+  for (const Case& g : cases) {
+    const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
+    const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];
+    const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+    const int64_t b_rows = g.trans_b ? g.k : g.n, b_cols = g.trans_b ? g.n : g.k;
+    const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, a_rows, a_cols, 3);
+    std::vector<float> xb(static_cast<std::size_t>(b_rows * b_cols));
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    for (float& v : xb) v = normal(rng);
+    std::vector<uint8_t> raw_b(xb.size() * 4);
+    std::memcpy(raw_b.data(), xb.data(), raw_b.size());
+    std::vector<float> bias(static_cast<std::size_t>(g.n)), d_old(static_cast<std::size_t>(g.m * g.n));
+    for (float& v : bias) v = normal(rng);
+    for (float& v : d_old) v = normal(rng);
+
+    for (int32_t out_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+      for (int variant = 0; variant < 2; ++variant) {
+        const std::string where = std::string(ca.name) + " x " + cb.name + " m" +
+                                  std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
+                                  std::to_string(g.k) + " trans " + std::to_string(g.trans_a) +
+                                  std::to_string(g.trans_b) + " out " + std::to_string(out_dtype) +
+                                  " variant " + std::to_string(variant);
+        Quantized qa[2], qb[2];
+        std::vector<float> d_result[2];
+        const char* backends[2] = {"cpu", "reference"};
+        for (int side = 0; side < 2; ++side) {
+          qa[side] = block_quantize_on(backends[side], ca, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32,
+                                       a_rows, a_cols, raw_a, OCTET_USAGE_BOTH);
+          octet_context* ctx = qa[side].ctx.get();
+          // B in the same context as A.
+          Tensor hb = tensor(ctx, OCTET_DTYPE_FP32, b_rows, b_cols);
+          upload(hb.get(), OCTET_COMPONENT_DATA, raw_b.data(), raw_b.size());
+          qb[side].output = block_tensor(ctx, OCTET_DTYPE_E4M3, b_rows, b_cols, OCTET_USAGE_BOTH, cb.mode);
+          Recipe rb = make_recipe(cb, OCTET_DTYPE_E4M3);
+          octet_quantizer* qz = nullptr;
+          ASSERT_EQ(octet_quantizer_create(rb.get(), role_of(cb), &qz), OCTET_STATUS_SUCCESS);
+          Quantizer quantizer(qz);
+          ASSERT_EQ(octet_quantizer_quantize(ctx, quantizer.get(), hb.get(), qb[side].output.get(),
+                                             nullptr, nullptr),
+                    OCTET_STATUS_SUCCESS)
+              << where << ": " << octet_last_error_message();
+          Tensor d32 = tensor(ctx, OCTET_DTYPE_FP32, g.m, g.n);
+          upload(d32.get(), OCTET_COMPONENT_DATA, d_old.data(), d_old.size() * 4);
+          Tensor d = tensor(ctx, out_dtype, g.m, g.n);
+          ASSERT_EQ(octet_convert(ctx, d32.get(), d.get(), 1), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          Tensor tb = tensor(ctx, OCTET_DTYPE_FP32, 1, g.n);
+          upload(tb.get(), OCTET_COMPONENT_DATA, bias.data(), bias.size() * 4);
+          octet_gemm_options o;
+          ASSERT_EQ(octet_gemm_options_init(&o), OCTET_STATUS_SUCCESS);
+          o.trans_a = g.trans_a;
+          o.trans_b = g.trans_b;
+          o.alpha = 0.75f;
+          if (variant == 1) {
+            o.beta = -0.5f;
+            o.bias = tb.get();
+            o.epilogue = OCTET_EPILOGUE_GELU;
+          }
+          ASSERT_EQ(octet_gemm(ctx, qa[side].output.get(), qb[side].output.get(), d.get(), &o),
+                    OCTET_STATUS_SUCCESS)
+              << backends[side] << " " << where << ": " << octet_last_error_message();
+          Tensor d_back = tensor(ctx, OCTET_DTYPE_FP32, g.m, g.n);
+          ASSERT_EQ(octet_convert(ctx, d.get(), d_back.get(), 1), OCTET_STATUS_SUCCESS);
+          std::vector<uint8_t> bytes = download(d_back.get(), OCTET_COMPONENT_DATA);
+          d_result[side].resize(bytes.size() / 4);
+          std::memcpy(d_result[side].data(), bytes.data(), bytes.size());
+        }
+        // Codes and scales as the reference stored them, K-contiguous.
+        const bool mx = ca.mode == OCTET_SCALING_MXFP8_1X32;
+        const int64_t bk = mx ? 32 : 128, kbs = (g.k + bk - 1) / bk;
+        auto operand = [&](const octet_tensor* t, bool trans, const BlockConfig& c,
+                           std::vector<float>* values, std::vector<float>* scales) {
+          const BlockImage im = image_of(t);
+          const std::vector<uint8_t>& codes = trans ? im.columnwise : im.rowwise;
+          const std::vector<uint8_t>& sc = trans ? im.columnwise_scales : im.rowwise_scales;
+          for (uint8_t code : codes) values->push_back(octet_fp8_decode(code, OCTET_DTYPE_E4M3));
+          if (c.mode == OCTET_SCALING_MXFP8_1X32) {
+            for (uint8_t code : sc) scales->push_back(std::ldexp(1.0f, int(code) - 127));
+          } else {
+            scales->resize(sc.size() / 4);
+            std::memcpy(scales->data(), sc.data(), sc.size());
+          }
+        };
+        std::vector<float> va, vb, sa, sb;
+        operand(qa[1].output.get(), g.trans_a != 0, ca, &va, &sa);
+        operand(qb[1].output.get(), g.trans_b != 0, cb, &vb, &sb);
+        ASSERT_EQ(va.size(), static_cast<std::size_t>(g.m * g.k)) << where;
+        ASSERT_EQ(vb.size(), static_cast<std::size_t>(g.n * g.k)) << where;
+        const int64_t bra = ca.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+        const int64_t brb = cb.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+        double worst = 0.0;
+        for (int64_t i = 0; i < g.m; ++i) {
+          for (int64_t j = 0; j < g.n; ++j) {
+            double magnitude = 0.0;
+            for (int64_t kk = 0; kk < g.k; ++kk) {
+              const double s = double(sa[std::size_t((i / bra) * kbs + kk / bk)]) *
+                               double(sb[std::size_t((j / brb) * kbs + kk / bk)]);
+              magnitude += std::fabs(double(va[std::size_t(i * g.k + kk)]) *
+                                     double(vb[std::size_t(j * g.k + kk)]) * s);
+            }
+            const double got = d_result[0][std::size_t(i * g.n + j)];
+            const double want = d_result[1][std::size_t(i * g.n + j)];
+            // Section 8's bound, the rounding of the beta and bias terms,
+            // GELU's slope (at most ~1.13) and the output dtype's rounding.
+            double bound = double(g.k) * std::ldexp(1.0, -23) * magnitude * 0.75;
+            if (variant == 1) bound = 1.2 * bound + std::ldexp(1.0, -21) * (std::fabs(want) + 2.0);
+            if (out_dtype == OCTET_DTYPE_BF16) bound += std::ldexp(1.0, -7) * std::fabs(want);
+            const double diff = std::fabs(got - want);
+            ASSERT_TRUE(diff <= bound || (std::isnan(got) && std::isnan(want)))
+                << where << " at " << i << "," << j << ": cpu " << got << " reference " << want
+                << " bound " << bound;
+            if (bound > 0) worst = std::max(worst, diff / bound);
+          }
+        }
+        RecordProperty(where, std::to_string(worst));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpu_test
