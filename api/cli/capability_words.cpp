@@ -66,7 +66,16 @@ std::string feature_list(uint32_t features) {
                                {OCTET_FEATURE_TRANSPOSE, "transpose"},
                                {OCTET_FEATURE_DEQUANTIZE, "dequantize"},
                                {OCTET_FEATURE_GEMM_FP8, "fp8 gemm"},
-                               {OCTET_FEATURE_GEMM_HIGH_PRECISION, "high-precision gemm"}});
+                               {OCTET_FEATURE_GEMM_HIGH_PRECISION, "high-precision gemm"},
+                               // plugin ABI 1.1
+                               {OCTET_FEATURE_QUANTIZE_STATISTICS, "quantize statistics"},
+                               {OCTET_FEATURE_BLOCK_QUANTIZE, "block quantize"},
+                               {OCTET_FEATURE_BLOCK_GEMM, "block gemm"},
+                               // plugin ABI 1.2 (layers)
+                               {OCTET_FEATURE_NORM, "norm"},
+                               {OCTET_FEATURE_ACTIVATION, "activation"},
+                               {OCTET_FEATURE_BIAS_GRADIENT, "bias gradient"},
+                               {OCTET_FEATURE_ACCUMULATE, "accumulate"}});
 }
 
 std::string profile_name(int32_t profile) {

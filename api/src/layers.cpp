@@ -6,6 +6,7 @@
 #include "layers.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -34,7 +35,8 @@ TensorPtr make_plain(const Ctx& ctx, octet_dtype dtype, int64_t rows, int64_t co
   return TensorPtr(create_tensor(ctx, d, category).release());
 }
 
-TensorPtr make_fp8(const Ctx& ctx, octet_dtype dtype, int64_t rows, int64_t cols, uint32_t usages) {
+TensorPtr make_fp8(const Ctx& ctx, octet_dtype dtype, int64_t rows, int64_t cols, uint32_t usages,
+                   int32_t scaling_mode = OCTET_SCALING_PER_TENSOR) {
   octet_tensor_desc d{};
   d.struct_size = sizeof(d);
   d.dtype = dtype;
@@ -42,6 +44,7 @@ TensorPtr make_fp8(const Ctx& ctx, octet_dtype dtype, int64_t rows, int64_t cols
   d.shape[0] = rows;
   d.shape[1] = cols;
   d.usages = usages;
+  d.scaling_mode = scaling_mode;
   return TensorPtr(create_tensor(ctx, d, OCTET_MEMORY_QUANTIZED_COPIES).release());
 }
 
@@ -93,9 +96,6 @@ struct Precision {
 Precision precision_of(const std::shared_ptr<const RecipeState>& r) {
   Precision p;
   if (!r) return p;
-  if (!r->per_tensor())
-    fail(OCTET_STATUS_UNSUPPORTED, "layers run per-tensor recipes (delayed, current, static); the recipe in effect is ",
-         recipe_kind_name(r->kind), ", which layers do not support in this version");
   p.recipe = r;
   const bool delayed = r->kind == OCTET_RECIPE_DELAYED;
   p.fprop = !(delayed && r->delayed.override_fprop);
@@ -115,10 +115,27 @@ struct Quantized {
 
 QuantizerState& quantizer(LinearUnit& u, int32_t role) { return *u.quantizers[size_t(role)].state; }
 
+// Static scaling with observe = 1: every quantize of new data is counted
+// through the statistics kernel (numerics.md section 10), so nothing is fused.
+bool observing(const RecipeState& r) { return r.kind == OCTET_RECIPE_STATIC && r.fixed.observe != 0; }
+
+// Whether a quantize can be fused into another kernel's pass (norm forward,
+// bias gradient): per-tensor with the scale known before the data.
+bool fusable(const RecipeState& r) {
+  return r.per_tensor() && r.kind != OCTET_RECIPE_CURRENT && !observing(r);
+}
+
+// A quantized tensor of `role` in the recipe's dtype and scaling mode (block
+// recipes: 1x32 MXFP8, 1x128 for inputs and gradients, 128x128 for weights).
+TensorPtr make_role(const Ctx& ctx, const RecipeState& r, int32_t role, int64_t rows, int64_t cols, uint32_t usages) {
+  return make_fp8(ctx, r.dtype_for(role), rows, cols, usages, r.scaling_mode_for(role));
+}
+
 // The scale a quantize with this recipe uses now (current scaling: from the
 // input's amax, numerics 3.2).
 float scale_for(const Ctx& ctx, const QuantizerState& q, const RecipeState& r, const TensorState& in,
                 octet_dtype dtype) {
+  if (!r.per_tensor()) return 1.0f;  // block recipes: scales per block, from the data
   if (r.kind == OCTET_RECIPE_STATIC) return r.fixed.scale;
   if (r.kind == OCTET_RECIPE_CURRENT)
     return current_scale(amax_of(ctx, in), fp8_max_of(dtype), r.current.amax_epsilon,
@@ -126,9 +143,10 @@ float scale_for(const Ctx& ctx, const QuantizerState& q, const RecipeState& r, c
   return q.scale;
 }
 
-// Records a quantize in the quantizer, as octet_quantizer_quantize does.
+// Records a quantize in the quantizer, as octet_quantizer_quantize does
+// (stats: the observation counts of a static recipe with observe = 1).
 void commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& q, const std::shared_ptr<const RecipeState>& r,
-            float amax, float scale) {
+            float amax, float scale, const octet_quantize_stats* stats = nullptr) {
   if (r->kind == OCTET_RECIPE_DELAYED) {
     q->resize_history(size_t(r->delayed.amax_history_len));
     q->record(amax);
@@ -136,8 +154,15 @@ void commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& q, const s
     q->resize_history(1);
     q->history[q->current] = amax;
   }
-  q->scale = scale;
-  q->scale_inv = 1.0f / scale;
+  if (r->per_tensor()) {
+    q->scale = scale;
+    q->scale_inv = 1.0f / scale;
+  }
+  if (stats != nullptr) {
+    q->observed_amax = std::fmax(q->observed_amax, stats->amax);
+    q->observed_saturated += stats->saturated_count;
+    q->observed_total += stats->total_count;
+  }
   q->last_recipe = r;
   autocast_note_use(ctx, q);
 }
@@ -156,27 +181,48 @@ Quantized quantize_role(const Ctx& ctx, LinearUnit& u, int32_t role, const std::
                         const TensorState& in, uint32_t usages, TensorPtr into = nullptr) {
   const octet_dtype dtype = r->dtype_for(role);
   Quantized out;
-  out.tensor = into ? into : make_fp8(ctx, dtype, in.rows, in.cols, usages);
+  out.tensor = into ? into : make_role(ctx, *r, role, in.rows, in.cols, usages);
   out.scale = scale_for(ctx, quantizer(u, role), *r, in, dtype);
-  write_scale(out.tensor->state, out.scale);
-  quantize_into(ctx, in, out.tensor->state, usages, true, r->block_params(), nullptr);
-  commit(*ctx, u.quantizers[size_t(role)].state, r, read_scalar(out.tensor->state, kAmax), out.scale);
+  if (r->per_tensor()) write_scale(out.tensor->state, out.scale);
+  octet_quantize_stats stats{};
+  stats.struct_size = sizeof(stats);
+  const bool observe = observing(*r);
+  quantize_into(ctx, in, out.tensor->state, usages, true, r->block_params(), observe ? &stats : nullptr);
+  commit(*ctx, u.quantizers[size_t(role)].state, r, read_scalar(out.tensor->state, kAmax), out.scale,
+         observe ? &stats : nullptr);
   return out;
 }
 
-// The same codes again, with a scale used before; nothing is recorded.
-TensorPtr requantize(const Ctx& ctx, const TensorState& in, octet_dtype dtype, uint32_t usages, float scale) {
-  TensorPtr t = make_fp8(ctx, dtype, in.rows, in.cols, usages);
-  write_scale(t->state, scale);
-  quantize_into(ctx, in, t->state, usages, true, BlockParams{}, nullptr);
+// The same codes again (the scale used before, or the block scales, which
+// the data determine); nothing is recorded.
+TensorPtr requantize(const Ctx& ctx, const TensorState& in, const RecipeState& r, int32_t role, uint32_t usages,
+                     float scale) {
+  TensorPtr t = make_role(ctx, r, role, in.rows, in.cols, usages);
+  if (r.per_tensor()) write_scale(t->state, scale);
+  quantize_into(ctx, in, t->state, usages, true, r.block_params(), nullptr);
   return t;
 }
 
 // After the rowwise usage was consumed: keep only the columnwise one (frees
-// the rowwise copy where the columnwise usage is a separate transposed copy).
+// the rowwise copy, and its block scales, where the columnwise usage is a
+// separate copy).
 void keep_columnwise_only(TensorState& t) {
-  if (t.columnwise) t.data = Buffer();
+  if (t.columnwise) {
+    t.data = Buffer();
+    t.rowwise_scale_inv = Buffer();
+  }
   t.usages = OCTET_USAGE_COLUMNWISE;
+}
+
+// Usages of the FP8 weight in forward. Per-tensor: rowwise only (dgrad reads
+// the same codes along columns). Block recipes: the columnwise usage is its
+// own quantization of W^T (numerics.md section 11), made in forward when a
+// backward (or a cached weight) may need it.
+uint32_t weight_usages(const LayerState& L, const RecipeState& r, bool training, bool dgrad) {
+  if (r.per_tensor() || L.options.weight_storage == OCTET_WEIGHTS_FP8_ONLY) return OCTET_USAGE_ROWWISE;
+  if ((training && dgrad && !L.options.minimize_memory) || L.options.weight_cache)
+    return OCTET_USAGE_ROWWISE | OCTET_USAGE_COLUMNWISE;
+  return OCTET_USAGE_ROWWISE;
 }
 
 // Fills a backend quantize call for writing `t`'s requested usages in a
@@ -285,19 +331,26 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
     x.quantized = q.tensor;
     x.scale = q.scale;
   }
-  // Weight: rowwise (its columnwise usage for dgrad is the transpose of the
-  // same codes, made by the GEMM adaptation where the backend needs it).
+  // Weight: rowwise (per-tensor: its columnwise usage for dgrad is the
+  // transpose of the same codes, made by the GEMM adaptation where the
+  // backend needs it; block recipes: see weight_usages).
   TensorPtr w_q;
   float w_scale = 1.0f;
+  const RecipeState& r = *p.recipe;
   if (p.fprop || (training && p.dgrad)) {
+    const uint32_t wu = weight_usages(L, r, training, p.dgrad);
+    const TensorPtr& cached = u.cached_weight;
+    const bool cache_fits = cached && cached->state.dtype == r.dtype_for(OCTET_ROLE_WEIGHT) &&
+                            cached->state.scaling_mode == r.scaling_mode_for(OCTET_ROLE_WEIGHT) &&
+                            (cached->state.usages & wu) == wu;
     if (fp8_only(L)) {
       w_q = L.params[u.weight].value;
       w_scale = read_scalar(w_q->state, kScale);
-    } else if (L.options.weight_cache && u.cached_weight) {
+    } else if (L.options.weight_cache && cache_fits) {
       w_q = u.cached_weight;
       w_scale = u.cached_scale;
     } else {
-      Quantized q = quantize_role(ctx, u, OCTET_ROLE_WEIGHT, p.recipe, *w_hp, OCTET_USAGE_ROWWISE);
+      Quantized q = quantize_role(ctx, u, OCTET_ROLE_WEIGHT, p.recipe, *w_hp, wu);
       w_q = q.tensor;
       w_scale = q.scale;
       if (L.options.weight_cache) {
@@ -360,8 +413,8 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   if (du != 0) {
     const octet_dtype dtype = r->dtype_for(OCTET_ROLE_GRADIENT);
     octet_quantize_args qa{};
-    TensorPtr t = make_fp8(ctx, dtype, dy.rows, dy.cols, du);
-    if (bias != nullptr && r->kind != OCTET_RECIPE_CURRENT && fused_quantize_args(*ctx, t->state, du, qa)) {
+    TensorPtr t = make_role(ctx, *r, OCTET_ROLE_GRADIENT, dy.rows, dy.cols, du);
+    if (bias != nullptr && fusable(*r) && fused_quantize_args(*ctx, t->state, du, qa)) {
       const float scale = scale_for(ctx, quantizer(u, OCTET_ROLE_GRADIENT), *r, dy, dtype);
       write_scale(t->state, scale);
       sums = bias_sums(ctx, dy, &qa);
@@ -379,7 +432,9 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   if (dx != nullptr) {
     if (fp8 && sv.fp8_dgrad) {
       TensorPtr w_q = sv.w_q;
-      if (!w_q) w_q = requantize(ctx, *sv.w_hp, r->dtype_for(OCTET_ROLE_WEIGHT), OCTET_USAGE_ROWWISE, sv.w_scale);
+      if (!w_q)  // minimize_memory: the forward's codes again (block recipes: the columnwise usage)
+        w_q = requantize(ctx, *sv.w_hp, *r, OCTET_ROLE_WEIGHT,
+                         r->per_tensor() ? OCTET_USAGE_ROWWISE : OCTET_USAGE_COLUMNWISE, sv.w_scale);
       run_gemm(ctx, dy_q->state, w_q->state, *dx, gemm_options(0, 1, 0.0f, nullptr));
       if (du & OCTET_USAGE_COLUMNWISE) keep_columnwise_only(dy_q->state);
     } else {
@@ -399,7 +454,7 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
       if (!x_col) {
         // save_original_input: quantize the kept input again, with the scale
         // of forward when forward quantized it (same codes).
-        x_col = sv.fp8_fprop ? requantize(ctx, *x_hp, r->dtype_for(OCTET_ROLE_INPUT), OCTET_USAGE_COLUMNWISE, sv.x_scale)
+        x_col = sv.fp8_fprop ? requantize(ctx, *x_hp, *r, OCTET_ROLE_INPUT, OCTET_USAGE_COLUMNWISE, sv.x_scale)
                              : quantize_role(ctx, u, OCTET_ROLE_INPUT, r, *x_hp, OCTET_USAGE_COLUMNWISE).tensor;
       }
       run_gemm(ctx, dy_q->state, x_col->state, g, o);
@@ -468,7 +523,7 @@ NormOut norm_forward(LayerState& L, const Precision& p, bool training, const Ten
   octet_quantize_args qa{};
   TensorPtr q;
   float scale = 1.0f;
-  if (xu != 0 && p.recipe->kind != OCTET_RECIPE_CURRENT) {
+  if (xu != 0 && fusable(*p.recipe)) {
     const octet_dtype dtype = p.recipe->dtype_for(OCTET_ROLE_INPUT);
     q = make_fp8(ctx, dtype, x.rows, x.cols, xu);
     if (fused_quantize_args(c, q->state, xu, qa)) {
@@ -691,6 +746,7 @@ void add_param(LayerState& L, const std::string& name, int32_t ndim, int64_t d0,
   if (matrix && fp8_only(L)) {
     d.dtype = L.recipe->dtype_for(OCTET_ROLE_WEIGHT);
     d.usages = OCTET_USAGE_ROWWISE;
+    d.scaling_mode = L.recipe->scaling_mode_for(OCTET_ROLE_WEIGHT);
   }
   if (!(matrix && L.options.skip_weight_allocation)) {
     p.value = TensorPtr(create_tensor(L.ctx, d, OCTET_MEMORY_PARAMETERS).release());
@@ -739,7 +795,6 @@ std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linea
   L.options = o;
   if (o.recipe != nullptr) {
     L.recipe = o.recipe->state;
-    precision_of(L.recipe);  // refuses block recipes now
   }
   L.options.recipe = nullptr;  // kept through L.recipe
   return layer;

@@ -490,7 +490,10 @@ TEST(LinearBadArguments, ClearMessages) {
   octet_recipe* mx = nullptr;
   ASSERT_EQ(octet_recipe_create_mxfp8(nullptr, &mx), OCTET_STATUS_SUCCESS);
   b = small_options(mx);
-  expect_error(octet_layer_create_linear(rig.ctx, &b, &bad), OCTET_STATUS_UNSUPPORTED, "per-tensor recipes");
+  b.weight_storage = OCTET_WEIGHTS_FP8_ONLY;
+  b.skip_weight_allocation = 1;
+  expect_error(octet_layer_create_linear(rig.ctx, &b, &bad), OCTET_STATUS_INVALID_ARGUMENT,
+               "skip_weight_allocation cannot be combined");
   octet_recipe_destroy(mx);
   b = small_options();
   b.skip_weight_allocation = 1;
