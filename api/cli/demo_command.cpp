@@ -1,0 +1,259 @@
+// `octet demo`: trains a small model built from Octet layers in FP32, BF16
+// and FP8 with each recipe on one backend, prints a table (final loss, gap to
+// FP32, time per step, peak memory by category) and writes the loss curves
+// as an SVG plot. See docs/demo.md.
+#include <octet/octet.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "demo_progress.hpp"
+#include "demo_run.hpp"
+#include "demo_svg.hpp"
+
+namespace octet_cli {
+
+namespace {
+
+using demo::Outcome;
+using demo::RunResult;
+
+// FP8 with delayed or current scaling must end within this much of FP32's
+// final loss (the "within a few percent").
+constexpr double kMaxGapPercent = 5.0;
+
+struct DemoOptions {
+  demo::DemoConfig config;
+  std::string plot = "octet-demo-loss.svg";
+  std::vector<std::string> precisions;  // empty: all
+};
+
+bool parse_int(const std::string& value, long long min, long long max, long long* out) {
+  if (value.empty() || value[0] == '-' || value[0] == '+') return false;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+  if (*end != '\0' || v < static_cast<unsigned long long>(min) ||
+      v > static_cast<unsigned long long>(max))
+    return false;
+  *out = static_cast<long long>(v);
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+int parse(const std::vector<std::string>& args, DemoOptions* o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return -1;
+    }
+    if (a != "--backend" && a != "--steps" && a != "--batch" && a != "--hidden" &&
+        a != "--seed" && a != "--plot" && a != "--precisions")
+      return usage_error("demo: unknown argument '" + a + "'");
+    if (i + 1 >= args.size()) return usage_error(a + " needs a value");
+    const std::string& value = args[++i];
+    long long n = 0;
+    if (a == "--backend") {
+      o->config.backend = value;
+    } else if (a == "--plot") {
+      if (value.empty()) return usage_error("--plot needs a file name");
+      o->plot = value;
+    } else if (a == "--precisions") {
+      for (const std::string& p : split(value, ',')) {
+        const auto& all = demo::all_precisions();
+        if (std::none_of(all.begin(), all.end(), [&](const auto& q) { return q.name == p; })) {
+          std::string known;
+          for (const auto& q : all) known += (known.empty() ? "" : ",") + q.name;
+          return usage_error("--precisions: unknown precision '" + p + "' (known: " + known +
+                             ")");
+        }
+        o->precisions.push_back(p);
+      }
+    } else if (a == "--seed") {
+      if (!parse_int(value, 0, (1ll << 62), &n))
+        return usage_error("--seed needs a non-negative integer (got '" + value + "')");
+      o->config.seed = static_cast<uint64_t>(n);
+    } else if (a == "--steps") {
+      if (!parse_int(value, 10, 1000000, &n))
+        return usage_error("--steps needs an integer >= 10 (got '" + value + "')");
+      o->config.steps = n;
+    } else if (a == "--batch") {
+      if (!parse_int(value, 1, 65536, &n))
+        return usage_error("--batch needs a positive integer (got '" + value + "')");
+      o->config.shape.batch = n;
+    } else {  // --hidden
+      if (!parse_int(value, 2, 16384, &n))
+        return usage_error("--hidden needs an integer >= 2 (got '" + value + "')");
+      o->config.shape.hidden = n;
+      o->config.shape.ffn = 2 * n;
+    }
+  }
+  return kExitOk;
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+std::string lpad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+std::string kib(uint64_t bytes) { return fmt("%.1f", static_cast<double>(bytes) / 1024.0); }
+
+double gap_percent(const RunResult& r, const RunResult* fp32) {
+  return 100.0 * (r.final_loss - fp32->final_loss) / fp32->final_loss;
+}
+
+void print_table(const std::vector<RunResult>& results, const RunResult* fp32) {
+  std::printf("%s  %s  %s  %s  %s  %s  %s  %s  %s\n", pad("precision", 12).c_str(),
+              lpad("final loss", 11).c_str(), lpad("vs fp32", 8).c_str(),
+              lpad("ms/step", 8).c_str(), lpad("params", 8).c_str(), lpad("fp8 copies", 10).c_str(),
+              lpad("saved act", 9).c_str(), lpad("workspace", 9).c_str(),
+              lpad("peak total", 10).c_str());
+  for (const RunResult& r : results) {
+    std::string line = pad(r.precision.name, 12) + "  ";
+    if (r.outcome == Outcome::Unsupported) {
+      line += "unsupported: " + r.message;
+    } else if (r.outcome == Outcome::Error) {
+      line += "error: " + r.message;
+    } else {
+      const octet_memory_stats& m = r.memory;
+      std::string gap = "-";
+      if (r.diverged) gap = "diverged";
+      else if (fp32 && &r != fp32) gap = fmt("%+.2f%%", gap_percent(r, fp32));
+      line += lpad(r.diverged ? "nan" : fmt("%.5f", r.final_loss), 11) + "  " + lpad(gap, 8) +
+              "  " + lpad(fmt("%.1f", r.ms_per_step), 8) + "  " +
+              lpad(kib(m.peak_bytes[OCTET_MEMORY_PARAMETERS]), 8) + "  " +
+              lpad(kib(m.peak_bytes[OCTET_MEMORY_QUANTIZED_COPIES]), 10) + "  " +
+              lpad(kib(m.peak_bytes[OCTET_MEMORY_SAVED_ACTIVATIONS]), 9) + "  " +
+              lpad(kib(m.peak_bytes[OCTET_MEMORY_WORKSPACE]), 9) + "  " +
+              lpad(kib(m.peak_total), 10);
+      if (!r.note.empty()) line += "  (" + r.note + ")";
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
+int run_demo(const std::vector<std::string>& args) {
+  DemoOptions options;
+  if (const int rc = parse(args, &options); rc != kExitOk) return rc < 0 ? kExitOk : rc;
+
+  const auto backends = octet::backends();
+  const auto it = std::find_if(backends.begin(), backends.end(),
+                               [&](const auto& b) { return b.name == options.config.backend; });
+  if (it == backends.end()) {
+    std::string known;
+    for (const auto& b : backends) known += (known.empty() ? "" : ", ") + b.name;
+    return usage_error("demo: no backend named '" + options.config.backend +
+                       "' (registered: " + known + ")");
+  }
+  if (!it->available) {
+    std::fprintf(stderr, "octet: backend '%s' is unavailable: %s\n", it->name.c_str(),
+                 it->unavailable_reason.c_str());
+    return kExitFailure;
+  }
+
+  std::vector<demo::Precision> chosen;
+  for (const auto& p : demo::all_precisions())
+    if (options.precisions.empty() ||
+        std::find(options.precisions.begin(), options.precisions.end(), p.name) !=
+            options.precisions.end())
+      chosen.push_back(p);
+
+  const demo::ModelShape& s = options.config.shape;
+  options.config.interactive = demo::Progress::stderr_is_terminal();
+  std::printf(
+      "octet demo: backend %s, %lld steps, batch %lld, model 2 x (x + LayerNormMLP %lld->%lld->%lld, "
+      "GELU) + Linear %lld->%lld, Adam lr %g, seed %llu\n\n",
+      options.config.backend.c_str(), static_cast<long long>(options.config.steps),
+      static_cast<long long>(s.batch), static_cast<long long>(s.hidden),
+      static_cast<long long>(s.ffn), static_cast<long long>(s.hidden),
+      static_cast<long long>(s.hidden), static_cast<long long>(s.out),
+      static_cast<double>(options.config.learning_rate),
+      static_cast<unsigned long long>(options.config.seed));
+  std::fflush(stdout);
+
+  std::vector<RunResult> results;
+  for (const auto& p : chosen) results.push_back(demo::run_precision(p, options.config));
+
+  const RunResult* fp32 = nullptr;
+  for (const RunResult& r : results)
+    if (r.precision.name == "fp32" && r.outcome == Outcome::Ok && !r.diverged &&
+        r.final_loss > 0)
+      fp32 = &r;
+
+  std::printf("\n");
+  print_table(results, fp32);
+  std::printf(
+      "\nfinal loss: mean MSE of the last 10 steps; vs fp32: relative gap of the final loss; "
+      "ms/step: wall time of a whole step (forward, loss, backward, host Adam); memory: peak KiB "
+      "per category (octet_context_get_memory_stats), peak total includes the caller's tensors\n");
+
+  std::vector<demo::Series> series;
+  for (const RunResult& r : results)
+    if (r.outcome == Outcome::Ok) series.push_back({r.precision.name, r.losses});
+  const std::string title = "octet demo: training loss on " + options.config.backend;
+  if (!demo::write_text_file(options.plot, demo::loss_plot_svg(series, title))) {
+    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s'\n", options.plot.c_str());
+    return kExitFailure;
+  }
+  std::printf("loss curves: %s\n", options.plot.c_str());
+
+  // Verdict.
+  std::vector<std::string> failures;
+  for (const RunResult& r : results) {
+    if (r.outcome == Outcome::Error)
+      failures.push_back(r.precision.name + " failed: " + r.message);
+    if (r.outcome == Outcome::Ok && r.diverged)
+      failures.push_back(r.precision.name + " diverged (non-finite loss)");
+  }
+  for (const RunResult& r : results) {
+    const bool checked =
+        r.precision.name == "fp8-delayed" || r.precision.name == "fp8-current";
+    if (!checked) continue;
+    if (r.outcome == Outcome::Unsupported) {
+      failures.push_back(r.precision.name + " is unsupported on this backend: " + r.message);
+    } else if (r.outcome == Outcome::Ok && !r.diverged) {
+      if (!fp32) {
+        failures.push_back(r.precision.name +
+                           " cannot be compared: the fp32 baseline did not run (add fp32 to "
+                           "--precisions)");
+      } else if (gap_percent(r, fp32) > kMaxGapPercent) {
+        failures.push_back(r.precision.name + " ended " + fmt("%.2f", gap_percent(r, fp32)) +
+                           "% above fp32's final loss (limit " + fmt("%.0f", kMaxGapPercent) +
+                           "%)");
+      }
+    }
+  }
+  if (!failures.empty()) {
+    for (const std::string& f : failures) std::fprintf(stderr, "octet: demo: %s\n", f.c_str());
+    std::printf("FAIL\n");
+    return kExitFailure;
+  }
+  std::printf("PASS: FP8 delayed and current scaling within %.0f%% of FP32\n", kMaxGapPercent);
+  return kExitOk;
+}
+
+}  // namespace octet_cli
