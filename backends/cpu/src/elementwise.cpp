@@ -3,9 +3,13 @@
 // most kChunk elements and shared among OpenMP threads with a static
 // schedule; each segment goes through the row kernels (AVX2 or portable).
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -150,8 +154,9 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     {
       alignas(64) float buffer[kTileCols];
       alignas(64) uint8_t tile[kTileRows * kTileCols];
+      alignas(64) uint8_t staging[kTileCols * kTileRows];
       float* amax = &partial[static_cast<std::size_t>(omp_get_thread_num())];
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 8)
       for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
         const int64_t r0 = (t / col_tiles) * kTileRows;
         const int64_t c0 = (t % col_tiles) * kTileCols;
@@ -163,8 +168,28 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
           k.scale_encode(values, w, scale, dtype, sat, codes, amax);
           if (rowwise != nullptr) std::memcpy(rowwise + (r0 + i) * cols + c0, codes, size_t(w));
         }
-        k.transpose_bytes(tile, kTileCols, h, w, columnwise + c0 * rows + r0, rows);
+        // Transposed into an L1 staging tile, then each column's h bytes
+        // (one 64-byte line for a full tile) go out with streaming stores
+        // when aligned, so the columnwise copy is not read for ownership.
+        k.transpose_bytes(tile, kTileCols, h, w, staging, kTileRows);
+        for (int64_t j = 0; j < w; ++j) {
+          uint8_t* dst = columnwise + (c0 + j) * rows + r0;
+          const uint8_t* src = staging + j * kTileRows;
+#if defined(__SSE2__)
+          if (h == kTileRows && (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0) {
+            for (int q = 0; q < 4; ++q) {
+              _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
+                               _mm_load_si128(reinterpret_cast<const __m128i*>(src + 16 * q)));
+            }
+            continue;
+          }
+#endif
+          std::memcpy(dst, src, static_cast<std::size_t>(h));
+        }
       }
+#if defined(__SSE2__)
+      _mm_sfence();  // streaming stores are visible before the region ends
+#endif
     }
   }
   float amax = 0.0f;
