@@ -416,7 +416,7 @@ Out reference(const Spec& s, const Rule& r, bool fp8, const Params& p, const Fve
 
 struct Options {
   int32_t profile = OCTET_PROFILE_NATIVE;
-  int32_t minimize = 0, cache = 0, skip = 0;
+  int32_t minimize = 0, cache = 0, skip = 0, save_original = 0;
 };
 
 octet_layer* create(octet_context* ctx, const Spec& s, const octet_recipe* recipe, const Options& opt) {
@@ -428,6 +428,7 @@ octet_layer* create(octet_context* ctx, const Spec& s, const octet_recipe* recip
   lo.minimize_memory = opt.minimize;
   lo.weight_cache = opt.cache;
   lo.skip_weight_allocation = opt.skip;
+  lo.save_original_input = opt.save_original;
   octet_layer* layer = nullptr;
   if (s.kind == Kind::Linear) {
     EXPECT_OK(octet_layer_create_linear(ctx, &lo, &layer));
@@ -723,6 +724,31 @@ TEST(FusedLayersOptions, MemoryOptionsGiveIdenticalResults) {
           expect_same(run(s, c.recipe, o, p, x, dy), want, what + " option " + std::to_string(option));
         }
       }
+    }
+  }
+  destroy(cases);
+}
+
+// Linear with every recipe: save_original_input (backward quantizes the
+// kept input again), minimize_memory and weight_cache give the same bits.
+TEST(LayersFp8Exact, LinearOptionsWithEveryRecipe) {
+  std::vector<RecipeCase> cases = all_recipes();
+  Spec s;
+  s.rows = 40;
+  const Params p = make_params(s);
+  const Fvec x = data_x(s), dy = data_dy(s);
+  for (const RecipeCase& c : cases) {
+    SCOPED_TRACE(c.rule.name);
+    Options base;
+    base.profile = OCTET_PROFILE_HOPPER_LIKE;
+    Out want = run(s, c.recipe, base, p, x, dy);
+    expect_matches(want, reference(s, c.rule, true, p, x, dy), c.rule.name);
+    for (int option = 0; option < 4; ++option) {
+      Options o = base;
+      o.save_original = option == 0 || option == 3;
+      o.minimize = option == 1 || option == 3;
+      o.cache = option == 2 || option == 3;
+      expect_same(run(s, c.recipe, o, p, x, dy), want, std::string(c.rule.name) + " option " + std::to_string(option));
     }
   }
   destroy(cases);
