@@ -942,3 +942,53 @@ TEST(LayersObservation, StaticRecipeCountsEveryQuantizeInsideLayers) {
 
 }  // namespace
 }  // namespace layers_test
+
+namespace layers_test {
+namespace {
+
+// FP8-only (inference) weights with every recipe: quantized at load in the
+// recipe's scaling mode; the output matches the quantizing reference's y.
+TEST(LayersFp8Exact, Fp8OnlyWeightsWithEveryRecipe) {
+  std::vector<RecipeCase> cases = all_recipes();
+  Spec s;
+  s.rows = 40;
+  const Params p = make_params(s);
+  const Fvec x = data_x(s), dy = data_dy(s);
+  for (const RecipeCase& c : cases) {
+    SCOPED_TRACE(c.rule.name);
+    octet_context* ctx = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+    ASSERT_NE(ctx, nullptr);
+    octet_linear_options lo;
+    octet_linear_options_init(&lo);
+    lo.in_features = s.hidden;
+    lo.out_features = s.ffn;
+    lo.recipe = c.recipe;
+    lo.weight_storage = OCTET_WEIGHTS_FP8_ONLY;
+    octet_layer* layer = nullptr;
+    OK(octet_layer_create_linear(ctx, &lo, &layer));
+    octet_tensor* w = make_tensor(ctx, OCTET_DTYPE_FP32, s.ffn, s.hidden);
+    octet_tensor* tx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet_tensor* ty = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.ffn);
+    upload(w, to_vec(p.at("weight")));
+    upload(tx, to_vec(x));
+    upload(param(layer, "bias"), to_vec(p.at("bias")));
+    EXPECT_OK(octet_layer_load_weight(layer, 0, w));
+    octet_tensor_info info{};
+    info.struct_size = sizeof(info);
+    EXPECT_OK(octet_tensor_get_info(param(layer, "weight"), &info));
+    int32_t dtype = 0, mode = 0;
+    EXPECT_OK(octet_recipe_tensor_format(c.recipe, OCTET_ROLE_WEIGHT, &dtype, &mode));
+    EXPECT_EQ(info.dtype, dtype);
+    EXPECT_EQ(info.scaling_mode, mode);
+    EXPECT_OK(octet_layer_forward(layer, tx, ty, 0, nullptr));
+    Out want = reference(s, c.rule, true, p, x, dy);
+    expect_within(download(ty), to_vec(want.y), want.bounds.at("y"), std::string(c.rule.name) + " y");
+    for (octet_tensor* t : {w, tx, ty}) octet_tensor_destroy(t);
+    octet_layer_destroy(layer);
+    octet_context_destroy(ctx);
+  }
+  destroy(cases);
+}
+
+}  // namespace
+}  // namespace layers_test
