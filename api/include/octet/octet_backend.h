@@ -257,7 +257,8 @@ typedef struct octet_norm_backward_args {
  *   GELU (tanh form, as the GEMM epilogue): input and output rows x n;
  *     y = 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x^3)))
  *   SwiGLU: input rows x 2n = [a | b], output rows x n;
- *     y = silu(a) * b with silu(a) = a / (1 + expf(-a)).
+ *     y = silu(a) * b with silu(a) = a * s, s = 1 / (1 + expf(-a)) (the s of the
+ *     backward below), each operation rounded to FP32 in that order.
  * Backward (grad_output dy rows x n, grad_input rows x cols of input):
  *   GELU: dx = dy * gelu'(x), gelu'(x) = 0.5f * (1 + t)
  *         + 0.5f * x * (1 - t^2) * 0.7978845608f * (1 + 3 * 0.044715f * x^2)
