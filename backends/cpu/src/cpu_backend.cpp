@@ -12,6 +12,7 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
+#include "layer_kernels.hpp"
 #include "row_kernels.hpp"
 
 struct octet_backend_context {
@@ -114,6 +115,27 @@ int32_t block_gemm(octet_backend_context* c, const octet_block_gemm_args* args) 
   return run("block_gemm", c, [&] { return block_gemm_kernel(args, c->gemm); });
 }
 
+// Plugin ABI 1.2 (layer_kernels.cpp).
+int32_t norm_forward(octet_backend_context* c, const octet_norm_forward_args* args) {
+  return run("norm_forward", c, [&] { return norm_forward_kernel(args); });
+}
+int32_t norm_backward(octet_backend_context* c, const octet_norm_backward_args* args) {
+  return run("norm_backward", c, [&] { return norm_backward_kernel(args); });
+}
+int32_t activation_forward(octet_backend_context* c, const octet_activation_args* args) {
+  return run("activation_forward", c, [&] { return activation_kernel(args, false); });
+}
+int32_t activation_backward(octet_backend_context* c, const octet_activation_args* args) {
+  return run("activation_backward", c, [&] { return activation_kernel(args, true); });
+}
+int32_t bias_gradient(octet_backend_context* c, const octet_bias_gradient_args* args) {
+  return run("bias_gradient", c, [&] { return bias_gradient_kernel(args); });
+}
+int32_t accumulate(octet_backend_context* c, const octet_matrix_view* x,
+                   const octet_matrix_view* y, int32_t accumulate_flag) {
+  return run("accumulate", c, [&] { return accumulate_kernel(x, y, accumulate_flag); });
+}
+
 octet_backend_api make_api() {
   octet_backend_api api{};
   api.struct_size = sizeof api;
@@ -138,6 +160,13 @@ octet_backend_api make_api() {
   api.block_quantize = block_quantize;
   api.block_dequantize = block_dequantize;
   api.block_gemm = block_gemm;
+  // Plugin ABI 1.2: the layers' kernels.
+  api.norm_forward = norm_forward;
+  api.norm_backward = norm_backward;
+  api.activation_forward = activation_forward;
+  api.activation_backward = activation_backward;
+  api.bias_gradient = bias_gradient;
+  api.accumulate = accumulate;
   return api;
 }
 
