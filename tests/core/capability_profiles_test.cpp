@@ -9,6 +9,9 @@ using namespace octet_test;
 
 namespace {
 
+class CapabilityProfiles : public BackendTest {};
+OCTET_INSTANTIATE_FOR_BACKENDS(CapabilityProfiles);
+
 const int32_t kProfiles[] = {OCTET_PROFILE_NATIVE, OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE};
 
 octet_tensor_info info_of(const octet_tensor* t) {
@@ -59,9 +62,9 @@ struct GemmCase {
   int32_t trans_a, trans_b;
 };
 
-std::vector<float> run_gemm(int32_t profile, const GemmCase& c, uint32_t usages, std::vector<uint8_t>* a_codes,
+std::vector<float> run_gemm(const char* backend, int32_t profile, const GemmCase& c, uint32_t usages, std::vector<uint8_t>* a_codes,
                             std::vector<uint8_t>* b_codes, float* sa, float* sb) {
-  ContextPtr ctx = make_context("reference", profile);
+  ContextPtr ctx = make_context(backend, profile);
   int64_t a_rows = c.trans_a ? c.k : c.m, a_cols = c.trans_a ? c.m : c.k;
   int64_t b_rows = c.trans_b ? c.k : c.n, b_cols = c.trans_b ? c.n : c.k;
   auto a_values = random_values(size_t(a_rows * a_cols), 3.0f, 11);
@@ -88,13 +91,13 @@ std::vector<float> run_gemm(int32_t profile, const GemmCase& c, uint32_t usages,
 
 }  // namespace
 
-TEST(CapabilityProfiles, ContextReportsTheCapabilitiesInEffect) {
+TEST_P(CapabilityProfiles, ContextReportsTheCapabilitiesInEffect) {
   for (int32_t profile : kProfiles) {
-    ContextPtr ctx = make_context("reference", profile);
+    ContextPtr ctx = make_context(backend(), profile);
     octet_backend_info info{};
     info.struct_size = sizeof(info);
     ASSERT_EQ(octet_context_get_info(ctx.get(), &info), OCTET_STATUS_SUCCESS);
-    EXPECT_STREQ(info.name, "reference");
+    EXPECT_STREQ(info.name, backend());
     if (profile == OCTET_PROFILE_HOPPER_LIKE) {
       EXPECT_EQ(info.native_columnwise, 0);
       EXPECT_EQ(info.fp8_gemm_layouts, uint32_t(OCTET_GEMM_LAYOUT_TN));
@@ -105,12 +108,12 @@ TEST(CapabilityProfiles, ContextReportsTheCapabilitiesInEffect) {
   }
 }
 
-TEST(CapabilityProfiles, StoredCopiesFollowTheProfile) {
+TEST_P(CapabilityProfiles, StoredCopiesFollowTheProfile) {
   const int64_t rows = 37, cols = 53;
   const uint64_t bytes = rows * cols;  // one byte per FP8 element
   const uint64_t scalars = 3 * sizeof(float);
   for (int32_t profile : {OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE}) {
-    ContextPtr ctx = make_context("reference", profile);
+    ContextPtr ctx = make_context(backend(), profile);
     bool hopper = profile == OCTET_PROFILE_HOPPER_LIKE;
     octet_tensor_info both = info_of(make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_BOTH).get());
     EXPECT_EQ(both.has_rowwise_data, 1);
@@ -129,9 +132,9 @@ TEST(CapabilityProfiles, StoredCopiesFollowTheProfile) {
   }
 }
 
-TEST(CapabilityProfiles, HopperColumnwiseCopyIsTheTransposeOfTheRowwiseCodes) {
+TEST_P(CapabilityProfiles, HopperColumnwiseCopyIsTheTransposeOfTheRowwiseCodes) {
   const int64_t rows = 19, cols = 70;
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_HOPPER_LIKE);
   auto values = random_values(size_t(rows * cols), 50.0f, 5);
   TensorPtr q = quantized(ctx.get(), rows, cols, values, OCTET_DTYPE_E4M3, 2.0f, OCTET_USAGE_BOTH);
   auto rowwise = read<uint8_t>(q.get(), OCTET_COMPONENT_DATA, values.size());
@@ -144,9 +147,9 @@ TEST(CapabilityProfiles, HopperColumnwiseCopyIsTheTransposeOfTheRowwiseCodes) {
     }
 }
 
-TEST(CapabilityProfiles, ColumnwiseOnlyQuantizationOnHopperWritesOnlyTheTransposedCopy) {
+TEST_P(CapabilityProfiles, ColumnwiseOnlyQuantizationOnHopperWritesOnlyTheTransposedCopy) {
   const int64_t rows = 5, cols = 9;
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_HOPPER_LIKE);
   auto values = random_values(size_t(rows * cols), 1.0f, 6);
   TensorPtr q = quantized(ctx.get(), rows, cols, values, OCTET_DTYPE_E5M2, 1.0f, OCTET_USAGE_COLUMNWISE);
   auto columnwise = read<uint8_t>(q.get(), OCTET_COMPONENT_COLUMNWISE_DATA, values.size());
@@ -158,7 +161,7 @@ TEST(CapabilityProfiles, ColumnwiseOnlyQuantizationOnHopperWritesOnlyTheTranspos
             OCTET_STATUS_INVALID_ARGUMENT);
 }
 
-TEST(CapabilityProfiles, GemmIsBitIdenticalAcrossProfilesForEveryLayout) {
+TEST_P(CapabilityProfiles, GemmIsBitIdenticalAcrossProfilesForEveryLayout) {
   const GemmCase shapes[] = {{1, 1, 1, 0, 0, 0, 0}, {7, 13, 5, 0, 0, 0, 0}, {67, 31, 29, 0, 0, 0, 0},
                              {33, 65, 130, 0, 0, 0, 0}};
   const int32_t dtype_pairs[][2] = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3},
@@ -176,9 +179,9 @@ TEST(CapabilityProfiles, GemmIsBitIdenticalAcrossProfilesForEveryLayout) {
                                           << dtypes[0] << "," << dtypes[1]);
           std::vector<uint8_t> a_codes, b_codes;
           float sa = 0, sb = 0;
-          auto native = run_gemm(OCTET_PROFILE_NATIVE, c, OCTET_USAGE_BOTH, &a_codes, &b_codes, &sa, &sb);
-          auto hopper = run_gemm(OCTET_PROFILE_HOPPER_LIKE, c, OCTET_USAGE_BOTH, nullptr, nullptr, nullptr, nullptr);
-          auto blackwell = run_gemm(OCTET_PROFILE_BLACKWELL_LIKE, c, OCTET_USAGE_BOTH, nullptr, nullptr, nullptr, nullptr);
+          auto native = run_gemm(backend(), OCTET_PROFILE_NATIVE, c, OCTET_USAGE_BOTH, &a_codes, &b_codes, &sa, &sb);
+          auto hopper = run_gemm(backend(), OCTET_PROFILE_HOPPER_LIKE, c, OCTET_USAGE_BOTH, nullptr, nullptr, nullptr, nullptr);
+          auto blackwell = run_gemm(backend(), OCTET_PROFILE_BLACKWELL_LIKE, c, OCTET_USAGE_BOTH, nullptr, nullptr, nullptr, nullptr);
           EXPECT_EQ(float_bits(hopper), float_bits(native));
           EXPECT_EQ(float_bits(blackwell), float_bits(native));
           // And the common answer is right: within numerics.md's bound of a double computation.
@@ -190,16 +193,16 @@ TEST(CapabilityProfiles, GemmIsBitIdenticalAcrossProfilesForEveryLayout) {
         }
 }
 
-TEST(CapabilityProfiles, HopperTransposesOnTheFlyWhenNoStoredCopyFits) {
+TEST_P(CapabilityProfiles, HopperTransposesOnTheFlyWhenNoStoredCopyFits) {
   // Quantized for the rowwise usage only, then used transposed (NT): the core
   // must produce K-contiguous copies itself and still give the same bits.
   GemmCase c{23, 17, 41, OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3, 1, 1};
-  auto native = run_gemm(OCTET_PROFILE_NATIVE, c, OCTET_USAGE_ROWWISE, nullptr, nullptr, nullptr, nullptr);
-  auto hopper = run_gemm(OCTET_PROFILE_HOPPER_LIKE, c, OCTET_USAGE_ROWWISE, nullptr, nullptr, nullptr, nullptr);
+  auto native = run_gemm(backend(), OCTET_PROFILE_NATIVE, c, OCTET_USAGE_ROWWISE, nullptr, nullptr, nullptr, nullptr);
+  auto hopper = run_gemm(backend(), OCTET_PROFILE_HOPPER_LIKE, c, OCTET_USAGE_ROWWISE, nullptr, nullptr, nullptr, nullptr);
   EXPECT_EQ(float_bits(hopper), float_bits(native));
 }
 
-TEST(CapabilityProfiles, LinearUsagesGiveIdenticalGradientsOnBothClasses) {
+TEST_P(CapabilityProfiles, LinearUsagesGiveIdenticalGradientsOnBothClasses) {
   // forward y = x W^T, wgrad dW = dy^T x, dgrad dx = dy W (numerics.md section 6).
   const int64_t tokens = 24, in = 40, out = 12;
   auto x_values = random_values(size_t(tokens * in), 1.0f, 21);
@@ -208,7 +211,7 @@ TEST(CapabilityProfiles, LinearUsagesGiveIdenticalGradientsOnBothClasses) {
   std::vector<std::vector<float>> results[2];
   int index = 0;
   for (int32_t profile : {OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE}) {
-    ContextPtr ctx = make_context("reference", profile);
+    ContextPtr ctx = make_context(backend(), profile);
     TensorPtr x = quantized(ctx.get(), tokens, in, x_values, OCTET_DTYPE_E4M3, 100.0f, OCTET_USAGE_BOTH);
     TensorPtr w = quantized(ctx.get(), out, in, w_values, OCTET_DTYPE_E4M3, 1000.0f, OCTET_USAGE_BOTH);
     TensorPtr dy = quantized(ctx.get(), tokens, out, dy_values, OCTET_DTYPE_E5M2, 1e4f, OCTET_USAGE_BOTH);

@@ -9,6 +9,9 @@
 using namespace octet_test;
 
 namespace {
+class Tensor : public BackendTest {};
+OCTET_INSTANTIATE_FOR_BACKENDS(Tensor);
+
 float max_abs_ignoring_nan(const std::vector<float>& v) {
   float m = 0.0f;
   for (float x : v)
@@ -17,8 +20,8 @@ float max_abs_ignoring_nan(const std::vector<float>& v) {
 }
 }  // namespace
 
-TEST(Tensor, CopyRoundTripAndInfo) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, CopyRoundTripAndInfo) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   auto values = random_values(2 * 3 * 7, 1.0f, 1);
   TensorPtr t = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {2, 3, 7});
   ASSERT_EQ(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, values.data(), values.size() * 4), 0);
@@ -32,14 +35,14 @@ TEST(Tensor, CopyRoundTripAndInfo) {
   EXPECT_EQ(info.owns_memory, 1);
 }
 
-TEST(Tensor, QuantizedTensorStartsWithUnitScale) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, QuantizedTensorStartsWithUnitScale) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   TensorPtr q = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {3, 3}, OCTET_USAGE_ROWWISE);
   EXPECT_EQ(read<float>(q.get(), OCTET_COMPONENT_SCALE, 1)[0], 1.0f);
 }
 
-TEST(Tensor, WrappedMemoryIsUsedInPlace) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, WrappedMemoryIsUsedInPlace) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   alignas(64) float storage[4 * 16];
   for (int i = 0; i < 64; ++i) storage[i] = float(i) - 20.5f;
   octet_tensor_desc d{};
@@ -59,8 +62,8 @@ TEST(Tensor, WrappedMemoryIsUsedInPlace) {
   EXPECT_EQ(amax, 1000.0f);
 }
 
-TEST(Tensor, AmaxIgnoresNanAndCountsInf) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, AmaxIgnoresNanAndCountsInf) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   std::vector<float> v = {1.0f, -3.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f};
   float amax = 0;
   ASSERT_EQ(octet_amax(ctx.get(), make_fp32(ctx.get(), 1, 4, v).get(), &amax), 0);
@@ -70,8 +73,8 @@ TEST(Tensor, AmaxIgnoresNanAndCountsInf) {
   EXPECT_TRUE(std::isinf(amax));
 }
 
-TEST(Tensor, QuantizeWritesCodesScaleInvAndAmax) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, QuantizeWritesCodesScaleInvAndAmax) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   auto values = random_values(13 * 29, 10.0f, 2);
   values[7] = 1e6f;  // saturates
   values[8] = std::numeric_limits<float>::quiet_NaN();
@@ -105,8 +108,8 @@ TEST(Tensor, QuantizeWritesCodesScaleInvAndAmax) {
   }
 }
 
-TEST(Tensor, DequantizeFromTheTransposedCopyOnly) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+TEST_P(Tensor, DequantizeFromTheTransposedCopyOnly) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_HOPPER_LIKE);
   auto values = random_values(6 * 11, 1.0f, 3);
   TensorPtr x = make_fp32(ctx.get(), 6, 11, values);
   TensorPtr q = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {6, 11}, OCTET_USAGE_COLUMNWISE);
@@ -118,8 +121,8 @@ TEST(Tensor, DequantizeFromTheTransposedCopyOnly) {
     ASSERT_EQ(decoded[i], octet_fp8_decode(octet_fp8_encode(values[i], OCTET_DTYPE_E4M3, 1), OCTET_DTYPE_E4M3));
 }
 
-TEST(Tensor, ConvertBetweenEveryPairOfFloatingDtypes) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+TEST_P(Tensor, ConvertBetweenEveryPairOfFloatingDtypes) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
   auto values = random_values(5 * 9, 100.0f, 4);
   TensorPtr x = make_fp32(ctx.get(), 5, 9, values);
   TensorPtr bf = make_tensor(ctx.get(), OCTET_DTYPE_BF16, {5, 9});
@@ -138,8 +141,8 @@ TEST(Tensor, ConvertBetweenEveryPairOfFloatingDtypes) {
   }
 }
 
-TEST(Tensor, HighPrecisionGemmWithBiasAlphaBeta) {
-  ContextPtr ctx = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+TEST_P(Tensor, HighPrecisionGemmWithBiasAlphaBeta) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_HOPPER_LIKE);
   const int64_t m = 9, n = 6, k = 17;
   auto a = random_values(size_t(m * k), 1.0f, 7), b = random_values(size_t(k * n), 1.0f, 8);
   auto c = random_values(size_t(m * n), 1.0f, 9), bias = random_values(size_t(n), 1.0f, 10);

@@ -1,6 +1,7 @@
 #include "test_helpers.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace octet_test {
 
@@ -46,6 +47,20 @@ std::vector<uint32_t> float_bits(const std::vector<float>& v) {
   std::vector<uint32_t> bits(v.size());
   std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
   return bits;
+}
+
+void BackendTest::SetUp() {
+  size_t count = 0;
+  ASSERT_EQ(octet_backend_count(&count), OCTET_STATUS_SUCCESS);
+  for (size_t i = 0; i < count; ++i) {
+    octet_backend_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(octet_backend_get_info(i, &info), OCTET_STATUS_SUCCESS);
+    if (std::string(info.name) != backend()) continue;
+    if (!info.available) GTEST_SKIP() << "backend '" << backend() << "' is unavailable: " << info.unavailable_reason;
+    return;
+  }
+  GTEST_SKIP() << "backend '" << backend() << "' is not registered (built with -DOCTET_WITH_ONEDNN=ON?)";
 }
 
 }  // namespace octet_test

@@ -38,4 +38,17 @@ std::vector<T> read(const octet_tensor* t, int32_t component, size_t n) {
 
 std::vector<uint32_t> float_bits(const std::vector<float>& v);
 
+// Suites that must hold on every backend: parametrised over backend names,
+// skipped (with the reason) where a backend is not registered or has no
+// usable device. Instantiate with OCTET_INSTANTIATE_FOR_BACKENDS(Suite).
+class BackendTest : public testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override;
+  const char* backend() const { return GetParam(); }
+};
+
+#define OCTET_INSTANTIATE_FOR_BACKENDS(suite)                                              \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::Values("reference", "cpu"),           \
+                           [](const testing::TestParamInfo<const char*>& info) { return std::string(info.param); })
+
 }  // namespace octet_test
