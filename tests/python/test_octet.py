@@ -122,3 +122,13 @@ def test_shape_mismatch_is_an_invalid_argument_naming_the_rule():
             ctx.gemm(np.ones((3, 4), np.float32), np.ones((5, 6), np.float32))
     assert err.value.status_name == "OCTET_STATUS_INVALID_ARGUMENT"
     assert "inner dimensions" in str(err.value)
+
+
+def test_float_arrays_are_not_taken_as_raw_codes():
+    with octet.Context("reference") as ctx:
+        with pytest.raises(TypeError):
+            ctx.tensor(np.array([0.5, 1.5], np.float32), dtype=octet.E4M3)
+        codes = octet.fp8_encode([0.5, 1.5], octet.E4M3)
+        assert np.array_equal(ctx.tensor(codes, dtype=octet.E4M3).numpy(), codes)
+        # Widening to FP32 stays allowed.
+        assert ctx.tensor(np.array([1.0, 2.0]), dtype=octet.FP32).numpy().tolist() == [1.0, 2.0]

@@ -40,6 +40,10 @@ def _check(status):
         raise OctetError(status, _libc.octet_last_error_message().decode())
 
 
+def _lib_dtype_name(dtype):
+    return {FP32: "fp32", BF16: "bf16", FP16: "fp16", E4M3: "e4m3", E5M2: "e5m2", E8M0: "e8m0"}.get(dtype, str(dtype))
+
+
 def _text(b):
     return b.decode() if b is not None else ""
 
@@ -214,7 +218,15 @@ class Context:
             dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(array.dtype)
             if dtype is None:
                 raise TypeError(f"cannot infer an Octet dtype from {array.dtype}; pass dtype=")
-        array = _np.ascontiguousarray(array, dtype=_NUMPY[dtype])
+        if dtype not in _NUMPY:
+            raise ValueError(f"unknown Octet dtype {dtype}")
+        host = _np.dtype(_NUMPY[dtype])
+        # Float values are never taken as raw codes (a cast would truncate
+        # them to integers silently): encode them first (fp8_encode).
+        if _np.issubdtype(host, _np.integer) and not _np.issubdtype(array.dtype, _np.integer):
+            raise TypeError(f"a {array.dtype} array cannot hold {_lib_dtype_name(dtype)} data: "
+                            f"pass {host} (raw codes for BF16/FP8)")
+        array = _np.ascontiguousarray(array, dtype=host)
         t = self.empty(array.shape, dtype)
         _check(_libc.octet_tensor_copy_from_host(t.handle, DATA, array.ctypes.data, array.nbytes))
         return t
