@@ -787,8 +787,9 @@ OCTET_API octet_status octet_autocast_get_state(const octet_context* context, in
  * gradient roles. Precision at each forward: the layer's own recipe if it was
  * created with one, else the innermost autocast scope's recipe on the
  * context, else high precision (plain GEMMs in the parameter dtype with FP32
- * accumulation). Block recipes (MXFP8, 1x128/128x128) are refused by layers
- * in this version (UNSUPPORTED); delayed, current and static scaling work.
+ * accumulation). Every recipe kind works: delayed, current, static, MXFP8
+ * and 1x128/128x128 blocks; a backend lacking a scaling mode or kernel the
+ * recipe needs answers UNSUPPORTED.
  *
  * Shapes: input [..., in_features] (any ndim, rows = product of the leading
  * dims), output [..., out_features] with the same leading dims. Input,
@@ -909,8 +910,8 @@ OCTET_API octet_status octet_layer_get_parameter(octet_layer* layer, size_t inde
                                                  octet_tensor** parameter);
 /* The gradient of a parameter (borrowed), same shape and dtype as the
  * parameter (params_dtype). Allocated by the first backward that produces
- * it, or here (then zero-filled) if asked before. FP8-only layers have none
- * (UNSUPPORTED). */
+ * it, or here (then zero-filled) if asked before. The weight matrices of an
+ * FP8-only layer have none (UNSUPPORTED). */
 OCTET_API octet_status octet_layer_get_gradient(octet_layer* layer, size_t index,
                                                 octet_tensor** gradient);
 /* skip_weight_allocation: the weight matrix `index` for the next forwards.
