@@ -5,8 +5,10 @@
 
 #include <octet/octet_backend.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -135,6 +137,50 @@ TEST_F(CpuTable, DeclaresAHostBackendWithEveryLayout) {
   EXPECT_EQ(caps.alignment, 64u);
   EXPECT_EQ(caps.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
   EXPECT_EQ(api->mem_alloc, nullptr);
+}
+
+// A GEMM whose FP32 panel would hold more bytes than a size_t can count:
+// m = k = 2^31 (2^62 floats, 2^64 bytes) and m = k = 2^32 (2^64 floats).
+// The workspace size used to wrap around to a tiny allocation that the
+// panel then overran; now the kernel answers OUT_OF_MEMORY before reading
+// any operand (the data pointers below are never dereferenced).
+octet_gemm_args huge_gemm(int64_t mk, uint8_t* fake_fp8, float* d) {
+  octet_gemm_args g{};
+  g.struct_size = sizeof g;
+  g.m = mk;
+  g.n = 1;
+  g.k = mk;
+  g.a = octet_matrix_view{fake_fp8, OCTET_DTYPE_E4M3, 0, mk, mk, mk};
+  g.b = octet_matrix_view{fake_fp8, OCTET_DTYPE_E4M3, 0, 1, mk, mk};
+  g.d = octet_matrix_view{d, OCTET_DTYPE_FP32, 0, mk, 1, 1};
+  g.alpha = 1.0f;
+  return g;
+}
+
+TEST_F(CpuTable, GemmWorkspaceSizeOverflowIsOutOfMemory) {
+  uint8_t fake[64] = {};
+  float d[1] = {0.0f};
+  for (int64_t mk : {int64_t(1) << 31, int64_t(1) << 32}) {
+    const octet_gemm_args g = huge_gemm(mk, fake, d);
+    EXPECT_EQ(api->gemm(ctx, &g), OCTET_STATUS_OUT_OF_MEMORY) << "m = k = " << mk;
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("out of host memory"), std::string::npos) << errors[0];
+    errors.clear();
+  }
+}
+
+// No exception leaves an entry point, even when reporting the failure
+// throws (a message that cannot be allocated; here the host's callback
+// throws): the status still comes back, where the process used to end in
+// std::terminate.
+TEST_F(CpuTable, ExceptionWhileReportingDoesNotEscapeTheEntryPoint) {
+  host.report_error = [](void*, int32_t, const char*) { throw std::bad_alloc(); };
+  uint8_t fake[64] = {};
+  float d[1] = {0.0f};
+  const octet_gemm_args g = huge_gemm(int64_t(1) << 31, fake, d);
+  EXPECT_EQ(api->gemm(ctx, &g), OCTET_STATUS_OUT_OF_MEMORY);
+  // A bad argument: reporting it throws, and the guard answers for it.
+  EXPECT_EQ(api->amax(ctx, nullptr, d), OCTET_STATUS_OUT_OF_MEMORY);
 }
 
 }  // namespace

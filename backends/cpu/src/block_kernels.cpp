@@ -146,10 +146,6 @@ float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {
                                          : static_cast<const float*>(grid)[index];
 }
 
-float gelu(float v) {
-  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
-}
-
 }  // namespace
 
 int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
@@ -195,11 +191,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::HighPrecision)) {
     return s;
   }
-  if (!is_fp8(args->out_dtype)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) +
-                      "; only e4m3 or e5m2 are accepted");
-  }
+  if (int32_t s = require_fp8_dtype(kernel, "args->out_dtype", args->out_dtype)) return s;
   if (int32_t s = require_block_shape(kernel, args->block_rows, args->block_cols)) return s;
   if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
   const bool mx = args->scale_dtype == OCTET_DTYPE_E8M0;
@@ -429,8 +421,8 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
 
   // Exact FP32 panels A [m,k] and B [n,k].
-  float* a = ws.a.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
-  float* b = ws.b.get(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+  float* a = ws.a.get(element_count(m, k));
+  float* b = ws.b.get(element_count(n, k));
   if (k > 0) {
 #pragma omp parallel for schedule(static) if (m * k >= 16384)
     for (int64_t i = 0; i < m; ++i) rk.widen(element_at(args->a, i, 0), args->a.dtype, k, a + i * k);

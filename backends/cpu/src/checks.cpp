@@ -87,6 +87,14 @@ int32_t require_matrix(const char* kernel, const char* name, const octet_matrix_
   return OCTET_STATUS_SUCCESS;
 }
 
+int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype) {
+  if (is_fp8(dtype)) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " is " +
+                                                   dtype_name(dtype) + " (" +
+                                                   std::to_string(dtype) +
+                                                   "); only e4m3 or e5m2 are accepted");
+}
+
 int32_t require_shape(const char* kernel, const char* name, const octet_matrix_view& v,
                       int64_t rows, int64_t cols, const char* rule) {
   if (v.rows == rows && v.cols == cols) return OCTET_STATUS_SUCCESS;

@@ -24,6 +24,8 @@ int32_t require_struct_size(const char* kernel, const char* name, std::size_t gi
                             std::size_t needed);
 int32_t require_matrix(const char* kernel, const char* name, const octet_matrix_view& v,
                        Accept accept, int32_t wrong_class_status = OCTET_STATUS_INVALID_ARGUMENT);
+// `dtype` is E4M3 or E5M2 (INVALID_ARGUMENT otherwise).
+int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype);
 int32_t require_shape(const char* kernel, const char* name, const octet_matrix_view& v,
                       int64_t rows, int64_t cols, const char* rule);
 

@@ -114,11 +114,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
   if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::HighPrecision)) {
     return s;
   }
-  if (!is_fp8(args->out_dtype)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) +
-                      " (" + std::to_string(args->out_dtype) + "); only e4m3 or e5m2 are accepted");
-  }
+  if (int32_t s = require_fp8_dtype(kernel, "args->out_dtype", args->out_dtype)) return s;
   if (int32_t s = require_pointer(kernel, "args->scale", args->scale)) return s;
 
   const RowKernels& k = row_kernels();

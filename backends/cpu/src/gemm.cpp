@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,9 @@ void Workspace::Free::operator()(float* p) const { std::free(p); }
 float* Workspace::get(std::size_t count) {
   if (count == 0) count = 1;
   if (count > capacity_) {
+    if (count > (std::numeric_limits<std::size_t>::max() - 63) / sizeof(float)) {
+      throw std::bad_alloc();
+    }
     const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
     float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
     if (p == nullptr) throw std::bad_alloc();
@@ -73,10 +78,6 @@ void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transpos
       }
     }
   }
-}
-
-float gelu(float v) {
-  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
 }
 
 int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& v,
@@ -155,14 +156,14 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
   // acc goes straight into D when D is FP32 and its old values are not needed.
   const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
   float* acc = direct ? static_cast<float*>(d.data)
-                      : ws.acc.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
+                      : ws.acc.get(element_count(m, n));
   const int64_t ldc = direct ? d.ld : n;
 
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
   } else {
-    float* a = ws.a.get(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
-    float* b = ws.b.get(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+    float* a = ws.a.get(element_count(m, k));
+    float* b = ws.b.get(element_count(n, k));
     widen_panel(rk, args->a, args->trans_a != 0, m, k, a);
     widen_panel(rk, args->b, args->trans_b != 0, n, k, b);
     const dnnl_status_t st = dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, b, k, 0.0f, acc, ldc);

@@ -4,14 +4,35 @@
 
 #include <octet/octet_backend.h>
 
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <new>
 
 namespace octet_cpu {
+
+// a * b elements (a, b >= 0) as a size_t; std::bad_alloc (reported as
+// OCTET_STATUS_OUT_OF_MEMORY) when the product does not fit.
+inline std::size_t element_count(int64_t a, int64_t b) {
+  const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+  if (ua != 0 && ub > std::numeric_limits<std::size_t>::max() / ua) throw std::bad_alloc();
+  return ua * ub;
+}
+
+// The GELU of the GEMM epilogue and of the activation kernels (tanh form,
+// libm's tanhf, evaluated left to right as octet_backend.h writes it; the
+// plugin is built with -ffp-contract=off, so every operation is rounded).
+inline float gelu(float x) {
+  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
 
 // A growable, 64-byte aligned FP32 workspace kept by a context between calls.
 class Workspace {
  public:
+  // At least `count` floats; std::bad_alloc when they cannot be allocated
+  // (or their size in bytes does not fit in a size_t).
   float* get(std::size_t count);
 
  private:

@@ -65,10 +65,6 @@ int threads() { return std::max(1, omp_get_max_threads()); }
 
 int thread_id() { return omp_get_thread_num(); }
 
-float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
-}
-
 float gelu_derivative(float x) {
   const float t = std::tanh(0.7978845608f * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) +
