@@ -54,6 +54,33 @@ std::vector<float> random_floats(std::size_t n, float scale) {
   return v;
 }
 
+// Times `quantize` against a memcpy of the FP32 input (the baseline, run
+// first in every iteration) and reports GB/s of both and their ratio:
+// `q_bytes` is what one quantize reads and writes; memcpy moves
+// 2 * `input` bytes.
+template <typename Quantize>
+void time_against_memcpy(benchmark::State& state, const std::vector<float>& input,
+                         double q_bytes, Quantize&& quantize) {
+  std::vector<float> src(input), dst(input.size());
+  const double in_bytes = double(input.size()) * 4;
+  double t_q = 0, t_m = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    std::memcpy(dst.data(), src.data(), src.size() * 4);
+    benchmark::DoNotOptimize(dst.data());
+    auto b = Clock::now();
+    quantize();
+    auto c = Clock::now();
+    t_m += seconds(a, b);
+    t_q += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double n = double(state.iterations());
+  state.counters["GB/s"] = q_bytes * n / t_q / 1e9;
+  state.counters["memcpy_GB/s"] = 2 * in_bytes * n / t_m / 1e9;
+  state.counters["ratio_vs_memcpy"] = (q_bytes / t_q) / (2 * in_bytes / t_m);
+}
+
 // FP32 -> E4M3 quantize over 64 MiB of input; range(0) = 1: rowwise only,
 // 3: both usages on a Hopper-like context (fused cast + transpose).
 void BM_Quantize(benchmark::State& state) {
@@ -67,25 +94,11 @@ void BM_Quantize(benchmark::State& state) {
   octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
   const float scale = 2.0f;
   octet_tensor_copy_from_host(out, OCTET_COMPONENT_SCALE, &scale, 4);
-  std::vector<float> src(x), dst(x.size());
   const double in_bytes = double(rows * cols) * 4;
   const double q_bytes = in_bytes + double(rows * cols) * (usages == 3 ? 2 : 1);
-  double t_q = 0, t_m = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    std::memcpy(dst.data(), src.data(), src.size() * 4);
-    benchmark::DoNotOptimize(dst.data());
-    auto b = Clock::now();
+  time_against_memcpy(state, x, q_bytes, [&] {
     if (octet_quantize(ctx, in, out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-    auto c = Clock::now();
-    t_m += seconds(a, b);
-    t_q += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
-  const double n = double(state.iterations());
-  state.counters["GB/s"] = q_bytes * n / t_q / 1e9;
-  state.counters["memcpy_GB/s"] = 2 * in_bytes * n / t_m / 1e9;
-  state.counters["ratio_vs_memcpy"] = (q_bytes / t_q) / (2 * in_bytes / t_m);
+  });
   octet_tensor_destroy(out);
   octet_tensor_destroy(in);
   octet_context_destroy(ctx);
@@ -261,26 +274,12 @@ void BM_BlockQuantize(benchmark::State& state) {
   if (octet_tensor_create(ctx, &d, &out) != OCTET_STATUS_SUCCESS) std::abort();
   const std::vector<float> x = random_floats(std::size_t(rows * cols), 50.0f);
   octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
-  std::vector<float> src(x), dst(x.size());
   const double in_bytes = double(rows * cols) * 4;
   // Each usage reads the input once and writes its codes.
   const double q_bytes = 2 * in_bytes + 2 * double(rows * cols);
-  double t_q = 0, t_m = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    std::memcpy(dst.data(), src.data(), src.size() * 4);
-    benchmark::DoNotOptimize(dst.data());
-    auto b = Clock::now();
+  time_against_memcpy(state, x, q_bytes, [&] {
     if (octet_quantize(ctx, in, out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-    auto c = Clock::now();
-    t_m += seconds(a, b);
-    t_q += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
-  const double n = double(state.iterations());
-  state.counters["GB/s"] = q_bytes * n / t_q / 1e9;
-  state.counters["memcpy_GB/s"] = 2 * in_bytes * n / t_m / 1e9;
-  state.counters["ratio_vs_memcpy"] = (q_bytes / t_q) / (2 * in_bytes / t_m);
+  });
   octet_tensor_destroy(out);
   octet_tensor_destroy(in);
   octet_context_destroy(ctx);
