@@ -130,6 +130,10 @@ std::string Registry::add_locked(const octet_backend_api* api, std::shared_ptr<v
       return concat("capabilities declare an unknown memory kind ", caps.memory_kind);
     if (!is_power_of_two(caps.alignment))
       return concat("capabilities declare alignment ", caps.alignment, ", which is not a power of two");
+    // Memory from a plugin's mem_alloc must go back through its mem_free,
+    // and host memory the core allocated must not reach the plugin's.
+    if ((api->mem_alloc == nullptr) != (api->mem_free == nullptr))
+      return "mem_alloc and mem_free must be provided together (or both left NULL)";
     bool has_memory = api->mem_alloc && api->mem_free && api->copy_from_host && api->copy_to_host;
     if (caps.memory_kind == OCTET_MEMORY_DEVICE && !has_memory)
       return "a device-memory backend must provide mem_alloc, mem_free, copy_from_host and copy_to_host";

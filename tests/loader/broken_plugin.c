@@ -13,9 +13,25 @@ static struct octet_backend_context the_context;
 
 static int32_t broken_initialize(const octet_host_services* host, octet_backend_caps* caps) {
   (void)host;
+#if defined(BROKEN_HALF_MEMORY)
+  /* Valid host capabilities, so that only the memory entries are at fault. */
+  caps->memory_kind = OCTET_MEMORY_HOST;
+  caps->alignment = 64;
+#else
   (void)caps;
+#endif
   return OCTET_STATUS_SUCCESS;
 }
+
+#if defined(BROKEN_HALF_MEMORY)
+/* mem_alloc without mem_free: the host would release this memory with free(). */
+static int32_t broken_mem_alloc(octet_backend_context* context, size_t bytes, void** ptr) {
+  (void)context;
+  (void)bytes;
+  *ptr = NULL;
+  return OCTET_STATUS_OUT_OF_MEMORY;
+}
+#endif
 
 static int32_t broken_context_create(void* stream, octet_backend_context** context) {
   (void)stream;
@@ -54,6 +70,9 @@ static const octet_backend_api broken_api = {
     .context_create = broken_context_create,
 #if !defined(BROKEN_MISSING_ENTRY)
     .context_destroy = broken_context_destroy,
+#endif
+#if defined(BROKEN_HALF_MEMORY)
+    .mem_alloc = broken_mem_alloc,
 #endif
 };
 

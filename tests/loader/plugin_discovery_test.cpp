@@ -83,6 +83,7 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
       {"nulltable", "NULL table"},
       {"noentry", "context_destroy"},
       {"badname", "[a-z0-9_]+"},
+      {"halfmemory", "mem_alloc and mem_free"},
   };
   for (const auto& [kind, phrase] : expected) {
     const std::string path = std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";

@@ -305,7 +305,9 @@ typedef struct octet_backend_api {
   int32_t (*synchronize)(octet_backend_context* context);
 
   /* Memory. Optional for a host backend (the host then uses aligned host
-   * memory and memcpy); required for a device backend. */
+   * memory and memcpy); required for a device backend. mem_alloc and
+   * mem_free are given together or both left NULL (else the plugin is
+   * refused). */
   int32_t (*mem_alloc)(octet_backend_context* context, size_t bytes, void** ptr);
   void (*mem_free)(octet_backend_context* context, void* ptr);
   int32_t (*copy_from_host)(octet_backend_context* context, void* dst,
