@@ -781,6 +781,25 @@ void add_linear(LayerState& L, const std::string& prefix, int64_t in, int64_t ou
   L.linears.push_back(std::move(u));
 }
 
+void check_norm_options(int32_t norm, float epsilon) {
+  require(norm == OCTET_LAYER_LAYERNORM || norm == OCTET_LAYER_RMSNORM, "options->norm (", norm,
+          ") must be OCTET_LAYER_LAYERNORM or OCTET_LAYER_RMSNORM");
+  require(epsilon >= 0.0f, "options->epsilon (", epsilon, ") must be >= 0");
+}
+
+// The normalisation over in_features and its parameters, which stay in
+// params_dtype even with FP8-only weights.
+void add_norm(LayerState& L, int32_t norm, float epsilon) {
+  L.norm = norm;
+  L.epsilon = epsilon;
+  L.norm_weight = int(L.params.size());
+  add_param(L, "norm_weight", 1, L.options.in_features, 0, false);
+  if (norm == OCTET_LAYER_LAYERNORM) {
+    L.norm_bias = int(L.params.size());
+    add_param(L, "norm_bias", 1, L.options.in_features, 0, false);
+  }
+}
+
 std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linear_options* linear, LayerKind kind,
                                        const char* prefix) {
   require(context != nullptr, "argument 'context' is NULL");
@@ -862,26 +881,15 @@ OCTET_API octet_status octet_layer_create_layernorm_linear(octet_context* contex
   return guarded("octet_layer_create_layernorm_linear", [&] {
     require(layer != nullptr, "argument 'layer' is NULL");
     octet_layernorm_linear_options o = read_versioned(options, layernorm_linear_defaults(), "options");
-    require(o.norm == OCTET_LAYER_LAYERNORM || o.norm == OCTET_LAYER_RMSNORM, "options->norm (", o.norm,
-            ") must be OCTET_LAYER_LAYERNORM or OCTET_LAYER_RMSNORM");
-    require(o.epsilon >= 0.0f, "options->epsilon (", o.epsilon, ") must be >= 0");
+    check_norm_options(o.norm, o.epsilon);
     auto made = new_layer(context, o.linear, LayerKind::LayerNormLinear, "options->linear");
     LayerState& L = made->state;
     require(L.options.out_features >= 1, "options->linear->out_features (", L.options.out_features, ") must be >= 1");
     require(!L.options.save_original_input,
             "options->linear->save_original_input applies to Linear only (a LayerNormLinear's GEMM input is its own "
             "normalisation output)");
-    L.norm = o.norm;
-    L.epsilon = o.epsilon;
-    const int64_t in = L.options.in_features;
-    // The normalisation parameters stay in params_dtype even with FP8-only weights.
-    L.norm_weight = int(L.params.size());
-    add_param(L, "norm_weight", 1, in, 0, false);
-    if (L.norm == OCTET_LAYER_LAYERNORM) {
-      L.norm_bias = int(L.params.size());
-      add_param(L, "norm_bias", 1, in, 0, false);
-    }
-    add_linear(L, "", in, L.options.out_features);
+    add_norm(L, o.norm, o.epsilon);
+    add_linear(L, "", L.options.in_features, L.options.out_features);
     *layer = made.release();
   });
 }
@@ -892,28 +900,19 @@ OCTET_API octet_status octet_layer_create_layernorm_mlp(octet_context* context,
   return guarded("octet_layer_create_layernorm_mlp", [&] {
     require(layer != nullptr, "argument 'layer' is NULL");
     octet_layernorm_mlp_options o = read_versioned(options, layernorm_mlp_defaults(), "options");
-    require(o.norm == OCTET_LAYER_LAYERNORM || o.norm == OCTET_LAYER_RMSNORM, "options->norm (", o.norm,
-            ") must be OCTET_LAYER_LAYERNORM or OCTET_LAYER_RMSNORM");
+    check_norm_options(o.norm, o.epsilon);
     require(o.activation == OCTET_LAYER_GELU || o.activation == OCTET_LAYER_SWIGLU, "options->activation (",
             o.activation, ") must be OCTET_LAYER_GELU or OCTET_LAYER_SWIGLU");
-    require(o.epsilon >= 0.0f, "options->epsilon (", o.epsilon, ") must be >= 0");
     require(o.ffn_features >= 1, "options->ffn_features (", o.ffn_features, ") must be >= 1");
     auto made = new_layer(context, o.linear, LayerKind::LayerNormMlp, "options->linear");
     LayerState& L = made->state;
     require(!L.options.save_original_input,
             "options->linear->save_original_input applies to Linear only (the MLP's GEMM inputs are its own "
             "intermediate tensors)");
-    L.norm = o.norm;
-    L.epsilon = o.epsilon;
     L.activation = o.activation;
     L.ffn = o.ffn_features;
     const int64_t hidden = L.options.in_features;
-    L.norm_weight = int(L.params.size());
-    add_param(L, "norm_weight", 1, hidden, 0, false);
-    if (L.norm == OCTET_LAYER_LAYERNORM) {
-      L.norm_bias = int(L.params.size());
-      add_param(L, "norm_bias", 1, hidden, 0, false);
-    }
+    add_norm(L, o.norm, o.epsilon);
     add_linear(L, "fc1_", hidden, L.activation == OCTET_LAYER_SWIGLU ? 2 * L.ffn : L.ffn);
     add_linear(L, "fc2_", L.ffn, hidden);
     *layer = made.release();
