@@ -11,7 +11,24 @@
 namespace octet::test {
 namespace {
 
-using ScalingKernels = ReferenceBackendTest;
+class ScalingKernels : public ReferenceBackendTest {
+ protected:
+  // Quantizes `in` rowwise to E4M3 (saturating) at `scale` into `rowwise`
+  // and returns the amax the call reports.
+  float quantize_rowwise_with_amax(TestMatrix& in, float scale, std::vector<uint8_t>& rowwise) {
+    float amax = -1.0f;
+    octet_quantize_args args{};
+    args.struct_size = sizeof args;
+    args.input = in.view();
+    args.out_dtype = OCTET_DTYPE_E4M3;
+    args.saturate = 1;
+    args.scale = &scale;
+    args.rowwise_out = rowwise.data();
+    args.amax_out = &amax;
+    expect_success(api_->quantize(context_, &args));
+    return amax;
+  }
+};
 
 struct QuantizeCase {
   int32_t in_dtype;
@@ -83,18 +100,8 @@ TEST_F(ScalingKernels, QuantizeAmaxOfFiniteInputIsTheLargestMagnitude) {
   TestMatrix in(OCTET_DTYPE_FP32, 2, 3, 3);
   const float values[] = {1.5f, -7.25f, 3.0f, std::nanf(""), 0.5f, -2.0f};
   for (int i = 0; i < 6; ++i) in.set_bits(i / 3, i % 3, float_bits(values[i]));
-  float scale = 2.0f, amax = -1.0f;
   std::vector<uint8_t> rowwise(6);
-  octet_quantize_args args{};
-  args.struct_size = sizeof args;
-  args.input = in.view();
-  args.out_dtype = OCTET_DTYPE_E4M3;
-  args.saturate = 1;
-  args.scale = &scale;
-  args.rowwise_out = rowwise.data();
-  args.amax_out = &amax;
-  expect_success(api_->quantize(context_, &args));
-  EXPECT_EQ(amax, 7.25f);
+  EXPECT_EQ(quantize_rowwise_with_amax(in, 2.0f, rowwise), 7.25f);
   EXPECT_EQ(rowwise[3], 0x7F);  // NaN stays NaN
 }
 
@@ -104,18 +111,8 @@ TEST_F(ScalingKernels, QuantizeAmaxIgnoresSignallingNan) {
   const uint32_t bits[] = {float_bits(-6.5f), 0x7F800001u, float_bits(1.0f), float_bits(4.0f),
                            0xFF800002u};
   for (int i = 0; i < 5; ++i) in.set_bits(0, i, bits[i]);
-  float scale = 1.0f, amax = -1.0f;
   std::vector<uint8_t> rowwise(5);
-  octet_quantize_args args{};
-  args.struct_size = sizeof args;
-  args.input = in.view();
-  args.out_dtype = OCTET_DTYPE_E4M3;
-  args.saturate = 1;
-  args.scale = &scale;
-  args.rowwise_out = rowwise.data();
-  args.amax_out = &amax;
-  expect_success(api_->quantize(context_, &args));
-  EXPECT_EQ(amax, 6.5f);
+  EXPECT_EQ(quantize_rowwise_with_amax(in, 1.0f, rowwise), 6.5f);
   EXPECT_EQ(rowwise[1], 0x7F);  // a NaN (signalling or not) encodes as NaN
   EXPECT_EQ(rowwise[4], 0xFF);
 }
