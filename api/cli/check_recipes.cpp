@@ -65,7 +65,8 @@ void host_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, int64_
         } else if (amax == 0.0f) {
           code = 0;
         } else if (rounding == OCTET_MX_ROUND_RCEIL) {
-          code = octet_e8m0_encode(amax / fp8_max(dtype), OCTET_E8M0_ROUND_CEIL);
+          const float quotient = amax / fp8_max(dtype);  // underflow to 0: smallest scale
+          code = quotient == 0.0f ? 0 : octet_e8m0_encode(quotient, OCTET_E8M0_ROUND_CEIL);
         } else if (std::isinf(amax)) {
           code = 0xFE;
         } else {

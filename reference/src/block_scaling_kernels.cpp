@@ -28,7 +28,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   if (std::isnan(block_amax)) return 0xFF;
   if (block_amax == 0.0f) return 0x00;
-  if (rounding == 0) return e8m0_encode(block_amax / fp8_max(format), true);  // RCEIL
+  if (rounding == 0) {  // RCEIL
+    // A finite non-zero amax whose quotient underflows to 0 still gets the
+    // smallest scale (0x00, 2^-127), never the NaN code zero would encode to.
+    const float quotient = block_amax / fp8_max(format);
+    return quotient == 0.0f ? 0x00 : e8m0_encode(quotient, true);
+  }
   // FLOOR (OCP): 2^(floor(log2 amax) - emax_elem); floor(log2) of the FP32
   // value is exact, so take it from the E8M0 floor encoding of amax itself.
   if (std::isinf(block_amax)) return 0xFE;

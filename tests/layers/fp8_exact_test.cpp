@@ -112,8 +112,9 @@ Operand quantize_rows(const Rule& r, int32_t role, const Fvec& m, int64_t rows, 
       if (r.mode == Mode::Mx) {
         uint8_t c = 0;
         if (amax != 0.0f)
-          c = r.mx_rounding == OCTET_MX_ROUND_RCEIL ? octet_e8m0_encode(amax / fp8_max(dt), OCTET_E8M0_ROUND_CEIL)
-                                                    : floor_code(amax, dt);
+          c = r.mx_rounding != OCTET_MX_ROUND_RCEIL ? floor_code(amax, dt)
+              : amax / fp8_max(dt) == 0.0f        ? uint8_t(0)  // quotient underflows: smallest scale
+                                                  : octet_e8m0_encode(amax / fp8_max(dt), OCTET_E8M0_ROUND_CEIL);
         const float X = octet_e8m0_decode(c);
         for (int64_t i = r0; i < r1; ++i)
           for (int64_t j = c0; j < c1; ++j) o.v[size_t(i * cols + j)] = code(m[size_t(i * cols + j)] / X);

@@ -39,6 +39,7 @@ uint8_t model_mx_code(float amax, int32_t dtype, int rounding) {
   int exponent;
   if (rounding == OCTET_MX_ROUND_RCEIL) {
     const float q = amax / fp8_max(dtype);
+    if (q == 0.0f) return 0x00;  // finite non-zero amax whose quotient underflows: smallest scale
     if (std::isinf(q)) return 0xFE;
     const double m = std::frexp(double(q), &e);  // q = m * 2^e, m in [0.5, 1)
     exponent = m == 0.5 ? e - 1 : e;             // ceil(log2 q)
@@ -210,7 +211,8 @@ TEST(Mxfp8, ScaleCodeRulesOnSingleBlocks) {
   // One block per row: amax chosen to hit the rounding boundaries exactly.
   Context ctx = make_context();
   const std::vector<float> amaxes = {448.0f, 448.0f * 1.0000001f, 896.0f, 1.0f, 0.0f, 1e-40f, 3e38f,
-                                     std::ldexp(1.0f, -130), 57344.0f, 7.0f};
+                                     std::ldexp(1.0f, -130), 57344.0f, 7.0f,
+                                     std::ldexp(1.0f, -149), 1e-44f};  // quotients underflow to 0
   std::vector<float> x(amaxes.size() * 32, 0.0f);
   for (size_t r = 0; r < amaxes.size(); ++r) x[r * 32 + 5] = -amaxes[r];
   for (int32_t dtype : {int32_t(OCTET_DTYPE_E4M3), int32_t(OCTET_DTYPE_E5M2)})
@@ -241,6 +243,13 @@ TEST(Mxfp8, ScaleCodeRulesOnSingleBlocks) {
         EXPECT_EQ(scales[2], 128);
         EXPECT_EQ(scales[4], 0);  // zero block
       }
+      // Tiny non-zero blocks get the smallest scale, never the NaN code, and
+      // their elements stay numbers.
+      EXPECT_EQ(scales[10], 0);
+      EXPECT_EQ(scales[11], 0);
+      std::vector<uint8_t> codes = read_bytes(out.get(), OCTET_COMPONENT_DATA, x.size());
+      for (size_t i = 10 * 32; i < 12 * 32; ++i)
+        EXPECT_NE(codes[i] & 0x7F, 0x7F) << "element " << i << " became NaN";
     }
 }
 

@@ -99,7 +99,10 @@ void write_counts(const std::vector<Counts>& parts, octet_quantize_statistics* o
 uint8_t mx_code(float block_amax, bool block_nan, int32_t dtype, int32_t rounding) {
   if (block_nan) return 0xFF;
   if (block_amax == 0.0f) return 0x00;
-  if (rounding == 0) return encode_e8m0(block_amax / fp8_max_of(dtype), true);  // RCEIL
+  if (rounding == 0) {  // RCEIL; an underflowed quotient still gets 0x00 (2^-127)
+    const float quotient = block_amax / fp8_max_of(dtype);
+    return quotient == 0.0f ? 0x00 : encode_e8m0(quotient, true);
+  }
   const uint32_t u = bits_of(block_amax);
   if (u == 0x7F800000u) return 0xFE;
   const uint32_t exp = u >> 23;
