@@ -11,6 +11,7 @@
 
 #include "checks.hpp"
 #include "context.hpp"
+#include "entries.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
 
@@ -264,6 +265,8 @@ octet_backend_api make_api() {
   api.transpose = cuda_transpose;
   api.dequantize = cuda_dequantize;
   api.gemm = cuda_gemm;
+  add_block_entries(api);
+  add_layer_entries(api);
   return api;
 }
 
