@@ -33,7 +33,11 @@ void fill_caps(octet_backend_caps* caps, bool blackwell_class) {
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, device)) caps->device = g_device_name;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, dtypes)) caps->dtypes = kAllDtypes;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, scaling_modes)) caps->scaling_modes = OCTET_SCALING_PER_TENSOR;
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, scaling_modes)) {
+    // Block modes are served by the ABI 1.1 entries (block_entries.cpp).
+    caps->scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                          OCTET_SCALING_BLOCK_128X128;
+  }
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = blackwell_class ? 1 : 0;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fp8_gemm_layouts)) {
     caps->fp8_gemm_layouts = blackwell_class ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
