@@ -75,7 +75,9 @@ std::string feature_list(uint32_t features) {
                                {OCTET_FEATURE_NORM, "norm"},
                                {OCTET_FEATURE_ACTIVATION, "activation"},
                                {OCTET_FEATURE_BIAS_GRADIENT, "bias gradient"},
-                               {OCTET_FEATURE_ACCUMULATE, "accumulate"}});
+                               {OCTET_FEATURE_ACCUMULATE, "accumulate"},
+                               // plugin ABI 1.3
+                               {OCTET_FEATURE_GEMM_FP8_OUTPUT, "fp8 gemm output"}});
 }
 
 std::string profile_name(int32_t profile) {

@@ -9,9 +9,10 @@
 #include "backend_info.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "gemm_ops.hpp"
+#include "quantize_ops.hpp"
 #include "tensor.hpp"
 #include "versioned_struct.hpp"
-#include "gemm_ops.hpp"
 
 namespace octet::core {
 namespace {
@@ -52,6 +53,7 @@ octet_gemm_options gemm_defaults() {
   octet_gemm_options o{};
   o.struct_size = sizeof(o);
   o.alpha = 1.0f;
+  o.saturate_output = 1;
   return o;
 }
 
@@ -114,6 +116,40 @@ void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const Ten
   call_backend(ctx, "block_gemm", [&] { return ctx.api().block_gemm(ctx.handle, &args); });
 }
 
+// FP8 D (users' ABI 1.4). A backend that declares fp8_gemm_output encodes
+// the rowwise codes in its GEMM and the core transposes them for a
+// columnwise copy; otherwise the GEMM writes FP32 into a workspace and
+// quantize encodes it, which is the definition the direct path must match.
+void gemm_to_fp8(const std::shared_ptr<ContextState>& context, octet_gemm_args& args, TensorState& td,
+                 bool saturate) {
+  const ContextState& ctx = *context;
+  if (ctx.caps.fp8_gemm_output != 0 && td.data) {
+    args.d = td.rowwise_view();
+    args.d_saturate = saturate ? 1 : 0;
+    args.d_scale = td.scalar(kScale);
+    args.d_scale_inv_out = td.scalar(kScaleInv);
+    args.d_amax_out = td.scalar(kAmax);
+    if (td.columnwise) require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+    call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+    if (td.columnwise) {
+      octet_matrix_view rowwise = td.rowwise_view();
+      octet_matrix_view transposed = td.columnwise_view();
+      call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &rowwise, &transposed); });
+    }
+    return;
+  }
+  octet_tensor_desc desc{};
+  desc.struct_size = sizeof(desc);
+  desc.dtype = OCTET_DTYPE_FP32;
+  desc.ndim = 2;
+  desc.shape[0] = args.m;
+  desc.shape[1] = args.n;
+  std::unique_ptr<octet_tensor> r = create_tensor(context, desc, OCTET_MEMORY_WORKSPACE);
+  args.d = r->state.rowwise_view();
+  call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+  quantize_into(context, r->state, td, td.usages, saturate, BlockParams{}, nullptr);
+}
+
 }  // namespace
 
 void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
@@ -128,10 +164,21 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
     bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
     require(fp8 || high, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
             ") must both be FP8 (E4M3/E5M2) or both FP32/BF16/FP16");
-    if (is_fp8(td.dtype))
-      fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
-           ": FP8 GEMM output is not offered by this version; use FP32, BF16 or FP16");
-    require(is_high_precision(td.dtype) && !td.quantized(), "tensor 'd' must be a plain FP32, BF16 or FP16 tensor");
+    require(o.fast_accumulation == 0 || o.fast_accumulation == 1, "options->fast_accumulation (",
+            o.fast_accumulation, ") must be 0 or 1");
+    const bool fp8_out = is_fp8(td.dtype);
+    if (fp8_out) {
+      require(td.quantized() && !td.block_scaled(), "tensor 'd' is ", dtype_name(td.dtype),
+              ": an FP8 GEMM output must be a per-tensor quantized tensor (usages != 0, per-tensor scaling), "
+              "whose SCALE sets the encoding");
+      require(o.beta == 0.0f, "options->beta (", o.beta,
+              ") must be 0 when tensor 'd' is FP8: FP8 codes are not accumulated into");
+      require(o.saturate_output == 0 || o.saturate_output == 1, "options->saturate_output (", o.saturate_output,
+              ") must be 0 or 1");
+    } else {
+      require(is_high_precision(td.dtype) && !td.quantized(),
+              "tensor 'd' must be a plain FP32, BF16 or FP16 tensor, or a per-tensor quantized FP8 tensor");
+    }
 
     const int64_t m = o.trans_a ? ta.cols : ta.rows;
     const int64_t k = o.trans_a ? ta.rows : ta.cols;
@@ -142,6 +189,9 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
     require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
 
     if (ta.block_scaled() || tb.block_scaled()) {
+      if (fp8_out)
+        fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
+             ": block-scaled GEMMs write FP32, BF16 or FP16 only");
       block_scaled_gemm(ctx, ta, tb, td, o, m, n, k);
       return;
     }
@@ -153,6 +203,7 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
     args.alpha = o.alpha;
     args.beta = o.beta;
     args.epilogue = o.epilogue;
+    args.fast_accumulation = o.fast_accumulation;
     args.d = td.rowwise_view();
     if (o.bias != nullptr) {
       const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
@@ -205,6 +256,10 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
       args.trans_a = 0;
       args.b = ob.view;
       args.trans_b = 0;
+    }
+    if (fp8_out) {
+      gemm_to_fp8(context, args, td, o.saturate_output != 0);
+      return;
     }
     call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
 }

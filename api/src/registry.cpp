@@ -71,6 +71,8 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   if (OCTET_HAS(activation_forward) && OCTET_HAS(activation_backward)) f |= OCTET_FEATURE_ACTIVATION;
   if (OCTET_HAS(bias_gradient)) f |= OCTET_FEATURE_BIAS_GRADIENT;
   if (OCTET_HAS(accumulate)) f |= OCTET_FEATURE_ACCUMULATE;
+  // Plugin ABI 1.3: a caps field (zero in a shorter caps struct).
+  if (OCTET_HAS(gemm) && caps.fp8_gemm_output) f |= OCTET_FEATURE_GEMM_FP8_OUTPUT;
 #undef OCTET_HAS
   return f;
 }

@@ -2,6 +2,8 @@
 // GEMM"), so its FP32 results are reproducible bit for bit. Per output
 // element, each block of k is summed in ascending k, multiplied by the
 // product of the two blocks' scale_inv and added into the accumulator.
+#include <octet/octet_math.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -106,7 +108,7 @@ int32_t block_gemm(const octet_block_gemm_args* args) {
         v = v + bias;
       }
       if (args->epilogue == OCTET_EPILOGUE_GELU) {
-        v = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+        v = 0.5f * v * (1.0f + octet_math_tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
       }
       store_element(d.data, d.dtype, element_index(d, i, j), v, true);
     }

@@ -1,5 +1,7 @@
 // The reference GEMM, evaluated in exactly the order docs/numerics.md
 // ("GEMM") documents, so that its FP32 results are reproducible bit for bit.
+#include <octet/octet_math.h>
+
 #include <cmath>
 #include <vector>
 
@@ -29,7 +31,7 @@ std::vector<float> widen_operand(const octet_matrix_view& view, bool transposed,
 }
 
 float gelu_tanh(float v) {
-  return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+  return 0.5f * v * (1.0f + octet_math_tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
 }
 
 int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& view,
@@ -79,10 +81,28 @@ int32_t check_gemm_args(const octet_gemm_args* args) {
     return s;
   }
   if (int32_t s = check_operand_dtypes(args->a.dtype, args->b.dtype)) return s;
-  // FP8 output is a valid request the reference does not offer.
-  if (int32_t s = check_matrix(kKernel, "args->d", args->d, DtypeClass::HighPrecision,
-                               OCTET_STATUS_UNSUPPORTED)) {
+  // D is FP8 exactly when d_scale says how to encode it.
+  if (args->d_scale != nullptr) {
+    if (int32_t s = check_matrix(kKernel, "args->d", args->d, DtypeClass::Fp8)) return s;
+    if (args->beta != 0.0f) {
+      return report(OCTET_STATUS_INVALID_ARGUMENT,
+                    std::string(kKernel) + ": args->beta must be 0 when args->d is FP8 (d_scale set)");
+    }
+    if (args->d_saturate != 0 && args->d_saturate != 1) {
+      return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->d_saturate (" +
+                                                       std::to_string(args->d_saturate) +
+                                                       ") must be 0 or 1");
+    }
+  } else if (is_fp8(args->d.dtype)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kKernel) + ": args->d is FP8 but args->d_scale is NULL (FP8 output needs it)");
+  } else if (int32_t s = check_matrix(kKernel, "args->d", args->d, DtypeClass::HighPrecision)) {
     return s;
+  }
+  if (args->fast_accumulation != 0 && args->fast_accumulation != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->fast_accumulation (" +
+                                                     std::to_string(args->fast_accumulation) +
+                                                     ") must be 0 or 1");
   }
   if (int32_t s = check_shape(kKernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
   if (args->bias.data != nullptr) {
@@ -113,7 +133,14 @@ int32_t gemm(const octet_gemm_args* args) {
   const float sb = args->b_scale_inv != nullptr ? *args->b_scale_inv : 1.0f;
   const float scale = args->alpha * (sa * sb);
   const octet_matrix_view& d = args->d;
+  // FP8 output: r is encoded with d_scale; amax covers r itself.
+  const bool fp8_out = args->d_scale != nullptr;
+  const float d_scale = fp8_out ? *args->d_scale : 1.0f;
+  const Fp8Format d_format = args->d.dtype == OCTET_DTYPE_E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  float d_amax = 0.0f;
 
+  // fast_accumulation is only a permission: the reference always sums exactly
+  // as documented.
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       const float* a_row = &a[static_cast<std::size_t>(i * k)];
@@ -135,8 +162,18 @@ int32_t gemm(const octet_gemm_args* args) {
         v = v + bias;
       }
       if (args->epilogue == OCTET_EPILOGUE_GELU) v = gelu_tanh(v);
-      store_element(d.data, d.dtype, element_index(d, i, j), v, true);
+      if (fp8_out) {
+        d_amax = std::fmax(d_amax, std::fabs(v));
+        static_cast<uint8_t*>(d.data)[element_index(d, i, j)] =
+            fp8_encode(v * d_scale, d_format, args->d_saturate != 0);
+      } else {
+        store_element(d.data, d.dtype, element_index(d, i, j), v, true);
+      }
     }
+  }
+  if (fp8_out) {
+    if (args->d_scale_inv_out != nullptr) *args->d_scale_inv_out = 1.0f / d_scale;
+    if (args->d_amax_out != nullptr) *args->d_amax_out = d_amax;
   }
   return OCTET_STATUS_SUCCESS;
 }

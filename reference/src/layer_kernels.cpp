@@ -2,6 +2,8 @@
 // backward, GELU/SwiGLU forward and backward, bias gradient, accumulate.
 // Plain loops in FP32 in the order octet_backend.h states; -ffp-contract=off
 // keeps every multiply and add separately rounded.
+#include <octet/octet_math.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -38,14 +40,14 @@ int32_t fused_quantize(const octet_quantize_args* q, int32_t dtype, int64_t rows
   return quantize_matrix(&args);
 }
 
-float gelu(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); }
+float gelu(float x) { return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 
 float gelu_derivative(float x) {
-  const float t = std::tanh(0.7978845608f * (x + 0.044715f * x * x * x));
+  const float t = octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
+float sigmoid(float a) { return 1.0f / (1.0f + octet_math_expf(-a)); }
 
 }  // namespace
 

@@ -36,6 +36,7 @@ octet_backend_caps reference_caps() {
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
   caps.alignment = 64;
   caps.fused_cast_transpose = 1;
+  caps.fp8_gemm_output = 1;
   return caps;
 }
 

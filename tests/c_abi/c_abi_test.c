@@ -6,6 +6,7 @@
  */
 #include <octet/octet.h>
 #include <octet/octet_backend.h>
+#include <octet/octet_math.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -365,11 +366,22 @@ static void test_wrap(octet_context* ctx, uint64_t alignment) {
   free(raw);
 }
 
+/* octet_math.h compiles as C99 and gives tanh/exp to FP32 accuracy
+ * (values from the definitions: tanh(0.5) = 0.46211715726..., e^1). */
+static void check_octet_math(void) {
+  CHECK(fabsf(octet_math_tanhf(0.5f) - 0.46211715726f) <= 3e-8f);
+  CHECK(octet_math_tanhf(-20.0f) == -1.0f);
+  CHECK(fabsf(octet_math_expf(1.0f) - 2.71828182846f) <= 3e-7f);
+  CHECK(octet_math_expf(-200.0f) == 0.0f);
+}
+
 int main(void) {
   octet_context_options options;
   octet_context* ctx = NULL;
   octet_context* unused = NULL;
   octet_backend_info info;
+
+  check_octet_math();
 
   test_versions_and_statuses();
   test_dtypes();

@@ -21,16 +21,6 @@ octet_tensor_info info_of(const octet_tensor* t) {
   return info;
 }
 
-// Quantizes `values` ([rows, cols]) with `scale` into a new tensor.
-TensorPtr quantized(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values, int32_t dtype,
-                    float scale, uint32_t usages) {
-  TensorPtr src = make_fp32(ctx, rows, cols, values);
-  TensorPtr q = make_tensor(ctx, dtype, {rows, cols}, usages);
-  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &scale, sizeof(scale)), OCTET_STATUS_SUCCESS);
-  EXPECT_EQ(octet_quantize(ctx, src.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return q;
-}
-
 // D = sa*sb*sum_k A'[m,k] B'[n,k] in double from the FP8 codes: the expected
 // value before FP32 rounding, and sum |a*b| for the error bound.
 struct Expected {

@@ -49,6 +49,15 @@ std::vector<uint32_t> float_bits(const std::vector<float>& v) {
   return bits;
 }
 
+TensorPtr quantized(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values, int32_t dtype,
+                    float scale, uint32_t usages) {
+  TensorPtr src = make_fp32(ctx, rows, cols, values);
+  TensorPtr q = make_tensor(ctx, dtype, {rows, cols}, usages);
+  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &scale, sizeof(scale)), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(octet_quantize(ctx, src.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return q;
+}
+
 void BackendTest::SetUp() {
   size_t count = 0;
   ASSERT_EQ(octet_backend_count(&count), OCTET_STATUS_SUCCESS);
@@ -60,7 +69,7 @@ void BackendTest::SetUp() {
     if (!info.available) GTEST_SKIP() << "backend '" << backend() << "' is unavailable: " << info.unavailable_reason;
     return;
   }
-  GTEST_SKIP() << "backend '" << backend() << "' is not registered (built with -DOCTET_WITH_ONEDNN=ON?)";
+  GTEST_SKIP() << "backend '" << backend() << "' is not registered (cpu needs -DOCTET_WITH_ONEDNN=ON, cuda -DOCTET_WITH_CUDA=ON)";
 }
 
 }  // namespace octet_test

@@ -27,6 +27,9 @@ ContextPtr make_context(const char* backend, int32_t profile);
 TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0);
 TensorPtr make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values);
 std::vector<float> random_values(size_t n, float scale, uint32_t seed);
+// Quantizes `values` ([rows, cols]) with `scale` into a new per-tensor FP8 tensor.
+TensorPtr quantized(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values, int32_t dtype,
+                    float scale, uint32_t usages);
 
 template <typename T>
 std::vector<T> read(const octet_tensor* t, int32_t component, size_t n) {
@@ -48,7 +51,7 @@ class BackendTest : public testing::TestWithParam<const char*> {
 };
 
 #define OCTET_INSTANTIATE_FOR_BACKENDS(suite)                                              \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::Values("reference", "cpu"),           \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::Values("reference", "cpu", "cuda"),           \
                            [](const testing::TestParamInfo<const char*>& info) { return std::string(info.param); })
 
 }  // namespace octet_test

@@ -298,7 +298,7 @@ TEST(CudaLayerKernels, ActivationsBitForBit) {
 }
 
 // Every BF16 value as the input (FP32, 256 x 256; SwiGLU's b and every dy
-// permuted from them): the libm algorithms and NaN rules on the device.
+// permuted from them): octet_math tanhf/expf and the NaN rules on the device.
 TEST(CudaLayerKernels, ActivationsOnEveryBf16Value) {
   OCTET_REQUIRE_CUDA_TABLE();
   Table& cuda = Table::cuda();

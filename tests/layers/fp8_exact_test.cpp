@@ -10,6 +10,8 @@
 // multiples of 32 or 128) and cross block boundaries. Also: the per-option
 // results of LayerNormLinear and LayerNormMLP, and the static recipe's
 // observation counts collected inside layers.
+#include <octet/octet_math.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -341,14 +343,14 @@ void ref_norm_backward(const Spec& s, const Params& p, const Fvec& x, const Norm
   if (s.ln()) o.grads["norm_bias"] = dbeta;
 }
 
-float gelu_f(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x))); }
+float gelu_f(float x) { return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 float gelu_df(float x) {
-  const float t = std::tanh(0.7978845608f * (x + 0.044715f * x * x * x));
+  const float t = octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 // silu(a) = a * s with s = 1 / (1 + expf(-a)), the s of octet_backend.h's
 // SwiGLU backward (the embedded reference forms silu this way too).
-float sig_f(float a) { return 1.0f / (1.0f + std::exp(-a)); }
+float sig_f(float a) { return 1.0f / (1.0f + octet_math_expf(-a)); }
 
 Out reference(const Spec& s, const Rule& r, bool fp8, const Params& p, const Fvec& x, const Fvec& dy) {
   Out o;

@@ -17,15 +17,15 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi12) {
-  for (uint32_t minor : {0u, 3u}) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi13) {
+  for (uint32_t minor : {0u, 4u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
               OCTET_STATUS_SUCCESS);
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 2u);
+    EXPECT_EQ(api->abi_minor, 3u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.

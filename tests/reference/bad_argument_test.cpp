@@ -198,7 +198,22 @@ TEST_F(BadArguments, GemmAnswersUnsupportedForMixedOperandsAndFp8Output) {
   args = gemm_args();
   TestMatrix fp8_d(OCTET_DTYPE_E4M3, 4, 3, 3);
   args.d = fp8_d.view();
-  expect_failure(api_->gemm(context_, &args), OCTET_STATUS_UNSUPPORTED, {"args->d.dtype"});
+  if (caps_.fp8_gemm_output) {
+    // FP8 output is offered, but only with d_scale saying how to encode.
+    expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT, {"args->d", "d_scale"});
+    const float d_scale = 1.0f;
+    args.d_scale = &d_scale;
+    args.beta = 1.0f;
+    expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT, {"args->beta", "FP8"});
+    args.beta = 0.0f;
+    args.d_saturate = 2;
+    expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT, {"args->d_saturate"});
+  } else {
+    expect_failure(api_->gemm(context_, &args), OCTET_STATUS_UNSUPPORTED, {"args->d.dtype"});
+  }
+  args = gemm_args();
+  args.fast_accumulation = 2;
+  expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT, {"args->fast_accumulation"});
   EXPECT_TRUE(d_untouched());
 }
 

@@ -1,6 +1,8 @@
 // The reference GEMM through the backend table: bit-exact against a
 // straightforward re-implementation of the order docs/numerics.md documents,
 // and within the documented error bound of a double-precision computation.
+#include <octet/octet_math.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,7 +73,7 @@ float documented_order(const GemmProblem& p, const std::vector<float>& a_rows,
   if (p.beta != 0.0f) v = v + p.beta * d_old;
   if (p.has_bias) v = v + p.bias.load(0, j);
   if (p.epilogue == OCTET_EPILOGUE_GELU) {
-    v = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    v = 0.5f * v * (1.0f + octet_math_tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
   }
   return v;
 }

@@ -52,7 +52,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 3
+#define OCTET_ABI_MINOR 4
 
 typedef struct octet_version {
   uint32_t major;
@@ -218,7 +218,10 @@ enum {
   OCTET_FEATURE_NORM = 1u << 11,               /* LayerNorm/RMSNorm forward + backward */
   OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
   OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
-  OCTET_FEATURE_ACCUMULATE = 1u << 14          /* y += x */
+  OCTET_FEATURE_ACCUMULATE = 1u << 14,         /* y += x */
+  /* ABI 1.4 */
+  OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15     /* the GEMM encodes an FP8 D itself (else the
+                                                  core composes FP32 GEMM + quantize) */
 };
 
 typedef struct octet_backend_info {
@@ -487,10 +490,20 @@ typedef struct octet_gemm_options {
   float beta;              /* default 0; beta == 0 ignores D's old contents */
   const octet_tensor* bias; /* optional, N elements, FP32/BF16/FP16 */
   int32_t epilogue;        /* octet_epilogue; default NONE */
+  /* ABI 1.4. */
+  int32_t fast_accumulation; /* default 0. 1 allows the backend to accumulate
+                                FP8 products with reduced precision (Hopper's
+                                fast accumulation); the result is then not
+                                held to numerics.md's GEMM bound. Backends
+                                that have no such mode ignore it. */
+  int32_t saturate_output;   /* FP8 D only; default 1: values beyond the
+                                format's range become +-max, else NaN/inf
+                                (numerics.md section 2) */
 } octet_gemm_options;
 
 /* Sets struct_size and the defaults: no transposes, alpha 1, beta 0, no bias,
- * no epilogue. A zeroed struct would mean alpha = 0. */
+ * no epilogue, exact accumulation, saturating FP8 output. A zeroed struct
+ * would mean alpha = 0. */
 OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options);
 
 /* D[m,n] = alpha * sa * sb * sum_k A'[m,k] * B'[n,k] + beta * D[m,n] + bias[n]
@@ -499,7 +512,14 @@ OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options);
  * FP8 (sa, sb their SCALE_INV; 1 for plain codes) or both FP32/BF16/FP16
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
- * native columnwise access or the transposed copy, per its capabilities. */
+ * native columnwise access or the transposed copy, per its capabilities.
+ * ABI 1.4, FP8 output: D may be a per-tensor quantized E4M3/E5M2 tensor
+ * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
+ * block-scaled. With r the FP32 value an FP32 D would hold
+ * before rounding, every stored usage of D receives fp8(r * SCALE) (D's
+ * SCALE component, numerics.md section 2, saturating per
+ * options->saturate_output), SCALE_INV = 1/SCALE and AMAX = max |r| (NaN
+ * ignored), exactly as octet_quantize of an FP32 tensor holding r. */
 OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a,
                                   const octet_tensor* b, octet_tensor* d,
                                   const octet_gemm_options* options);

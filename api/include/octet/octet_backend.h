@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define OCTET_PLUGIN_ABI_MAJOR 1
-#define OCTET_PLUGIN_ABI_MINOR 2
+#define OCTET_PLUGIN_ABI_MINOR 3
 
 #define OCTET_BACKEND_ENTRY_SYMBOL "octet_backend_entry"
 
@@ -76,6 +76,9 @@ typedef struct octet_backend_caps {
                                 high-precision GEMMs accept every layout */
   uint64_t alignment;        /* bytes; a power of two */
   int32_t fused_cast_transpose; /* quantize() writes both usages in one pass */
+  /* Appended in plugin ABI 1.3 (zero when the plugin's caps are shorter). */
+  int32_t fp8_gemm_output;   /* 1: gemm() writes FP8 D with d_scale and amax
+                                (octet_gemm_args); else the host composes it */
 } octet_backend_caps;
 
 typedef struct octet_backend_context octet_backend_context;
@@ -124,6 +127,22 @@ typedef struct octet_gemm_args {
   octet_matrix_view d;            /* [m,n] FP32/BF16/FP16, read when beta != 0 */
   octet_matrix_view bias;         /* data NULL or n elements (rows 1, cols n) */
   int32_t epilogue;               /* octet_epilogue */
+  /* Appended in plugin ABI 1.3; a plugin reads them only when struct_size
+   * covers them (the host always sends the whole struct). */
+  /* 1: the backend may accumulate FP8 products with reduced precision
+   * (e.g. Hopper's fast accumulation): a request, never an obligation; the
+   * result is then not held to numerics.md section 5's bound. */
+  int32_t fast_accumulation;
+  /* FP8 output (only sent to a backend whose caps set fp8_gemm_output):
+   * d.dtype is E4M3 or E5M2 and beta is 0. With r the FP32 value an FP32 D
+   * would receive (alpha, scales, bias and epilogue applied, not rounded),
+   * D = fp8(r * d_scale[0]) per numerics.md section 2 (saturating when
+   * d_saturate), d_scale_inv_out[0] = 1 / d_scale[0] and d_amax_out[0] =
+   * max |r| (NaN ignored), each output pointer optional. */
+  int32_t d_saturate;
+  const float* d_scale;           /* device, 1 value; NULL: D is not FP8 */
+  float* d_scale_inv_out;         /* device, 1 value, or NULL */
+  float* d_amax_out;              /* device, 1 value, or NULL */
 } octet_gemm_args;
 
 /* ---- plugin ABI 1.1: recipe-free kernels for statistics and blocks ---- */
@@ -253,7 +272,9 @@ typedef struct octet_norm_backward_args {
   float* dbeta_out;               /* device, cols FP32 (LayerNorm), or NULL */
 } octet_norm_backward_args;
 
-/* Activations, FP32 math, results rounded to the output dtype.
+/* Activations, FP32 math, results rounded to the output dtype. tanhf and
+ * expf are octet_math_tanhf and octet_math_expf (<octet/octet_math.h>), not
+ * the platform's libm, here and in the GEMM's GELU epilogue.
  *   GELU (tanh form, as the GEMM epilogue): input and output rows x n;
  *     y = 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x^3)))
  *   SwiGLU: input rows x 2n = [a | b], output rows x n;

@@ -135,6 +135,19 @@ int32_t check_args(const octet_gemm_args* args) {
                   std::string(kKernel) + ": args->epilogue is " + std::to_string(args->epilogue) +
                       "; it must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
   }
+  // oneDNN accumulates FP32 exactly as asked: fast accumulation has nothing
+  // to relax here, so 1 is accepted and changes nothing.
+  if (args->fast_accumulation != 0 && args->fast_accumulation != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->fast_accumulation is " +
+                                                     std::to_string(args->fast_accumulation) +
+                                                     "; it must be 0 or 1");
+  }
+  // The caps do not declare fp8_gemm_output, so no host sends d_scale.
+  if (args->d_scale != nullptr) {
+    return report(OCTET_STATUS_UNSUPPORTED,
+                  std::string(kKernel) + ": args->d_scale is set but this backend writes no FP8 output "
+                                         "(caps.fp8_gemm_output = 0; the host composes it)");
+  }
   return OCTET_STATUS_SUCCESS;
 }
 

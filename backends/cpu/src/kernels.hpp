@@ -3,6 +3,7 @@
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_math.h>
 
 #include <cmath>
 #include <cstddef>
@@ -22,10 +23,10 @@ inline std::size_t element_count(int64_t a, int64_t b) {
 }
 
 // The GELU of the GEMM epilogue and of the activation kernels (tanh form,
-// libm's tanhf, evaluated left to right as octet_backend.h writes it; the
+// octet_math_tanhf (octet_math.h: the same bits on every backend), evaluated left to right as octet_backend.h writes it; the
 // plugin is built with -ffp-contract=off, so every operation is rounded).
 inline float gelu(float x) {
-  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
 // A growable, 64-byte aligned FP32 workspace kept by a context between calls.

@@ -7,10 +7,12 @@
 // right, as the header and the reference order them; the column sums (dgamma,
 // dbeta, bias gradient) run over rows in order, one accumulator per column, so
 // they vectorise across columns and parallelise over column blocks without
-// changing a bit. tanhf and expf are libm's (std::tanh / std::exp on float),
-// the calls the reference makes. Rows are shared among OpenMP threads; every
+// changing a bit. tanhf and expf are octet_math.h's, the functions the
+// reference calls. Rows are shared among OpenMP threads; every
 // buffer is allocated before a parallel region (no exception inside one).
 #include "layer_kernels.hpp"
+
+#include <octet/octet_math.h>
 
 #include <omp.h>
 
@@ -66,12 +68,12 @@ int threads() { return std::max(1, omp_get_max_threads()); }
 int thread_id() { return omp_get_thread_num(); }
 
 float gelu_derivative(float x) {
-  const float t = std::tanh(0.7978845608f * (x + 0.044715f * x * x * x));
+  const float t = octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) +
          0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-float sigmoid(float a) { return 1.0f / (1.0f + std::exp(-a)); }
+float sigmoid(float a) { return 1.0f / (1.0f + octet_math_expf(-a)); }
 
 // Column sums over rows in order: sums[c] = sum_r f(r, c) for the columns of
 // [c0, c0 + width), `row(r, c0, width, buffer)` giving the row's values.

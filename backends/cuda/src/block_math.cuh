@@ -18,6 +18,8 @@
 // block_math_host_test.cpp checks (NaN x NaN cases included).
 #pragma once
 
+#include <octet/octet_math.h>
+
 #include <cmath>
 #include <cstdint>
 
@@ -206,10 +208,11 @@ OCTET_CUDA_HD float block_gemm_epilogue(float acc, const octet_block_gemm_args& 
   }
   if (args.bias.data != nullptr) v = host_add(v, load_as_float(args.bias.data, args.bias.dtype, j));
   if (args.epilogue == OCTET_EPILOGUE_GELU) {
-    // 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))), left to right
+    // 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))), left to right,
+    // tanhf being octet_math_tanhf as in the reference
     const float cube = host_mul(host_mul(host_mul(0.044715f, v), v), v);
     const float inner = host_mul(0.7978845608f, host_add(v, cube));
-    v = host_mul(host_mul(0.5f, v), host_add(1.0f, tanhf(inner)));
+    v = host_mul(host_mul(0.5f, v), host_add(1.0f, octet_math_tanhf(inner)));
   }
   return v;
 }

@@ -3,17 +3,18 @@
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_math.h>
 
 #include "codecs.cuh"
 
 namespace octet_cuda {
 
 // 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))),
-// left to right.
+// left to right, with octet_math_tanhf (the reference's tanhf).
 __device__ __forceinline__ float gelu_exact_order(float v) {
   const float cube = __fmul_rn(__fmul_rn(__fmul_rn(0.044715f, v), v), v);
   const float inner = __fmul_rn(0.7978845608f, __fadd_rn(v, cube));
-  return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, tanhf(inner)));
+  return __fmul_rn(__fmul_rn(0.5f, v), __fadd_rn(1.0f, octet_math_tanhf(inner)));
 }
 
 // v + beta * D_old (beta != 0 only) + bias[n], GELU, rounded to D's dtype.

@@ -23,6 +23,7 @@
 // cuBLASLt's A is Octet's b_scale_inv and that of its B is a_scale_inv.
 //
 // Paths, first that cuBLASLt accepts (heuristic returns an algorithm):
+// FAST_ACCUM follows args.fast_accumulation (0 unless the caller allows it).
 //   1. D = epilogue(alpha * sa * sb * P Q + beta * C + bias) in one cuBLASLt
 //      call, C = D (in place), bias and GELU in cuBLASLt's epilogue (GELU only
 //      with OCTET_CUDA_CUBLASLT_GELU=1: cuBLASLt's GELU rounds differently
@@ -134,12 +135,14 @@ struct Plan {
   const float* p_scale;
   const float* q_scale;
   bool fp8;
+  bool fast_accumulation;  // FP8 only: cuBLASLt's reduced-precision accumulation, on request
 };
 
 Plan plan_of(const octet_gemm_args& args, bool fp8) {
   Plan plan{};
   const uint64_t m = uint64_t(args.m), n = uint64_t(args.n), k = uint64_t(args.k);
   plan.fp8 = fp8;
+  plan.fast_accumulation = fp8 && args.fast_accumulation == 1;
   plan.p = args.b.data;
   plan.p_type = cuda_type(args.b.dtype);
   plan.op_p = args.trans_b ? CUBLAS_OP_N : CUBLAS_OP_T;
@@ -166,13 +169,13 @@ bool try_cublaslt(octet_backend_context* context, const Plan& plan, uint64_t m, 
   if (context->lt == nullptr) check_lt(cublasLtCreate(&context->lt), "cublasLtCreate");
   MatmulDesc desc;
   if (cublasLtMatmulDescCreate(&desc.handle, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) return false;
-  const int8_t no_fast_accumulation = 0;
+  const int8_t fast_accumulation = plan.fast_accumulation ? 1 : 0;
   if (desc.set(CUBLASLT_MATMUL_DESC_TRANSA, plan.op_p) != CUBLAS_STATUS_SUCCESS ||
       desc.set(CUBLASLT_MATMUL_DESC_TRANSB, plan.op_q) != CUBLAS_STATUS_SUCCESS ||
       desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue) != CUBLAS_STATUS_SUCCESS)
     return false;
   if (plan.fp8) {
-    if (desc.set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, no_fast_accumulation) != CUBLAS_STATUS_SUCCESS) return false;
+    if (desc.set(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast_accumulation) != CUBLAS_STATUS_SUCCESS) return false;
     // NULL scale pointers mean 1 in both APIs.
     if (plan.p_scale != nullptr &&
         desc.set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(plan.p_scale)) != CUBLAS_STATUS_SUCCESS)
@@ -229,9 +232,14 @@ void check_gemm_args(const octet_gemm_args& args, bool& fp8) {
           args.epilogue, ") must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
   check_view("args->a", &args.a, kHighPrecision | kFp8, "fp32, bf16, fp16, e4m3 or e5m2");
   check_view("args->b", &args.b, kHighPrecision | kFp8, "fp32, bf16, fp16, e4m3 or e5m2");
-  if (dtype_in(args.d.dtype, kFp8)) {
+  require(args.fast_accumulation == 0 || args.fast_accumulation == 1, "args->fast_accumulation (",
+          args.fast_accumulation, ") must be 0 or 1");
+  // caps.fp8_gemm_output is 0: the host composes FP8 output from an FP32 GEMM
+  // and the exact quantize kernel, so no host sends d_scale.
+  if (dtype_in(args.d.dtype, kFp8) || args.d_scale != nullptr) {
     fail(OCTET_STATUS_UNSUPPORTED, "args->d.dtype is ", dtype_label(args.d.dtype),
-         ": FP8 GEMM output is not offered; use fp32, bf16 or fp16");
+         args.d_scale != nullptr ? " with args->d_scale set" : "",
+         ": this backend writes no FP8 GEMM output (caps.fp8_gemm_output = 0); use fp32, bf16 or fp16");
   }
   check_view("args->d", &args.d, kHighPrecision, "fp32, bf16 or fp16");
   fp8 = dtype_in(args.a.dtype, kFp8) && dtype_in(args.b.dtype, kFp8);

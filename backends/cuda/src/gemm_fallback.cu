@@ -2,7 +2,7 @@
 // products accumulated in ascending k with separate FP32 roundings (no FMA),
 // then (alpha * (sa * sb)) * acc and the epilogue. It serves what cuBLASLt
 // cannot run (ragged leading dimensions, E5M2 x E5M2, misaligned data), and
-// gives the reference's bits up to the device's tanhf. It is slow by design.
+// gives the reference's bits (GELU included: octet_math_tanhf). It is slow by design.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -20,16 +20,10 @@
 //    Values are the same either way; only which NaN survives differs. The
 //    host test checks every such site against the reference.
 //
-// 2. tanhf and expf. The reference calls the host libm (std::tanh/std::exp on
-//    float). A device tanhf/expf is not the same function. glibc_tanhf and
-//    glibc_expf below are the algorithms of glibc 2.36 x86-64 (the libm of the
-//    build machine's Debian 12): tanhf/expm1f from fdlibm in FP32, and the
-//    ARM-optimized-routines expf in FP64 in its FMA form (the ifunc variant
-//    glibc picks on any CPU with FMA and AVX2). Every constant was read from
-//    that libm's .rodata. The host test compares them with the host libm on
-//    every FP32 input. A reference linked with another libm (glibc >= 2.41
-//    has correctly rounded tanhf) can differ in the last bit of some results;
-//    the host test is what detects that.
+// 2. tanhf and expf are octet_math_tanhf / octet_math_expf
+//    (<octet/octet_math.h>), the functions the reference and the cpu backend
+//    call: fixed binary64 sequences with explicit fma, so the device computes
+//    the same bits as the host, whatever its own libm.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +32,8 @@
 #include <cmath>
 #include <cstring>
 #endif
+
+#include <octet/octet_math.h>
 
 #include "codecs.cuh"
 
@@ -113,225 +109,6 @@ OCTET_CUDA_HD float fsqrt(float a) {
 OCTET_CUDA_HD float fneg(float a) { return float_of(bits_of(a) ^ 0x80000000u); }
 OCTET_CUDA_HD float fabs_bits(float a) { return float_of(bits_of(a) & 0x7FFFFFFFu); }
 
-// ---- glibc 2.36 tanhf (fdlibm s_tanhf.c, s_expm1f.c) --------------------
-// Only finite, non-NaN values reach the arithmetic, so plain rn_* suffice.
-
-OCTET_CUDA_HD float glibc_expm1f(float x) {
-  constexpr float kHuge = 1.0e30f, kTiny = 1.0e-30f;
-  const uint32_t bits = bits_of(x);
-  const bool negative = (bits & 0x80000000u) != 0u;
-  const uint32_t hx = bits & 0x7FFFFFFFu;
-  const float o_threshold = float_of(0x42B17180u);
-  const float ln2_hi = float_of(0x3F317180u), ln2_lo = float_of(0x3717F7D1u);
-  const float invln2 = float_of(0x3FB8AA3Bu);
-  const float q1 = float_of(0xBD088889u), q2 = float_of(0x3AD00D01u), q3 = float_of(0xB8A670CDu),
-              q4 = float_of(0x36867E54u), q5 = float_of(0xB457EDBBu);
-  if (hx >= 0x4195B844u) {    // |x| >= 27 ln2
-    if (hx >= 0x42B17218u) {  // |x| >= 88.72...
-      if (hx > 0x7F800000u) return quieted(x);
-      if (hx == 0x7F800000u) return negative ? -1.0f : x;
-      if (x > o_threshold) return rn_mul(kHuge, kHuge);
-    }
-    if (negative) return rn_sub(kTiny, 1.0f);
-  }
-  float hi, lo, c = 0.0f;
-  int32_t k;
-  if (hx > 0x3EB17218u) {    // |x| > ln2 / 2
-    if (hx < 0x3F851592u) {  // and |x| < 1.5 ln2
-      if (!negative) {
-        hi = rn_sub(x, ln2_hi);
-        lo = ln2_lo;
-        k = 1;
-      } else {
-        hi = rn_add(x, ln2_hi);
-        lo = fneg(ln2_lo);
-        k = -1;
-      }
-    } else {
-      // C's float -> int conversion truncates (cvttss2si).
-      k = static_cast<int32_t>(rn_add(rn_mul(invln2, x), negative ? -0.5f : 0.5f));
-      const float t = static_cast<float>(k);
-      hi = rn_sub(x, rn_mul(t, ln2_hi));
-      lo = rn_mul(t, ln2_lo);
-    }
-    x = rn_sub(hi, lo);
-    c = rn_sub(rn_sub(hi, x), lo);
-  } else if (hx < 0x33000000u) {  // |x| < 2^-25: x itself (x - 0)
-    return x;
-  } else {
-    k = 0;
-  }
-  const float hfx = rn_mul(0.5f, x);
-  const float hxs = rn_mul(x, hfx);
-  const float r1 = rn_add(
-      1.0f, rn_mul(hxs, rn_add(q1, rn_mul(hxs, rn_add(q2, rn_mul(hxs, rn_add(q3, rn_mul(hxs, rn_add(q4, rn_mul(hxs, q5))))))))));
-  const float t = rn_sub(3.0f, rn_mul(r1, hfx));
-  float e = rn_mul(hxs, rn_div(rn_sub(r1, t), rn_sub(6.0f, rn_mul(x, t))));
-  if (k == 0) return rn_sub(x, rn_sub(rn_mul(x, e), hxs));
-  e = rn_sub(rn_mul(x, rn_sub(e, c)), c);
-  e = rn_sub(e, hxs);
-  if (k == -1) return rn_sub(rn_mul(0.5f, rn_sub(x, e)), 0.5f);
-  if (k == 1) {
-    if (x < -0.25f) return rn_mul(-2.0f, rn_sub(e, rn_add(x, 0.5f)));
-    return rn_add(1.0f, rn_mul(2.0f, rn_sub(x, e)));
-  }
-  const uint32_t k_bits = static_cast<uint32_t>(k) << 23;  // k added to the exponent field
-  if (k <= -2 || k > 56) {
-    const float y = rn_sub(1.0f, rn_sub(e, x));
-    return rn_sub(float_of(bits_of(y) + k_bits), 1.0f);
-  }
-  if (k < 23) {
-    const float t1 = float_of(0x3F800000u - (0x1000000u >> k));  // 1 - 2^-k
-    const float y = rn_sub(t1, rn_sub(e, x));
-    return float_of(bits_of(y) + k_bits);
-  }
-  const float t2 = float_of(static_cast<uint32_t>(0x7F - k) << 23);  // 2^-k
-  const float y = rn_add(rn_sub(x, rn_add(e, t2)), 1.0f);
-  return float_of(bits_of(y) + k_bits);
-}
-
-OCTET_CUDA_HD float glibc_tanhf(float x) {
-  const uint32_t bits = bits_of(x);
-  const uint32_t ix = bits & 0x7FFFFFFFu;
-  const bool negative = (bits & 0x80000000u) != 0u;
-  if (ix >= 0x7F800000u) {
-    if (ix > 0x7F800000u) return quieted(x);  // 1/x + 1 keeps x's NaN
-    return negative ? -1.0f : 1.0f;
-  }
-  float z;
-  if (ix < 0x41B00000u) {  // |x| < 22
-    if (ix == 0u) return x;
-    if (ix < 0x24000000u) return rn_mul(x, rn_add(1.0f, x));  // |x| < 2^-55
-    const float ax = fabs_bits(x);
-    if (ix >= 0x3F800000u) {  // |x| >= 1
-      const float t = glibc_expm1f(rn_add(ax, ax));
-      z = rn_sub(1.0f, rn_div(2.0f, rn_add(t, 2.0f)));
-    } else {
-      const float t = glibc_expm1f(rn_mul(-2.0f, ax));
-      z = rn_div(fneg(t), rn_add(t, 2.0f));
-    }
-  } else {
-    z = rn_sub(1.0f, 1.0e-30f);
-  }
-  return negative ? fneg(z) : z;
-}
-
-// ---- glibc 2.36 expf (ARM optimized routines, FMA variant) --------------
-
-OCTET_CUDA_HD uint64_t double_bits(double v) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<uint64_t>(__double_as_longlong(v));
-#else
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-#endif
-}
-OCTET_CUDA_HD double double_of(uint64_t b) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(static_cast<long long>(b));
-#else
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-#endif
-}
-OCTET_CUDA_HD double d_fma(double a, double b, double c) {
-#if defined(__CUDA_ARCH__)
-  return __fma_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-OCTET_CUDA_HD double d_sub(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-OCTET_CUDA_HD double d_mul(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-OCTET_CUDA_HD float d_to_float(double v) {
-#if defined(__CUDA_ARCH__)
-  return __double2float_rn(v);
-#else
-  return static_cast<float>(v);
-#endif
-}
-
-// 2^(i/32) with i << 47 subtracted from the bits (__exp2f_data.tab).
-OCTET_CUDA_HD uint64_t exp2f_table(uint32_t i) {
-  // A switch rather than an array: usable from host and device code alike
-  // without a __device__/__constant__ copy (the compiler makes it a lookup).
-  switch (i & 31u) {
-    case 0: return 0x3ff0000000000000ull;
-    case 1: return 0x3fefd9b0d3158574ull;
-    case 2: return 0x3fefb5586cf9890full;
-    case 3: return 0x3fef9301d0125b51ull;
-    case 4: return 0x3fef72b83c7d517bull;
-    case 5: return 0x3fef54873168b9aaull;
-    case 6: return 0x3fef387a6e756238ull;
-    case 7: return 0x3fef1e9df51fdee1ull;
-    case 8: return 0x3fef06fe0a31b715ull;
-    case 9: return 0x3feef1a7373aa9cbull;
-    case 10: return 0x3feedea64c123422ull;
-    case 11: return 0x3feece086061892dull;
-    case 12: return 0x3feebfdad5362a27ull;
-    case 13: return 0x3feeb42b569d4f82ull;
-    case 14: return 0x3feeab07dd485429ull;
-    case 15: return 0x3feea47eb03a5585ull;
-    case 16: return 0x3feea09e667f3bcdull;
-    case 17: return 0x3fee9f75e8ec5f74ull;
-    case 18: return 0x3feea11473eb0187ull;
-    case 19: return 0x3feea589994cce13ull;
-    case 20: return 0x3feeace5422aa0dbull;
-    case 21: return 0x3feeb737b0cdc5e5ull;
-    case 22: return 0x3feec49182a3f090ull;
-    case 23: return 0x3feed503b23e255dull;
-    case 24: return 0x3feee89f995ad3adull;
-    case 25: return 0x3feeff76f2fb5e47ull;
-    case 26: return 0x3fef199bdd85529cull;
-    case 27: return 0x3fef3720dcef9069ull;
-    case 28: return 0x3fef5818dcfba487ull;
-    case 29: return 0x3fef7c97337b9b5full;
-    case 30: return 0x3fefa4afa2a490daull;
-    default: return 0x3fefd0765b6e4540ull;
-  }
-}
-
-OCTET_CUDA_HD float glibc_expf(float x) {
-  const uint32_t bits = bits_of(x);
-  const uint32_t abstop = (bits >> 20) & 0x7FFu;
-  if (abstop >= 0x42Bu) {  // |x| >= 88 (or inf/NaN)
-    if (bits == 0xFF800000u) return 0.0f;
-    if (abstop >= 0x7F8u) return is_nan(x) ? quieted(x) : x;  // x + x
-    if (x > float_of(0x42B17217u)) return float_of(0x7F800000u);  // overflow
-    if (x < float_of(0xC2CFF1B4u)) return 0.0f;                 // underflow
-    if (x < float_of(0xC2CE8ECFu)) return float_of(0x00000001u);  // 0x1.4p-75f squared
-  }
-  const double inv_ln2_n = double_of(0x40471547652b82feull);  // 32 / ln 2
-  const double shift = double_of(0x4338000000000000ull);      // 0x1.8p52
-  const double c0 = double_of(0x3ebc6af84b912394ull), c1 = double_of(0x3f2ebfce50fac4f3ull),
-               c2 = double_of(0x3f962e42ff0c52d6ull);
-  const double xd = static_cast<double>(x);
-  const double kd_shifted = d_fma(inv_ln2_n, xd, shift);
-  const uint64_t ki = double_bits(kd_shifted);
-  const double kd = d_sub(kd_shifted, shift);
-  const double r = d_fma(inv_ln2_n, xd, -kd);
-  const double s = double_of(exp2f_table(static_cast<uint32_t>(ki & 31u)) + (ki << 47));
-  const double z = d_fma(c0, r, c1);
-  const double r2 = d_mul(r, r);
-  double y = d_fma(r, c2, 1.0);
-  y = d_fma(z, r2, y);
-  return d_to_float(d_mul(y, s));
-}
-
 // ---- activations (octet_backend.h, each operation left to right) --------
 
 constexpr float kGeluA = 0.7978845608f;
@@ -339,7 +116,7 @@ constexpr float kGeluB = 0.044715f;
 
 OCTET_CUDA_HD float gelu_tanh_of(float x) {
   const float cube = fmul(fmul(fmul(kGeluB, x), x), x);
-  return glibc_tanhf(fmul(kGeluA, fadd(x, cube)));
+  return octet_math_tanhf(fmul(kGeluA, fadd(x, cube)));
 }
 
 // 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)))
@@ -356,10 +133,10 @@ OCTET_CUDA_HD float gelu_derivative(float x) {
 }
 
 // s = 1 / (1 + expf(-a))
-OCTET_CUDA_HD float sigmoid(float a) { return fdiv(1.0f, fadd(1.0f, glibc_expf(fneg(a)))); }
+OCTET_CUDA_HD float sigmoid(float a) { return fdiv(1.0f, fadd(1.0f, octet_math_expf(fneg(a)))); }
 
 // y = (a * s) * b
-OCTET_CUDA_HD float swiglu(float a, float b) { return fmul(fmul(sigmoid(a), a), b); }
+OCTET_CUDA_HD float swiglu(float a, float b) { return fmul(fmul(a, sigmoid(a)), b); }
 
 // dx = dy * gelu'(x)
 OCTET_CUDA_HD float gelu_backward(float dy, float x) { return fmul(gelu_derivative(x), dy); }
