@@ -136,7 +136,7 @@ Quantized model_block_quantize(const octet_block_quantize_args& args) {
         multiplier = nan_block ? 1.0f : octet_cuda::mx_multiplier(code);
       } else {
         multiplier = octet_cuda::fp32_block_scale(block_amax, e4m3, args.amax_epsilon, args.power_of_two != 0);
-        const float inv = octet_cuda::div_rn(1.0f, multiplier);
+        const float inv = octet_cuda::rn_div(1.0f, multiplier);
         std::memcpy(&q.scales[index * 4], &inv, 4);
       }
       for (int64_t r = r0; r < r1; ++r) {

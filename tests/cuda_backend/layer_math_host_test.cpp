@@ -109,14 +109,14 @@ TEST(CudaLayerMathOnHost, OperationsGiveTheX86NaNResults) {
     for (float b : specials()) {
       volatile float va = a, vb = b;
       const std::string what = hex(bits_of(a)) + ", " + hex(bits_of(b));
-      EXPECT_EQ(hex(bits_of(lm::fadd(a, b))), hex(bits_of(va + vb))) << "add " << what;
-      EXPECT_EQ(hex(bits_of(lm::fsub(a, b))), hex(bits_of(va - vb))) << "sub " << what;
-      EXPECT_EQ(hex(bits_of(lm::fmul(a, b))), hex(bits_of(va * vb))) << "mul " << what;
-      EXPECT_EQ(hex(bits_of(lm::fdiv(a, b))), hex(bits_of(va / vb))) << "div " << what;
+      EXPECT_EQ(hex(bits_of(octet_cuda::host_add(a, b))), hex(bits_of(va + vb))) << "add " << what;
+      EXPECT_EQ(hex(bits_of(octet_cuda::host_sub(a, b))), hex(bits_of(va - vb))) << "sub " << what;
+      EXPECT_EQ(hex(bits_of(octet_cuda::host_mul(a, b))), hex(bits_of(va * vb))) << "mul " << what;
+      EXPECT_EQ(hex(bits_of(octet_cuda::host_div(a, b))), hex(bits_of(va / vb))) << "div " << what;
     }
   for (float a : specials()) {
     volatile float va = a;
-    EXPECT_EQ(hex(bits_of(lm::fsqrt(a))), hex(bits_of(std::sqrt(static_cast<float>(va))))) << hex(bits_of(a));
+    EXPECT_EQ(hex(bits_of(octet_cuda::host_sqrt(a))), hex(bits_of(std::sqrt(static_cast<float>(va))))) << hex(bits_of(a));
   }
 }
 
@@ -374,7 +374,7 @@ void model_norm_forward(const octet_norm_forward_args& a, std::vector<float>& me
     }
   }
   if (q != nullptr) {
-    codes->scale_inv = lm::fdiv(1.0f, *q->scale);
+    codes->scale_inv = octet_cuda::host_div(1.0f, *q->scale);
     codes->amax = amax;
   }
 }
@@ -538,7 +538,7 @@ TEST(CudaLayerMathOnHost, BiasGradientAndAccumulateModelsMatchTheReference) {
       expect_bytes(codes_ours.rowwise.data(), codes_ref.rowwise.data(), codes_ref.rowwise.size(), "rowwise codes");
       expect_bytes(codes_ours.columnwise.data(), codes_ref.columnwise.data(), codes_ref.columnwise.size(),
                    "columnwise codes");
-      EXPECT_EQ(hex(bits_of(lm::fdiv(1.0f, codes_ours.scale))), hex(bits_of(codes_ref.scale_inv))) << "scale_inv";
+      EXPECT_EQ(hex(bits_of(octet_cuda::host_div(1.0f, codes_ours.scale))), hex(bits_of(codes_ref.scale_inv))) << "scale_inv";
       EXPECT_EQ(hex(bits_of(amax)), hex(bits_of(codes_ref.amax))) << "amax";
 
       // accumulate: y = x + y with NaNs on both sides.
@@ -548,7 +548,7 @@ TEST(CudaLayerMathOnHost, BiasGradientAndAccumulateModelsMatchTheReference) {
       y_ours.view.data = y_ours.bytes.data();
       ASSERT_EQ(ref.api().accumulate(ref.context(), &dy.view, &y_ref.view, 1), OCTET_STATUS_SUCCESS) << ref.errors();
       for (int64_t r = 0; r < sh.rows; ++r)
-        for (int64_t c = 0; c < sh.cols; ++c) y_ours.set(r, c, lm::fadd(dy.at(r, c), y_ours.at(r, c)));
+        for (int64_t c = 0; c < sh.cols; ++c) y_ours.set(r, c, octet_cuda::host_add(dy.at(r, c), y_ours.at(r, c)));
       expect_bytes(y_ours.bytes.data(), y_ref.bytes.data(), y_ref.bytes.size(), "accumulate");
     }
 }

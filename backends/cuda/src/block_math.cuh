@@ -6,16 +6,7 @@
 // tests/cuda_backend/block_math_host_test.cpp checks these very functions
 // against the reference on the host.
 //
-// NaN bits: the reference runs on x86, where an arithmetic operation with a
-// NaN operand returns that NaN quieted (the first operand's when both are
-// NaN) and an invalid operation (0 * inf, inf - inf) returns the "default
-// NaN" 0xFFC00000. A GPU returns one canonical NaN instead, which loses the
-// sign the FP8/BF16/FP16 encoders keep. The host_* operations below give the
-// x86 answer on both sides, so NaN results carry the reference's bits. Which
-// operand is "first" when both are NaN is the reference build's choice (the
-// compiler may swap a commutative operation's operands): the host_* calls
-// below name the operands in the order that build uses, which
-// block_math_host_test.cpp checks (NaN x NaN cases included).
+// NaN bits: host_float_ops.cuh (the x86 NaN results on both sides).
 #pragma once
 
 #include <octet/octet_math.h>
@@ -26,56 +17,9 @@
 #include <octet/octet_backend.h>
 
 #include "codecs.cuh"
+#include "host_float_ops.cuh"
 
 namespace octet_cuda {
-
-// ---- FP32 operations rounded on their own (no contraction, no fast math) ----
-
-OCTET_CUDA_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-OCTET_CUDA_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-OCTET_CUDA_HD float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
-OCTET_CUDA_HD bool is_nan(float x) { return (bits_of(x) & 0x7FFFFFFFu) > 0x7F800000u; }
-OCTET_CUDA_HD bool is_finite(float x) { return (bits_of(x) & 0x7F800000u) != 0x7F800000u; }
-OCTET_CUDA_HD float abs_value(float x) { return float_of(bits_of(x) & 0x7FFFFFFFu); }
-OCTET_CUDA_HD float quieted(float nan) { return float_of(bits_of(nan) | 0x00400000u); }
-
-constexpr uint32_t kHostDefaultNan = 0xFFC00000u;  // x86's result of an invalid operation
-
-// a * b and a + b with the reference host's NaN results (see the top).
-OCTET_CUDA_HD float host_mul(float a, float b) {
-  if (is_nan(a)) return quieted(a);
-  if (is_nan(b)) return quieted(b);
-  const float r = mul_rn(a, b);
-  return is_nan(r) ? float_of(kHostDefaultNan) : r;
-}
-
-OCTET_CUDA_HD float host_add(float a, float b) {
-  if (is_nan(a)) return quieted(a);
-  if (is_nan(b)) return quieted(b);
-  const float r = add_rn(a, b);
-  return is_nan(r) ? float_of(kHostDefaultNan) : r;
-}
 
 OCTET_CUDA_HD float fp8_max_value(bool e4m3) { return e4m3 ? 448.0f : 57344.0f; }
 
@@ -90,7 +34,7 @@ OCTET_CUDA_HD uint8_t mx_scale_code(float block_amax, bool e4m3, bool floor_roun
   if (!floor_rounding) {
     // A non-zero amax whose quotient underflows to 0 still gets the smallest
     // scale 0x00 (2^-127), not the NaN code e8m0_encode gives 0.
-    const float quotient = div_rn(block_amax, fp8_max_value(e4m3));
+    const float quotient = rn_div(block_amax, fp8_max_value(e4m3));
     return quotient == 0.0f ? 0x00u : e8m0_encode(quotient, true);
   }
   const uint32_t magnitude = bits_of(block_amax) & 0x7FFFFFFFu;
@@ -126,7 +70,7 @@ OCTET_CUDA_HD float fp32_block_scale(float block_amax, bool e4m3, float epsilon,
   // fmax semantics: a NaN epsilon leaves block_amax.
   const float amax = epsilon > block_amax ? epsilon : block_amax;
   if (!is_finite(amax) || amax == 0.0f) return 1.0f;
-  float scale = div_rn(fp8_max_value(e4m3), amax);
+  float scale = rn_div(fp8_max_value(e4m3), amax);
   if (!is_finite(scale)) scale = float_of(0x7F7FFFFFu);  // FLT_MAX
   if (power_of_two) scale = float_of(bits_of(scale) & 0xFF800000u);
   return scale;

@@ -1,15 +1,16 @@
 // Element-wise kernels: convert, amax, fused quantize (cast + transpose +
 // amax + scale_inv in one pass), transpose, dequantize, the GEMM epilogue.
 // Every narrowing goes through codecs.cuh; every FP32 operation that the
-// reference performs is written with an explicit round-to-nearest intrinsic
-// (__fmul_rn, __fadd_rn, __fdiv_rn), so no multiply-add contraction or fast
-// math can change a bit.
+// reference performs is one of host_float_ops.cuh's (round to nearest on its
+// own, the reference host's NaN results), so neither contraction, fast math
+// nor the GPU's canonical NaN can change a bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "codecs.cuh"
+#include "host_float_ops.cuh"
 #include "epilogue.cuh"
 #include "kernels.hpp"
 
@@ -87,7 +88,7 @@ __global__ void quantize_kernel(octet_matrix_view in, bool e4m3, bool saturate, 
   __shared__ uint8_t tile[kTile][kTile + 4];
   const float scale = *scale_ptr;
   if (scale_inv_out != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) {
-    *scale_inv_out = __fdiv_rn(1.0f, scale);
+    *scale_inv_out = host_div(1.0f, scale);
   }
   const int64_t rows = in.rows, cols = in.cols;
   const int64_t col_tiles = (cols + kTile - 1) / kTile, row_tiles = (rows + kTile - 1) / kTile;
@@ -101,7 +102,7 @@ __global__ void quantize_kernel(octet_matrix_view in, bool e4m3, bool saturate, 
           const float x = load_as_float(in.data, in.dtype, r * in.ld + c);
           const float a = fabsf(x);
           if (a > local) local = a;
-          const uint8_t q = fp8_encode(__fmul_rn(x, scale), e4m3, saturate);
+          const uint8_t q = fp8_encode(host_mul(x, scale), e4m3, saturate);
           if (rowwise != nullptr) rowwise[r * cols + c] = q;
           tile[j][threadIdx.x] = q;
         }
@@ -120,7 +121,7 @@ __global__ void quantize_kernel(octet_matrix_view in, bool e4m3, bool saturate, 
 }
 
 __global__ void scale_inv_kernel(const float* scale, float* scale_inv_out) {
-  *scale_inv_out = __fdiv_rn(1.0f, *scale);
+  *scale_inv_out = host_div(1.0f, *scale);
 }
 
 template <typename T>
@@ -151,7 +152,8 @@ __global__ void dequantize_kernel(octet_matrix_view in, const float* scale_inv_p
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / in.cols, c = i - r * in.cols;
     const float q = fp8_decode(static_cast<const uint8_t*>(in.data)[r * in.ld + c], e4m3);
-    store_from_float(out.data, out.dtype, r * out.ld + c, __fmul_rn(q, scale_inv), true);
+    // Of two NaNs, scale_inv's survives: the reference build's operand order.
+    store_from_float(out.data, out.dtype, r * out.ld + c, host_mul(scale_inv, q), true);
   }
 }
 

@@ -19,7 +19,7 @@ namespace {
 __global__ void gemm_fallback_kernel(octet_gemm_args args) {
   const float sa = args.a_scale_inv != nullptr ? *args.a_scale_inv : 1.0f;
   const float sb = args.b_scale_inv != nullptr ? *args.b_scale_inv : 1.0f;
-  const float factor = __fmul_rn(args.alpha, __fmul_rn(sa, sb));
+  const float factor = host_mul(args.alpha, host_mul(sa, sb));
   const int64_t total = args.m * args.n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t m = i / args.n, n = i - m * args.n;
@@ -27,11 +27,11 @@ __global__ void gemm_fallback_kernel(octet_gemm_args args) {
     for (int64_t k = 0; k < args.k; ++k) {
       const int64_t ai = args.trans_a ? k * args.a.ld + m : m * args.a.ld + k;
       const int64_t bi = args.trans_b ? k * args.b.ld + n : n * args.b.ld + k;
-      const float p = __fmul_rn(load_as_float(args.a.data, args.a.dtype, ai),
-                                load_as_float(args.b.data, args.b.dtype, bi));
-      acc = __fadd_rn(acc, p);
+      const float p = host_mul(load_as_float(args.a.data, args.a.dtype, ai),
+                               load_as_float(args.b.data, args.b.dtype, bi));
+      acc = host_add(acc, p);
     }
-    finish_element(__fmul_rn(factor, acc), args, m, n);
+    finish_element(host_mul(factor, acc), args, m, n);
   }
 }
 

@@ -79,7 +79,7 @@ __device__ float fused_scale(const FusedQuantize& f) {
   if (!f.enabled) return 1.0f;
   const float scale = *f.scale;
   if (f.scale_inv_out != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) {
-    *f.scale_inv_out = fdiv(1.0f, scale);
+    *f.scale_inv_out = host_div(1.0f, scale);
   }
   return scale;
 }
@@ -372,7 +372,7 @@ __global__ void accumulate_kernel(octet_matrix_view x, octet_matrix_view y, bool
     const int64_t r = i / x.cols, c = i - r * x.cols;
     const int64_t src = r * x.ld + c, dst = r * y.ld + c;
     if (accumulate) {
-      store_from_float(y.data, y.dtype, dst, fadd(load_as_float(x.data, x.dtype, src), load_as_float(y.data, y.dtype, dst)),
+      store_from_float(y.data, y.dtype, dst, host_add(load_as_float(x.data, x.dtype, src), load_as_float(y.data, y.dtype, dst)),
                        true);
     } else if (x.dtype == OCTET_DTYPE_FP32 && y.dtype == OCTET_DTYPE_FP32) {
       static_cast<uint32_t*>(y.data)[dst] = static_cast<const uint32_t*>(x.data)[src];  // bits as they are
