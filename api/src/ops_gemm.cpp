@@ -3,6 +3,7 @@
 // transposing into a workspace only when no stored copy fits.
 #include <octet/octet.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -280,9 +281,22 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
   });
 }
 
-extern "C" OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options) {
+// The struct as ABI 1.0-1.3 callers know it ends before fast_accumulation:
+// the unsized symbol must never write past that.
+constexpr size_t kGemmOptionsSize13 = offsetof(octet_gemm_options, fast_accumulation);
+
+extern "C" OCTET_API octet_status(octet_gemm_options_init)(octet_gemm_options* options) {
   return guarded("octet_gemm_options_init", [&] {
     require(options != nullptr, "argument 'options' is NULL");
-    *options = gemm_defaults();
+    write_defaults(gemm_defaults(), options, kGemmOptionsSize13);
+  });
+}
+
+extern "C" OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options, size_t struct_size) {
+  return guarded("octet_gemm_options_init_sized", [&] {
+    require(options != nullptr, "argument 'options' is NULL");
+    require(struct_size >= offsetof(octet_gemm_options, trans_a), "argument 'struct_size' (", struct_size,
+            ") cannot hold even octet_gemm_options.struct_size");
+    write_defaults(gemm_defaults(), options, struct_size);
   });
 }

@@ -39,4 +39,12 @@ void write_versioned(const T& value, T* out, const char* name) {
               std::min(out->struct_size, sizeof(T)) - sizeof(size_t));
 }
 
+// An _init function's work for a caller whose struct is `size` bytes: the
+// defaults, cut to min(size, sizeof(T)), with struct_size set to that.
+template <typename T>
+void write_defaults(T defaults, T* out, size_t size) {
+  defaults.struct_size = std::min(size, sizeof(T));
+  std::memcpy(out, &defaults, defaults.struct_size);
+}
+
 }  // namespace octet::core

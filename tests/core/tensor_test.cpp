@@ -1,6 +1,7 @@
 // Tensors and element-wise operations through the users' ABI on the
 // reference, checked against per-element expectations computed here.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 
@@ -194,7 +195,37 @@ TEST(Options, InitFunctionsSetStructSizeAndNonZeroDefaults) {
   ASSERT_EQ(octet_context_options_init(&c), OCTET_STATUS_SUCCESS);
   EXPECT_EQ(c.backend, nullptr);
   EXPECT_EQ(c.capability_profile, OCTET_PROFILE_NATIVE);
-  EXPECT_EQ(octet_gemm_options_init(nullptr), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ((octet_gemm_options_init)(nullptr), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_gemm_options_init_sized(nullptr, sizeof(octet_gemm_options)), OCTET_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(Options, GemmOptionsInitNeverOverrunsAnOlderCallersStruct) {
+  // A binary built against ABI 1.3 calls the unsized symbol with the 1.3
+  // struct (it ends before fast_accumulation): the bytes after it must stay.
+  const size_t old_size = offsetof(octet_gemm_options, fast_accumulation);
+  unsigned char buffer[sizeof(octet_gemm_options) + 16];
+  std::memset(buffer, 0xAB, sizeof buffer);
+  auto* o = reinterpret_cast<octet_gemm_options*>(buffer);
+  ASSERT_EQ((octet_gemm_options_init)(o), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(o->struct_size, old_size);
+  EXPECT_EQ(o->alpha, 1.0f);
+  for (size_t i = old_size; i < sizeof buffer; ++i) EXPECT_EQ(buffer[i], 0xAB) << "byte " << i;
+  // The sized form writes exactly what it is told.
+  std::memset(buffer, 0xAB, sizeof buffer);
+  ASSERT_EQ(octet_gemm_options_init_sized(o, old_size + sizeof(int32_t)), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(o->struct_size, old_size + sizeof(int32_t));
+  EXPECT_EQ(o->fast_accumulation, 0);
+  for (size_t i = old_size + sizeof(int32_t); i < sizeof buffer; ++i) EXPECT_EQ(buffer[i], 0xAB) << "byte " << i;
+  // A newer caller's bigger struct gets the library's size.
+  ASSERT_EQ(octet_gemm_options_init_sized(o, sizeof buffer), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(o->struct_size, sizeof(octet_gemm_options));
+  EXPECT_EQ(o->saturate_output, 1);
+  // Through the header's macro: the full current struct.
+  octet_gemm_options current;
+  ASSERT_EQ(octet_gemm_options_init(&current), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(current.struct_size, sizeof current);
+  EXPECT_EQ(current.saturate_output, 1);
+  EXPECT_EQ(octet_gemm_options_init_sized(&current, 4), OCTET_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(Options, InitialisedGemmOptionsGiveTheSameResultAsNull) {

@@ -132,3 +132,21 @@ def test_float_arrays_are_not_taken_as_raw_codes():
         assert np.array_equal(ctx.tensor(codes, dtype=octet.E4M3).numpy(), codes)
         # Widening to FP32 stays allowed.
         assert ctx.tensor(np.array([1.0, 2.0]), dtype=octet.FP32).numpy().tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("saturate", [True, False])
+def test_fp8_gemm_output_is_the_fp32_result_encoded_with_d_scale(saturate):
+    rng = np.random.default_rng(11)
+    with octet.Context("reference") as ctx:
+        x = ctx.quantize(rng.standard_normal((9, 16)).astype(np.float32), octet.E4M3, scale=8.0)
+        w = ctx.quantize(rng.standard_normal((5, 16)).astype(np.float32), octet.E4M3, scale=8.0)
+        r = ctx.gemm(x, w).numpy()  # the FP32 result
+        d = ctx.empty((9, 5), octet.E4M3, usages=octet.ROWWISE)
+        scale = 300.0  # large enough that some results overflow E4M3
+        d.set_scale(scale)
+        ctx.gemm(x, w, out=d, saturate_output=saturate, fast_accumulation=True)
+        want = octet.fp8_encode((r * np.float32(scale)).astype(np.float32), octet.E4M3, saturate=saturate)
+        assert np.array_equal(d.numpy(), want)
+        assert d.component(octet.AMAX) == np.float32(np.max(np.abs(r)))
+        assert d.component(octet.SCALE_INV) == np.float32(1.0) / np.float32(scale)
+        assert np.any((want & 0x7F) == (0x7E if saturate else 0x7F))

@@ -503,8 +503,18 @@ typedef struct octet_gemm_options {
 
 /* Sets struct_size and the defaults: no transposes, alpha 1, beta 0, no bias,
  * no epilogue, exact accumulation, saturating FP8 output. A zeroed struct
- * would mean alpha = 0. */
-OCTET_API octet_status octet_gemm_options_init(octet_gemm_options* options);
+ * would mean alpha = 0.
+ * octet_gemm_options_init_sized writes min(struct_size, the library's size)
+ * bytes and sets struct_size to that: the caller's sizeof, so a struct from
+ * an older header is never overrun. The exported octet_gemm_options_init
+ * (ABI 1.0) writes the 1.0-1.3 struct only, for binaries built before 1.4;
+ * code compiled against this header calls the sized form through the macro
+ * below (docs/abi.md, "Growing a struct that has an _init"). */
+OCTET_API octet_status (octet_gemm_options_init)(octet_gemm_options* options);
+/* ABI 1.4 */
+OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options, size_t struct_size);
+#define octet_gemm_options_init(options) \
+  octet_gemm_options_init_sized((options), sizeof(*(options)))
 
 /* D[m,n] = alpha * sa * sb * sum_k A'[m,k] * B'[n,k] + beta * D[m,n] + bias[n]
  * where A' is A or A^T per trans_a, likewise B' (note: the canonical layout

@@ -261,16 +261,25 @@ class Context:
         _check(_libc.octet_convert(self.handle, x.handle, out.handle, int(bool(saturate))))
         return out
 
-    def gemm(self, a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, bias=None, out=None, out_dtype=FP32):
-        """D = alpha * sa * sb * A' B'^T + beta * D + bias (octet_gemm)."""
+    def gemm(self, a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, bias=None, out=None, out_dtype=FP32,
+             fast_accumulation=False, saturate_output=True):
+        """D = alpha * sa * sb * A' B'^T + beta * D + bias (octet_gemm).
+
+        `out` may be a quantized FP8 tensor (per-tensor scaling, its SCALE set):
+        D is then fp8(result * SCALE), with SCALE_INV and AMAX written
+        (saturating unless saturate_output is False; beta must be 0).
+        fast_accumulation lets a GPU backend accumulate FP8 products with
+        reduced precision."""
         a, b = self._as_tensor(a), self._as_tensor(b)
         m = a.shape[-1] if trans_a else int(_np.prod(a.shape[:-1]))
         n = b.shape[-1] if trans_b else int(_np.prod(b.shape[:-1]))
         if out is None:
             out = self.empty((m, n), out_dtype)
         options = _lib.GemmOptions()
-        _check(_libc.octet_gemm_options_init(_c.byref(options)))
+        _check(_libc.octet_gemm_options_init_sized(_c.byref(options), _c.sizeof(options)))
         options.trans_a, options.trans_b = int(trans_a), int(trans_b)
+        options.fast_accumulation = int(bool(fast_accumulation))
+        options.saturate_output = int(bool(saturate_output))
         options.alpha, options.beta = alpha, beta
         bias_tensor = self._as_tensor(bias) if bias is not None else None
         options.bias = bias_tensor.handle if bias_tensor is not None else None

@@ -76,6 +76,9 @@ class GemmOptions(_c.Structure):
         ("beta", _c.c_float),
         ("bias", _c.c_void_p),
         ("epilogue", _c.c_int32),
+        # ABI 1.4
+        ("fast_accumulation", _c.c_int32),
+        ("saturate_output", _c.c_int32),
     ]
 
 
@@ -150,5 +153,5 @@ _declare("octet_quantize_options_init", _i32, _c.POINTER(QuantizeOptions))
 _declare("octet_quantize", _i32, _p, _p, _p, _c.POINTER(QuantizeOptions))
 _declare("octet_dequantize", _i32, _p, _p, _p)
 _declare("octet_convert", _i32, _p, _p, _p, _i32)
-_declare("octet_gemm_options_init", _i32, _c.POINTER(GemmOptions))
+_declare("octet_gemm_options_init_sized", _i32, _c.POINTER(GemmOptions), _c.c_size_t)
 _declare("octet_gemm", _i32, _p, _p, _p, _p, _c.POINTER(GemmOptions))
