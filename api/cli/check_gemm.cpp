@@ -258,6 +258,75 @@ void check_gemm_fp8(const ValidationRun& run) {
   }
 }
 
+void check_gemm_fp8_output(const ValidationRun& run) {
+  // The contract (octet.h, octet_gemm): D's codes are fp8(r * SCALE) with r
+  // the FP32 value an FP32 D receives from the same call, SCALE_INV = 1/SCALE,
+  // AMAX = max |r|. r comes from the target itself, so the check is exact on
+  // any backend; r's own accuracy is the rows above.
+  for (octet_dtype out : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (bool saturate : {true, false}) {
+      const std::string operation = std::string("gemm e4m3 x e4m3 bias -> ") + octet_dtype_name(out) +
+                                    (saturate ? " saturating" : " non-saturating") + " (fp8 output, amax)";
+      run.row(operation, [&](RowCheck& check) {
+        std::mt19937_64 rng(run.seed + 80);
+        for (int layout = 0; layout < 4; ++layout)
+          for (const GemmShape& s : kShapes) {
+            GemmCase c = make_case(s, OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, layout, rng);
+            add_epilogue(c, OCTET_DTYPE_FP32, rng);
+            c.beta = 0.0f;  // FP8 D is never accumulated into
+            check.run_case(shape_words({s.m, s.n, s.k}) + " " + layout_name(c.trans_a, c.trans_b), [&] {
+              octet::Context& context = *run.context;
+              Operand unused_a, unused_b;
+              octet::Tensor a = make_operand(context, c.a_dtype, stored_shape(s.m, s.k, c.trans_a), c.a_source,
+                                             c.a_scale, &unused_a);
+              octet::Tensor b = make_operand(context, c.b_dtype, stored_shape(s.n, s.k, c.trans_b), c.b_source,
+                                             c.b_scale, &unused_b);
+              octet::Tensor bias = upload_plain(context, c.bias);
+              octet::GemmOptions options;
+              options.trans_a = c.trans_a;
+              options.trans_b = c.trans_b;
+              options.alpha = c.alpha;
+              options.bias = &bias;
+              options.saturate_output = saturate;
+              octet::Tensor r_tensor = octet::Tensor::create(context, OCTET_DTYPE_FP32, {s.m, s.n});
+              octet::gemm(context, a, b, r_tensor, options);
+              const HostArray r = download(r_tensor, OCTET_COMPONENT_DATA, OCTET_DTYPE_FP32, {s.m, s.n});
+              // A scale that sends the largest results past the format's range.
+              const float scale = (out == OCTET_DTYPE_E4M3 ? 600.0f : 80000.0f) / 4.0f;
+              octet::Tensor d = octet::Tensor::create(context, out, {s.m, s.n}, OCTET_USAGE_ROWWISE);
+              d.set_scale(scale);
+              octet::gemm(context, a, b, d, options);
+              const octet_tensor_info info = d.info();
+              HostArray codes;
+              if (info.has_rowwise_data) {
+                codes = download(d, OCTET_COMPONENT_DATA, out, {s.m, s.n});
+              } else {
+                const HostArray t = download(d, OCTET_COMPONENT_COLUMNWISE_DATA, out, {s.n, s.m});
+                codes = make_array(out, {s.m, s.n});
+                codes.bytes = transpose_bytes(t.bytes, s.n, s.m, 1);
+              }
+              float amax = 0.0f;
+              std::string difference;
+              for (size_t i = 0; i < r.count() && difference.empty(); ++i) {
+                const float v = static_cast<float>(r.get(i));
+                const uint8_t want = octet_fp8_encode(v * scale, out, saturate ? 1 : 0);
+                if (codes.bytes[i] != want)
+                  difference = "code " + std::to_string(i) + " is " + std::to_string(codes.bytes[i]) + ", expected " +
+                               std::to_string(want) + " (r = " + std::to_string(v) + ")";
+              }
+              for (size_t i = 0; i < r.count(); ++i) amax = std::fmax(amax, std::fabs(static_cast<float>(r.get(i))));
+              if (difference.empty() && d.amax() != amax)
+                difference = "AMAX is " + std::to_string(d.amax()) + ", expected " + std::to_string(amax);
+              if (difference.empty() && d.scale_inv() != 1.0f / scale)
+                difference = "SCALE_INV is " + std::to_string(d.scale_inv()) + ", expected 1/SCALE";
+              check.exact(difference);
+            });
+          }
+      });
+    }
+  }
+}
+
 void check_gemm_high_precision(const ValidationRun& run) {
   for (octet_dtype dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     const std::string name = octet_dtype_name(dtype);

@@ -12,6 +12,8 @@ void check_quantize(const ValidationRun& run);
 void check_dequantize(const ValidationRun& run);
 void check_gemm_fp8(const ValidationRun& run);
 void check_gemm_high_precision(const ValidationRun& run);
+// FP8 D (ABI 1.4): codes, SCALE_INV and AMAX from the target's own FP32 result, bit for bit.
+void check_gemm_fp8_output(const ValidationRun& run);
 // Scaling recipes, block-scaled quantize and GEMM (check_recipes.cpp).
 void check_recipes(const ValidationRun& run);
 

@@ -128,6 +128,7 @@ int run_validate(const std::vector<std::string>& args) {
     check_dequantize(run);
     check_gemm_fp8(run);
     check_gemm_high_precision(run);
+    check_gemm_fp8_output(run);
     check_recipes(run);
   }
   print_table(rows);

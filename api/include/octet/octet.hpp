@@ -281,6 +281,8 @@ struct GemmOptions {
   float beta = 0.0f;
   const Tensor* bias = nullptr;
   octet_epilogue epilogue = OCTET_EPILOGUE_NONE;
+  bool fast_accumulation = false;  // ABI 1.4
+  bool saturate_output = true;     // ABI 1.4, FP8 D only
 };
 
 // D = alpha * sa * sb * A' B'^T + beta * D + bias (see octet_gemm).
@@ -294,6 +296,8 @@ inline void gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& d,
   c.beta = options.beta;
   c.bias = options.bias ? options.bias->get() : nullptr;
   c.epilogue = options.epilogue;
+  c.fast_accumulation = options.fast_accumulation ? 1 : 0;
+  c.saturate_output = options.saturate_output ? 1 : 0;
   check(octet_gemm(context.get(), a.get(), b.get(), d.get(), &c));
 }
 
