@@ -291,7 +291,9 @@ typedef struct octet_context_options {
                                  available host plugin, else the reference */
   int32_t capability_profile; /* octet_capability_profile */
   void* stream;               /* backend stream to run on (e.g. cudaStream_t);
-                                 NULL: the backend's own */
+                                 NULL: the backend's own. CUDA's default
+                                 streams are non-NULL handles: pass
+                                 cudaStreamLegacy or cudaStreamPerThread */
 } octet_context_options;
 
 /* Sets struct_size and the defaults: backend "auto", native profile, the
