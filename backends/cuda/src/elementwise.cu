@@ -188,6 +188,7 @@ cudaError_t launch_amax(const octet_matrix_view& in, float* amax_out, cudaStream
   cudaError_t error = cudaMemsetAsync(amax_out, 0, sizeof(float), stream);
   const int64_t n = in.rows * in.cols;
   if (error != cudaSuccess || n == 0) return error;
+  if (amax_vectorizable(in)) return launch_amax_vectorized(in, reinterpret_cast<unsigned*>(amax_out), stream);
   amax_kernel<<<std::min(flat_blocks(n), 1024u), kThreads, 0, stream>>>(in, reinterpret_cast<unsigned*>(amax_out));
   return cudaGetLastError();
 }
@@ -202,6 +203,7 @@ cudaError_t launch_quantize(const octet_quantize_args& args, cudaStream_t stream
     if (args.scale_inv_out != nullptr) scale_inv_kernel<<<1, 1, 0, stream>>>(args.scale, args.scale_inv_out);
     return cudaGetLastError();
   }
+  if (quantize_vectorizable(args)) return launch_quantize_vectorized(args, stream);
   quantize_kernel<<<tile_grid(args.input.rows, args.input.cols), dim3(kTile, kTileRows), 0, stream>>>(
       args.input, args.out_dtype == OCTET_DTYPE_E4M3, args.saturate != 0, args.scale, args.rowwise_out,
       args.columnwise_out, args.scale_inv_out, reinterpret_cast<unsigned*>(args.amax_out));

@@ -22,6 +22,15 @@ cudaError_t launch_transpose(const octet_matrix_view& in, const octet_matrix_vie
                              cudaStream_t stream);
 cudaError_t launch_dequantize(const octet_dequantize_args& args, cudaStream_t stream);
 
+// Vectorised quantize and amax (quantize_vectorized.cu), for what their
+// *_vectorizable says they take (multiples of 4, aligned addresses; not with
+// OCTET_CUDA_SIMPLE_KERNELS=1). launch_quantize and launch_amax pick them.
+bool quantize_vectorizable(const octet_quantize_args& args);
+cudaError_t launch_quantize_vectorized(const octet_quantize_args& args, cudaStream_t stream);
+bool amax_vectorizable(const octet_matrix_view& in);
+// Adds the amax into *amax_bits (already zeroed).
+cudaError_t launch_amax_vectorized(const octet_matrix_view& in, unsigned* amax_bits, cudaStream_t stream);
+
 // v = acc[m,n] (alpha*sa*sb already applied); v += beta*D; v += bias[n];
 // GELU; D = round(v). acc is FP32, dense m x n.
 cudaError_t launch_gemm_epilogue(const float* acc, const octet_gemm_args& args, cudaStream_t stream);

@@ -1,0 +1,182 @@
+// Vectorised forms of the two memory-bound kernels that sit on every FP8
+// training step: the fused cast+transpose (quantize) and amax. Same results
+// as the one-element-per-thread kernels of elementwise.cu (codes are per
+// element, amax is a max), with wide memory operations:
+// - quantize: a 256-thread block owns a 32-row x 128-column tile; a thread
+//   reads 4 consecutive inputs with one 8-byte (BF16/FP16) or 16-byte (FP32)
+//   load and writes their 4 rowwise codes with one 4-byte store; the
+//   transposed codes go through shared memory and leave as 4-byte words
+//   (4 consecutive rows of one column).
+// - amax: contiguous input read 16 bytes per thread per iteration.
+// Used only where the shapes and addresses allow it (quantize_vectorizable,
+// amax_vectorizable); OCTET_CUDA_SIMPLE_KERNELS=1 turns them off.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "codecs.cuh"
+#include "host_float_ops.cuh"
+#include "kernels.hpp"
+
+namespace octet_cuda {
+namespace {
+
+constexpr int kRowsPerTile = 32;
+constexpr int kColsPerTile = 128;  // 32 threads x 4 columns
+constexpr int kBlockX = 32, kBlockY = 8;
+constexpr unsigned kMaxGridY = 65535u;
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+bool simple_kernels_forced() {
+  const char* v = std::getenv("OCTET_CUDA_SIMPLE_KERNELS");
+  return v != nullptr && v[0] == '1';
+}
+
+size_t bytes_of(int32_t dtype) { return dtype == OCTET_DTYPE_FP32 ? 4 : 2; }
+
+// Four consecutive inputs widened to FP32 (BF16/FP16: one 8-byte load; FP32:
+// one 16-byte load).
+__device__ __forceinline__ void load4(const void* base, int32_t dtype, int64_t index, float (&x)[4]) {
+  if (dtype == OCTET_DTYPE_FP32) {
+    const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + index);
+    x[0] = v.x;
+    x[1] = v.y;
+    x[2] = v.z;
+    x[3] = v.w;
+    return;
+  }
+  const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(base) + index);
+  const uint16_t h[4] = {uint16_t(v.x & 0xFFFFu), uint16_t(v.x >> 16), uint16_t(v.y & 0xFFFFu), uint16_t(v.y >> 16)};
+  for (int j = 0; j < 4; ++j) x[j] = dtype == OCTET_DTYPE_BF16 ? bf16_decode(h[j]) : fp16_decode(h[j]);
+}
+
+// Largest non-NaN |x| of the block into *amax_bits, as elementwise.cu does.
+__device__ void reduce_amax_to(float local, unsigned* amax_bits) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float other = __shfl_down_sync(0xFFFFFFFFu, local, offset);
+    if (other > local) local = other;
+  }
+  __shared__ float warp_max[32];
+  const int thread = threadIdx.x + threadIdx.y * blockDim.x;
+  const int lane = thread & 31, warp = thread >> 5, warps = (blockDim.x * blockDim.y + 31) >> 5;
+  if (lane == 0) warp_max[warp] = local;
+  __syncthreads();
+  if (warp == 0) {
+    local = lane < warps ? warp_max[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_down_sync(0xFFFFFFFFu, local, offset);
+      if (other > local) local = other;
+    }
+    if (lane == 0 && local > 0.0f) atomicMax(amax_bits, __float_as_uint(local));
+  }
+}
+
+__global__ void quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool saturate, const float* scale_ptr,
+                                     uint8_t* rowwise, uint8_t* columnwise, float* scale_inv_out,
+                                     unsigned* amax_bits) {
+  __shared__ uint8_t tile[kRowsPerTile][kColsPerTile + 4];
+  const float scale = *scale_ptr;
+  const int thread = threadIdx.x + threadIdx.y * kBlockX;
+  if (scale_inv_out != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && thread == 0)
+    *scale_inv_out = host_div(1.0f, scale);
+  const int64_t rows = in.rows, cols = in.cols;
+  const int64_t col_tiles = (cols + kColsPerTile - 1) / kColsPerTile;
+  const int64_t row_tiles = (rows + kRowsPerTile - 1) / kRowsPerTile;
+  float local = 0.0f;
+  for (int64_t ty = blockIdx.y; ty < row_tiles; ty += gridDim.y) {
+    for (int64_t tx = blockIdx.x; tx < col_tiles; tx += gridDim.x) {
+      const int64_t r0 = ty * kRowsPerTile, c0 = tx * kColsPerTile;
+      const int64_t c = c0 + 4 * threadIdx.x;  // cols % 4 == 0: a group is all in or all out
+      for (int rr = threadIdx.y; rr < kRowsPerTile; rr += kBlockY) {
+        const int64_t r = r0 + rr;
+        if (r >= rows || c >= cols) continue;
+        float x[4];
+        load4(in.data, in.dtype, r * in.ld + c, x);
+        uint32_t word = 0;
+        for (int j = 0; j < 4; ++j) {
+          const float a = abs_value(x[j]);
+          if (a > local) local = a;  // NaN never compares greater: ignored
+          const uint8_t q = fp8_encode(host_mul(x[j], scale), e4m3, saturate);
+          tile[rr][4 * threadIdx.x + j] = q;
+          word |= uint32_t(q) << (8 * j);
+        }
+        if (rowwise != nullptr) *reinterpret_cast<uint32_t*>(rowwise + r * cols + c) = word;
+      }
+      if (columnwise != nullptr) {
+        __syncthreads();
+        // 128 output rows (columns c0..) x 8 words of 4 rows each.
+        for (int w = thread; w < kColsPerTile * (kRowsPerTile / 4); w += kBlockX * kBlockY) {
+          const int oc = w / (kRowsPerTile / 4), g = w % (kRowsPerTile / 4);
+          const int64_t col = c0 + oc, row = r0 + 4 * g;  // rows % 4 == 0: whole words
+          if (col >= cols || row >= rows) continue;
+          const uint32_t word = uint32_t(tile[4 * g][oc]) | (uint32_t(tile[4 * g + 1][oc]) << 8) |
+                                (uint32_t(tile[4 * g + 2][oc]) << 16) | (uint32_t(tile[4 * g + 3][oc]) << 24);
+          *reinterpret_cast<uint32_t*>(columnwise + col * rows + row) = word;
+        }
+        __syncthreads();
+      }
+    }
+  }
+  if (amax_bits != nullptr) reduce_amax_to(local, amax_bits);
+}
+
+__global__ void amax_vec4_kernel(const void* data, int32_t dtype, int64_t count, unsigned* amax_bits) {
+  float local = 0.0f;
+  const int64_t groups = count / 4;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t g = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; g < groups; g += stride) {
+    float x[4];
+    load4(data, dtype, 4 * g, x);
+    for (int j = 0; j < 4; ++j) {
+      const float a = abs_value(x[j]);
+      if (a > local) local = a;
+    }
+  }
+  // The last count % 4 elements, one thread each.
+  const int64_t tail = 4 * groups + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (tail < count) {
+    const float a = abs_value(load_as_float(data, dtype, tail));
+    if (a > local) local = a;
+  }
+  reduce_amax_to(local, amax_bits);
+}
+
+}  // namespace
+
+bool quantize_vectorizable(const octet_quantize_args& args) {
+  const octet_matrix_view& in = args.input;
+  if (simple_kernels_forced()) return false;
+  const size_t width = 4 * bytes_of(in.dtype);
+  return in.rows % 4 == 0 && in.cols % 4 == 0 && in.ld % 4 == 0 && aligned(in.data, width) &&
+         aligned(args.rowwise_out, 4) && aligned(args.columnwise_out, 4);
+}
+
+cudaError_t launch_quantize_vectorized(const octet_quantize_args& args, cudaStream_t stream) {
+  const int64_t tx = (args.input.cols + kColsPerTile - 1) / kColsPerTile;
+  const int64_t ty = (args.input.rows + kRowsPerTile - 1) / kRowsPerTile;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(tx, 1), 1 << 30)),
+                  static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(ty, 1), kMaxGridY)));
+  quantize_vec4_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
+      args.input, args.out_dtype == OCTET_DTYPE_E4M3, args.saturate != 0, args.scale, args.rowwise_out,
+      args.columnwise_out, args.scale_inv_out, reinterpret_cast<unsigned*>(args.amax_out));
+  return cudaGetLastError();
+}
+
+bool amax_vectorizable(const octet_matrix_view& in) {
+  if (simple_kernels_forced()) return false;
+  return (in.ld == in.cols || in.rows == 1) && aligned(in.data, 4 * bytes_of(in.dtype));
+}
+
+cudaError_t launch_amax_vectorized(const octet_matrix_view& in, unsigned* amax_bits, cudaStream_t stream) {
+  const int64_t count = in.rows * in.cols;
+  const int64_t groups = std::max<int64_t>(count / 4, 1);
+  // Enough blocks to fill the device a few times over; each loops.
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((groups + 255) / 256, 2048));
+  amax_vec4_kernel<<<blocks, 256, 0, stream>>>(in.data, in.dtype, count, amax_bits);
+  return cudaGetLastError();
+}
+
+}  // namespace octet_cuda
