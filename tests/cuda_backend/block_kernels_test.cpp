@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -546,7 +547,12 @@ TEST(CudaBlockKernels, CapabilitiesDeclareTheBlockModesAndEntries) {
   const Table& cuda = Table::cuda();
   const uint32_t modes = cuda.caps().scaling_modes;
   EXPECT_NE(modes & OCTET_SCALING_PER_TENSOR, 0u);
-  EXPECT_NE(modes & OCTET_SCALING_MXFP8_1X32, 0u);
+  // MXFP8 only on SM 10.x and newer (the device string ends "(SM <major>.<minor>)").
+  const std::string device = cuda.caps().device;
+  const size_t sm = device.rfind("(SM ");
+  ASSERT_NE(sm, std::string::npos) << device;
+  const int major = std::atoi(device.c_str() + sm + 4);
+  EXPECT_EQ((modes & OCTET_SCALING_MXFP8_1X32) != 0u, major >= 10) << device;
   EXPECT_NE(modes & OCTET_SCALING_BLOCK_1X128, 0u);
   EXPECT_NE(modes & OCTET_SCALING_BLOCK_128X128, 0u);
   EXPECT_NE(cuda.api().quantize_with_statistics, nullptr);
