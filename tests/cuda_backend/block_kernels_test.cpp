@@ -11,9 +11,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
-#include <cstdlib>
 #include <string>
 #include <vector>
 

@@ -39,7 +39,7 @@ void fill_caps(octet_backend_caps* caps, bool blackwell_class) {
     // tensor cores, cuBLASLt's block-scaled FP8): on Hopper the exact kernel
     // would run it on CUDA cores, which no one should choose unknowingly.
     caps->scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
-                          (blackwell_class ? OCTET_SCALING_MXFP8_1X32 : 0u);
+                          (blackwell_class ? uint32_t(OCTET_SCALING_MXFP8_1X32) : 0u);
   }
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = blackwell_class ? 1 : 0;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fp8_gemm_layouts)) {
