@@ -25,34 +25,75 @@ void autocast_note_use(ContextState& ctx, const std::shared_ptr<QuantizerState>&
 namespace {
 
 // The end-of-step work of the outermost scope. All or nothing: the reduced
-// amaxes and the updates are computed on copies and committed only when the
-// communicator and every user callback succeeded.
+// amaxes and the host updates are computed on copies and committed only when
+// the communicator and every user callback succeeded. A quantizer whose
+// state is resident in backend memory (and whose recipe has no callback) is
+// updated there by delayed_scaling_update after the commit point; with a
+// communicator its current-slot amax comes to the host for the reduction
+// (one copy per quantizer per step) and the reduced value goes back.
 void finish_step(ContextState& ctx, const std::vector<std::shared_ptr<QuantizerState>>& used) {
-  std::vector<QuantizerState*> delayed;
-  std::vector<QuantizerState> updated;
-  std::vector<size_t> reduced;  // indexes into `updated`
+  struct Entry {
+    QuantizerState* q;
+    const RecipeState* r;
+    bool on_device;  // updated by the backend
+    bool reduced;
+    float amax;      // this step's amax, after the reduction
+    QuantizerState updated;  // host path: the updated copy
+  };
+  std::vector<Entry> entries;
   for (const auto& q : used) {
     const RecipeState* r = q->effective();
     if (r == nullptr || r->kind != OCTET_RECIPE_DELAYED) continue;
-    delayed.push_back(q.get());
-    updated.push_back(*q);
-    updated.back().resize_history(size_t(r->delayed.amax_history_len));
-    if (r->delayed.reduce_amax) reduced.push_back(updated.size() - 1);
+    Entry e{q.get(), r, q->resident != nullptr && !update_needs_host(*r), r->delayed.reduce_amax != 0, 0.0f, {}};
+    entries.push_back(std::move(e));
   }
-  if (ctx.communicator.struct_size != 0 && ctx.communicator.allreduce_max != nullptr && !reduced.empty()) {
+  const bool reducing = ctx.communicator.struct_size != 0 && ctx.communicator.allreduce_max != nullptr;
+  // Host copies: every host-path quantizer, and the amax of every reduced
+  // one (a download leaves the device the truth: nothing changes yet).
+  for (Entry& e : entries) {
+    if (!e.on_device || (reducing && e.reduced)) sync_host(*e.q);
+    if (!e.on_device) {
+      e.updated = *e.q;
+      e.updated.resize_history(size_t(e.r->delayed.amax_history_len));
+    }
+    e.amax = e.q->history[e.q->current];
+  }
+  if (reducing) {
     // One call for all quantizers, in order of first use: every process
     // must run the same scopes with the same quantizers.
     std::vector<float> amaxes;
-    for (size_t i : reduced) amaxes.push_back(updated[i].history[updated[i].current]);
-    octet_status s = ctx.communicator.allreduce_max(amaxes.data(), amaxes.size(), ctx.communicator.user_data);
-    if (s != OCTET_STATUS_SUCCESS)
-      fail(s, "the communicator's allreduce_max returned ", octet_status_name(s),
-           "; the scope is closed but no scale was updated");
-    for (size_t k = 0; k < reduced.size(); ++k) updated[reduced[k]].history[updated[reduced[k]].current] = amaxes[k];
+    for (const Entry& e : entries)
+      if (e.reduced) amaxes.push_back(e.amax);
+    if (!amaxes.empty()) {
+      octet_status s = ctx.communicator.allreduce_max(amaxes.data(), amaxes.size(), ctx.communicator.user_data);
+      if (s != OCTET_STATUS_SUCCESS)
+        fail(s, "the communicator's allreduce_max returned ", octet_status_name(s),
+             "; the scope is closed but no scale was updated");
+      size_t k = 0;
+      for (Entry& e : entries) {
+        if (!e.reduced) continue;
+        e.amax = amaxes[k++];
+        if (!e.on_device) e.updated.history[e.updated.current] = e.amax;
+      }
+    }
   }
   // A failing callback throws here, before any quantizer changed.
-  for (QuantizerState& q : updated) apply_scale_update(q, *q.effective());
-  for (size_t i = 0; i < delayed.size(); ++i) *delayed[i] = std::move(updated[i]);
+  for (Entry& e : entries)
+    if (!e.on_device) apply_scale_update(e.updated, *e.r);
+  for (Entry& e : entries) {
+    if (!e.on_device) {
+      *e.q = std::move(e.updated);
+      push_host_write(*e.q);  // resident with a callback: back to the device
+      continue;
+    }
+    if (reducing && e.reduced) {
+      // The host copy is current (downloaded above): the reduced amax goes
+      // into its slot on both sides.
+      e.q->history[e.q->current] = e.amax;
+      e.q->resident->state.copy_from_host(&e.amax, sizeof(float), sizeof(float) * (2 + e.q->current));
+    }
+    update_scale(*e.q, *e.r);
+  }
 }
 
 }  // namespace

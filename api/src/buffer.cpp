@@ -9,7 +9,10 @@
 namespace octet::core {
 
 Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category)
-    : ctx_(std::move(ctx)), bytes_(bytes), category_(category) {
+    : Buffer(std::move(ctx), bytes, category, true) {}
+
+Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category, bool counted)
+    : ctx_(std::move(ctx)), bytes_(bytes), counted_(counted), category_(category) {
   size_t alignment = ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t)
                                                                        : size_t(ctx_->caps.alignment);
   size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
@@ -27,11 +30,15 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category
       fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of host memory");
   }
   owned_ = true;
-  ctx_->memory.add(category_, bytes_);
+  if (counted_) ctx_->memory.add(category_, bytes_);
+}
+
+Buffer Buffer::uncounted(std::shared_ptr<ContextState> ctx, size_t bytes) {
+  return Buffer(std::move(ctx), bytes, OCTET_MEMORY_WORKSPACE, false);
 }
 
 void Buffer::recategorize(int32_t category) {
-  if (owned_ && data_ != nullptr) {
+  if (owned_ && counted_ && data_ != nullptr) {
     ctx_->memory.remove(category_, bytes_);
     ctx_->memory.add(category, bytes_);
   }
@@ -56,6 +63,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     owned_ = std::exchange(other.owned_, false);
+    counted_ = std::exchange(other.counted_, true);
     category_ = other.category_;
   }
   return *this;
@@ -65,7 +73,7 @@ Buffer::~Buffer() { release(); }
 
 void Buffer::release() noexcept {
   if (data_ != nullptr && owned_) {
-    ctx_->memory.remove(category_, bytes_);
+    if (counted_) ctx_->memory.remove(category_, bytes_);
     const octet_backend_api& api = ctx_->api();
     if (api.mem_free != nullptr)
       api.mem_free(ctx_->handle, data_);
@@ -74,6 +82,7 @@ void Buffer::release() noexcept {
   }
   data_ = nullptr;
   owned_ = false;
+  counted_ = true;
 }
 
 void Buffer::copy_from_host(const void* src, size_t bytes, size_t offset) {

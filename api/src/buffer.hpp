@@ -15,6 +15,10 @@ class Buffer {
   // Allocates `bytes` (at least one alignment unit) in the context's memory,
   // counted under `category` (octet_memory_category) while it lives.
   Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category);
+  // Owned memory that the ledger does not count: a few floats of bookkeeping
+  // (quantizer scaling state, a kept scale), not tensor bytes
+  // (octet_memory_stats counts what tensors need).
+  static Buffer uncounted(std::shared_ptr<ContextState> ctx, size_t bytes);
   // Refers to caller memory without owning it.
   static Buffer wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes);
   Buffer(Buffer&& other) noexcept;
@@ -35,12 +39,14 @@ class Buffer {
   void copy_to_host(void* dst, size_t bytes, size_t offset = 0) const;
 
  private:
+  Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category, bool counted);
   void release() noexcept;
 
   std::shared_ptr<ContextState> ctx_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
   bool owned_ = false;
+  bool counted_ = true;
   int32_t category_ = OCTET_MEMORY_WORKSPACE;
 };
 

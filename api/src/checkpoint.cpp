@@ -105,6 +105,7 @@ OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, vo
   return guarded("octet_quantizer_save", [&] {
     require(quantizer != nullptr, "argument 'quantizer' is NULL");
     require(size != nullptr, "argument 'size' is NULL");
+    sync_host(*quantizer->state);  // a host read: the device may hold the newer state
     std::vector<uint8_t> bytes = serialize(*quantizer->state);
     if (buffer == nullptr) {
       *size = bytes.size();
@@ -178,6 +179,9 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     q.history.assign(length, 0.0f);
     q.current = 0;
     for (size_t i = 0; i < length; ++i) q.history[(length - i) % length] = newest[i];
+    // Every host field was overwritten: a resident state takes them all.
+    q.host_current = true;
+    push_host_write(q);
   });
 }
 

@@ -88,7 +88,16 @@ OCTET_API octet_status octet_context_options_init(octet_context_options* options
   });
 }
 
-OCTET_API void octet_context_destroy(octet_context* context) { delete context; }
+OCTET_API void octet_context_destroy(octet_context* context) {
+  // No scope can end once the handle is gone: dropping the scopes' list of
+  // quantizers breaks the cycle context -> quantizer -> resident state ->
+  // context, so the context dies with its last tensor.
+  if (context != nullptr) {
+    context->state->autocast_used.clear();
+    context->state->autocast_stack.clear();
+  }
+  delete context;
+}
 
 OCTET_API octet_status octet_context_get_info(const octet_context* context, octet_backend_info* info) {
   return guarded("octet_context_get_info", [&] {

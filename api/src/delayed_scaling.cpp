@@ -1,11 +1,13 @@
 // The scale update of delayed scaling (numerics.md 3.1) and the current
-// scaling rule (3.2), on host copies of the state. A device backend would
-// gain a recipe-free "update from amax history" kernel later; the state is
-// a handful of floats, so the host round trip is cheap for now.
+// scaling rule (3.2) on the host fields of a quantizer, and the dispatch of
+// the update to the backend's delayed_scaling_update (plugin ABI 1.3) when
+// the state is resident there: apply_scale_update is the rule that kernel
+// reproduces bit for bit, and the host path of every other backend.
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 
+#include "error.hpp"
 #include "quantizer.hpp"
 
 namespace octet::core {
@@ -100,6 +102,42 @@ void apply_scale_update(QuantizerState& q, const RecipeState& recipe) {
   q.scale_inv = 1.0f / scale;
   q.current = (q.current + 1) % q.history.size();
   q.history[q.current] = 0.0f;
+}
+
+bool update_needs_host(const RecipeState& recipe) {
+  return recipe.kind == OCTET_RECIPE_DELAYED && (recipe.delayed.amax_compute_algo == OCTET_AMAX_CALLBACK ||
+                                                 recipe.delayed.scale_compute_callback != nullptr);
+}
+
+void update_scale(QuantizerState& q, const RecipeState& recipe) {
+  if (recipe.kind != OCTET_RECIPE_DELAYED) return;
+  const octet_delayed_scaling_options& o = recipe.delayed;
+  if (!q.resident || update_needs_host(recipe)) {
+    // Host path; a resident state with a user callback comes to the host
+    // for the update and goes back (apply_scale_update throws before
+    // changing anything, so a failing callback uploads nothing).
+    sync_host(q);
+    apply_scale_update(q, recipe);
+    push_host_write(q);
+    return;
+  }
+  resize_history_anywhere(q, size_t(o.amax_history_len));
+  const ContextState& ctx = *q.resident->ctx;
+  const uint64_t count = q.update_count + 1;
+  octet_delayed_scaling_update_args a{};
+  a.struct_size = sizeof(a);
+  a.state = static_cast<float*>(q.resident->state.data());
+  a.history_len = uint32_t(q.history.size());
+  a.current = uint32_t(q.current);
+  a.amax_compute_algo = o.amax_compute_algo;
+  a.recompute = count % uint64_t(o.interval) == 0 ? 1 : 0;
+  a.margin = o.margin;
+  a.power_of_two = o.power_of_two_scales != 0 ? 1 : 0;
+  a.fp8_max = fp8_max_of(recipe.dtype_for(q.role));
+  call_backend(ctx, "delayed_scaling_update", [&] { return ctx.api().delayed_scaling_update(ctx.handle, &a); });
+  q.update_count = count;
+  q.current = (q.current + 1) % q.history.size();
+  q.host_current = false;
 }
 
 }  // namespace octet::core

@@ -75,17 +75,6 @@ void accumulate_into(const ContextState& ctx, const TensorState& x, TensorState&
   call_backend(ctx, "accumulate", [&] { return ctx.api().accumulate(ctx.handle, &vx, &vy, accumulate ? 1 : 0); });
 }
 
-float amax_of(const Ctx& context, const TensorState& in) {
-  const ContextState& ctx = *context;
-  require_entry(ctx, ctx.api().amax != nullptr, "amax");
-  Buffer result(context, sizeof(float), OCTET_MEMORY_WORKSPACE);
-  octet_matrix_view view = in.rowwise_view();
-  call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
-  float value = 0.0f;
-  result.copy_to_host(&value, sizeof(value));
-  return value;
-}
-
 // ---- precision ----------------------------------------------------------
 
 struct Precision {
@@ -110,10 +99,12 @@ bool fp8_only(const LayerState& L) { return L.options.weight_storage == OCTET_WE
 
 struct Quantized {
   TensorPtr tensor;
-  float scale = 1.0f;
+  UsedScale scale;
 };
 
-QuantizerState& quantizer(LinearUnit& u, int32_t role) { return *u.quantizers[size_t(role)].state; }
+const std::shared_ptr<QuantizerState>& quantizer(LinearUnit& u, int32_t role) {
+  return u.quantizers[size_t(role)].state;
+}
 
 // Static scaling with observe = 1: every quantize of new data is counted
 // through the statistics kernel (numerics.md section 10), so nothing is fused.
@@ -131,42 +122,6 @@ TensorPtr make_role(const Ctx& ctx, const RecipeState& r, int32_t role, int64_t 
   return make_fp8(ctx, r.dtype_for(role), rows, cols, usages, r.scaling_mode_for(role));
 }
 
-// The scale a quantize with this recipe uses now (current scaling: from the
-// input's amax, numerics 3.2).
-float scale_for(const Ctx& ctx, const QuantizerState& q, const RecipeState& r, const TensorState& in,
-                octet_dtype dtype) {
-  if (!r.per_tensor()) return 1.0f;  // block recipes: scales per block, from the data
-  if (r.kind == OCTET_RECIPE_STATIC) return r.fixed.scale;
-  if (r.kind == OCTET_RECIPE_CURRENT)
-    return current_scale(amax_of(ctx, in), fp8_max_of(dtype), r.current.amax_epsilon,
-                         r.current.power_of_two_scales != 0);
-  return q.scale;
-}
-
-// Records a quantize in the quantizer, as octet_quantizer_quantize does
-// (stats: the observation counts of a static recipe with observe = 1).
-void commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& q, const std::shared_ptr<const RecipeState>& r,
-            float amax, float scale, const octet_quantize_stats* stats = nullptr) {
-  if (r->kind == OCTET_RECIPE_DELAYED) {
-    q->resize_history(size_t(r->delayed.amax_history_len));
-    q->record(amax);
-  } else {
-    q->resize_history(1);
-    q->history[q->current] = amax;
-  }
-  if (r->per_tensor()) {
-    q->scale = scale;
-    q->scale_inv = 1.0f / scale;
-  }
-  if (stats != nullptr) {
-    q->observed_amax = std::fmax(q->observed_amax, stats->amax);
-    q->observed_saturated += stats->saturated_count;
-    q->observed_total += stats->total_count;
-  }
-  q->last_recipe = r;
-  autocast_note_use(ctx, q);
-}
-
 float read_scalar(const TensorState& t, ScalarSlot slot) {
   float v = 0.0f;
   t.scalars.copy_to_host(&v, sizeof(v), sizeof(float) * size_t(slot));
@@ -176,29 +131,40 @@ float read_scalar(const TensorState& t, ScalarSlot slot) {
 void write_scale(TensorState& t, float scale) { t.scalars.copy_from_host(&scale, sizeof(scale), sizeof(float) * kScale); }
 
 // Quantizes `in` for `usages` with role `role`'s quantizer (into `into` if
-// given, else a new tensor) and records the amax.
+// given, else a new tensor) and records the amax: the quantizer bookkeeping
+// octet_quantizer_quantize does (quantize_through).
 Quantized quantize_role(const Ctx& ctx, LinearUnit& u, int32_t role, const std::shared_ptr<const RecipeState>& r,
                         const TensorState& in, uint32_t usages, TensorPtr into = nullptr) {
-  const octet_dtype dtype = r->dtype_for(role);
   Quantized out;
   out.tensor = into ? into : make_role(ctx, *r, role, in.rows, in.cols, usages);
-  out.scale = scale_for(ctx, quantizer(u, role), *r, in, dtype);
-  if (r->per_tensor()) write_scale(out.tensor->state, out.scale);
-  octet_quantize_stats stats{};
-  stats.struct_size = sizeof(stats);
-  const bool observe = observing(*r);
-  quantize_into(ctx, in, out.tensor->state, usages, true, r->block_params(), observe ? &stats : nullptr);
-  commit(*ctx, u.quantizers[size_t(role)].state, r, read_scalar(out.tensor->state, kAmax), out.scale,
-         observe ? &stats : nullptr);
+  out.scale = quantize_through(ctx, quantizer(u, role), r, in, out.tensor->state, usages, true, nullptr);
   return out;
+}
+
+// Keeps the scale `t` was quantized with (see KeptScale): on the device
+// path a copy of its SCALE, made now because `t` may be freed before
+// backward.
+KeptScale keep_scale(const Ctx& ctx, const TensorState& t, const UsedScale& used) {
+  KeptScale kept;
+  kept.host = used.host;
+  if (used.on_device) {
+    kept.device = std::make_shared<Buffer>(Buffer::uncounted(ctx, sizeof(float)));
+    copy_floats(*ctx, t.scalar(kScale), static_cast<float*>(kept.device->data()), 1);
+  }
+  return kept;
 }
 
 // The same codes again (the scale used before, or the block scales, which
 // the data determine); nothing is recorded.
 TensorPtr requantize(const Ctx& ctx, const TensorState& in, const RecipeState& r, int32_t role, uint32_t usages,
-                     float scale) {
+                     const KeptScale& scale) {
   TensorPtr t = make_role(ctx, r, role, in.rows, in.cols, usages);
-  if (r.per_tensor()) write_scale(t->state, scale);
+  if (r.per_tensor()) {
+    if (scale.device)
+      copy_floats(*ctx, static_cast<const float*>(scale.device->data()), t->state.scalar(kScale), 1);
+    else
+      write_scale(t->state, scale.host);
+  }
   quantize_into(ctx, in, t->state, usages, true, r.block_params(), nullptr);
   return t;
 }
@@ -287,7 +253,7 @@ struct LinearInput {
   const octet_tensor* caller = nullptr;    // the caller's tensor (Linear), for borrowing
   TensorPtr owned;                         // an internal tensor the layer may keep
   TensorPtr quantized;                     // produced by a fused norm pass
-  float scale = 1.0f;
+  UsedScale scale;                         // the scale `quantized` used
 };
 
 void keep_high_precision_input(LayerState& L, const LinearInput& x, SavedLinear& sv) {
@@ -335,7 +301,7 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
   // transpose of the same codes, made by the GEMM adaptation where the
   // backend needs it; block recipes: see weight_usages).
   TensorPtr w_q;
-  float w_scale = 1.0f;
+  UsedScale w_scale;
   const RecipeState& r = *p.recipe;
   if (p.fprop || (training && p.dgrad)) {
     const uint32_t wu = weight_usages(L, r, training, p.dgrad);
@@ -345,7 +311,9 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
                             (cached->state.usages & wu) == wu;
     if (fp8_only(L)) {
       w_q = L.params[u.weight].value;
-      w_scale = read_scalar(w_q->state, kScale);
+      // Its scale stays where it is on the device path (kept from SCALE).
+      w_scale.on_device = device_scaling(*ctx);
+      if (!w_scale.on_device) w_scale.host = read_scalar(w_q->state, kScale);
     } else if (L.options.weight_cache && cache_fits) {
       w_q = u.cached_weight;
       w_scale = u.cached_scale;
@@ -369,7 +337,6 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
   sv->fp8_dgrad = p.dgrad;
   sv->fp8_wgrad = p.wgrad;
   sv->w_hp = w_hp;
-  sv->w_scale = w_scale;
   const bool save_original = L.options.save_original_input != 0;
   if (p.wgrad && !save_original) {
     keep_columnwise_only(x.quantized->state);
@@ -377,11 +344,14 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
     sv->x_q = x.quantized;
   } else {
     keep_high_precision_input(L, x, *sv);
-    sv->x_scale = x.scale;
+    if (p.fprop && x.quantized) sv->x_scale = keep_scale(ctx, x.quantized->state, x.scale);
   }
   if (p.dgrad) {
     const bool shared = fp8_only(L) || L.options.weight_cache;
-    if (shared || !L.options.minimize_memory) sv->w_q = w_q;
+    if (shared || !L.options.minimize_memory)
+      sv->w_q = w_q;
+    else
+      sv->w_scale = keep_scale(ctx, w_q->state, w_scale);  // backward quantizes the weight again
   }
 }
 
@@ -411,14 +381,13 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   // the scale is known beforehand: delayed and static scaling).
   TensorPtr dy_q, sums;
   if (du != 0) {
-    const octet_dtype dtype = r->dtype_for(OCTET_ROLE_GRADIENT);
     octet_quantize_args qa{};
     TensorPtr t = make_role(ctx, *r, OCTET_ROLE_GRADIENT, dy.rows, dy.cols, du);
     if (bias != nullptr && fusable(*r) && fused_quantize_args(*ctx, t->state, du, qa)) {
-      const float scale = scale_for(ctx, quantizer(u, OCTET_ROLE_GRADIENT), *r, dy, dtype);
-      write_scale(t->state, scale);
+      const std::shared_ptr<QuantizerState>& q = quantizer(u, OCTET_ROLE_GRADIENT);
+      const UsedScale scale = quantizer_prepare(ctx, *q, *r, dy, t->state);
       sums = bias_sums(ctx, dy, &qa);
-      commit(*ctx, u.quantizers[OCTET_ROLE_GRADIENT].state, r, read_scalar(t->state, kAmax), scale);
+      quantizer_commit(*ctx, q, r, t->state, scale, nullptr);
       dy_q = t;
     } else {
       if (bias != nullptr) sums = bias_sums(ctx, dy, nullptr);
@@ -522,20 +491,21 @@ NormOut norm_forward(LayerState& L, const Precision& p, bool training, const Ten
   const uint32_t xu = input_usages(L, p, training);
   octet_quantize_args qa{};
   TensorPtr q;
-  float scale = 1.0f;
+  UsedScale scale;
   if (xu != 0 && fusable(*p.recipe)) {
     const octet_dtype dtype = p.recipe->dtype_for(OCTET_ROLE_INPUT);
     q = make_fp8(ctx, dtype, x.rows, x.cols, xu);
     if (fused_quantize_args(c, q->state, xu, qa)) {
-      scale = scale_for(ctx, quantizer(u, OCTET_ROLE_INPUT), *p.recipe, x, dtype);
-      write_scale(q->state, scale);
+      // The input of quantizer_prepare is only read by current scaling,
+      // which is never fused (fusable).
+      scale = quantizer_prepare(ctx, *quantizer(u, OCTET_ROLE_INPUT), *p.recipe, x, q->state);
       a.quantize = &qa;
     } else {
       q.reset();
     }
   }
   call_backend(c, "norm_forward", [&] { return c.api().norm_forward(c.handle, &a); });
-  if (q) commit(*ctx, u.quantizers[OCTET_ROLE_INPUT].state, p.recipe, read_scalar(q->state, kAmax), scale);
+  if (q) quantizer_commit(*ctx, quantizer(u, OCTET_ROLE_INPUT), p.recipe, q->state, scale, nullptr);
   out.input.hp = &out.y->state;
   out.input.owned = out.y;
   out.input.quantized = q;

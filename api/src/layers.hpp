@@ -29,6 +29,16 @@ struct Parameter {
   const TensorState* tensor() const { return value ? &value->state : borrowed ? &borrowed->state : nullptr; }
 };
 
+// The scale a tensor was quantized with, kept to quantize the same data
+// again in backward: the host value on the host path, or one float in the
+// context's memory copied from the tensor's SCALE where the quantizer state
+// lives on the device (no copy to the host). Not counted by the memory
+// ledger: bookkeeping, like the quantizer state.
+struct KeptScale {
+  float host = 1.0f;
+  std::shared_ptr<Buffer> device;  // null: use `host`
+};
+
 // One GEMM-bearing sub-layer: y = x W^T + b.
 struct LinearUnit {
   int64_t in = 0, out = 0;
@@ -36,7 +46,7 @@ struct LinearUnit {
   int bias = -1;       // parameter index or -1
   std::array<octet_quantizer, 3> quantizers;  // by octet_tensor_role
   TensorPtr cached_weight;                    // weight cache: FP8 rowwise copy
-  float cached_scale = 1.0f;
+  UsedScale cached_scale;
 };
 
 struct LayerState {
@@ -60,9 +70,9 @@ struct SavedLinear {
   TensorPtr x_q;                      // FP8 input with the columnwise usage
   TensorPtr x_hp;                     // high-precision input kept by the layer
   const octet_tensor* x_borrowed = nullptr;  // save_original_input: the caller's
-  float x_scale = 1.0f;               // scale x was quantized with
+  KeptScale x_scale;                  // scale x was quantized with
   TensorPtr w_q;                      // FP8 weight (rowwise) for dgrad
-  float w_scale = 1.0f;
+  KeptScale w_scale;                  // used when w_q is not kept
   const TensorState* w_hp = nullptr;  // high-precision weight used
 };
 

@@ -1,6 +1,7 @@
 // Quantizers: quantize through the recipe, record amaxes, update scales.
 #include "quantizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -8,6 +9,7 @@
 #include "backend_info.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "quantize_ops.hpp"
 #include "tensor.hpp"
 
 namespace octet::core {
@@ -50,7 +52,178 @@ float amax_on_backend(const std::shared_ptr<ContextState>& context, const Tensor
   return value;
 }
 
+// ---- residency --------------------------------------------------------------
+
+size_t state_floats(const QuantizerState& q) { return 2 + q.history.size(); }
+
+// Uploads the host fields (which must be current) into a state on `ctx`,
+// reallocating when the context or the history length changed.
+void upload(QuantizerState& q, const std::shared_ptr<ContextState>& ctx) {
+  const size_t bytes = state_floats(q) * sizeof(float);
+  std::shared_ptr<ResidentScaling> resident = q.resident;
+  if (!resident || resident->ctx.get() != ctx.get() || resident->state.bytes() != bytes) {
+    resident = std::make_shared<ResidentScaling>();
+    resident->ctx = ctx;
+    resident->state = Buffer::uncounted(ctx, bytes);
+  }
+  std::vector<float> packed(state_floats(q));
+  packed[0] = q.scale;
+  packed[1] = q.scale_inv;
+  std::copy(q.history.begin(), q.history.end(), packed.begin() + 2);
+  resident->state.copy_from_host(packed.data(), bytes);
+  q.resident = std::move(resident);
+  q.host_current = true;
+}
+
+// The host path from here on: the state comes back and stays on the host.
+void release_to_host(QuantizerState& q) {
+  sync_host(q);
+  q.resident.reset();
+  q.host_current = true;
+}
+
+// Resident on `ctx` with a history of `length`: a state resident elsewhere
+// (another context) migrates through the host, as does a resize.
+void make_resident(QuantizerState& q, const std::shared_ptr<ContextState>& ctx, size_t length) {
+  if (q.resident && q.resident->ctx.get() == ctx.get() && q.history.size() == length) return;
+  sync_host(q);
+  q.resize_history(length);
+  upload(q, ctx);
+}
+
+// Delayed and current scaling run on the device where the backend can; the
+// others (static: a fixed scale; block recipes: scales from the data) keep
+// the host path.
+bool device_path(const ContextState& ctx, const RecipeState& r) {
+  return device_scaling(ctx) && (r.kind == OCTET_RECIPE_DELAYED || r.kind == OCTET_RECIPE_CURRENT);
+}
+
 }  // namespace
+
+void copy_floats(const ContextState& ctx, const float* src, float* dst, int64_t count) {
+  require_entry(ctx, ctx.api().convert != nullptr, "convert");
+  octet_matrix_view in{const_cast<float*>(src), OCTET_DTYPE_FP32, 0, 1, count, count};
+  octet_matrix_view out{dst, OCTET_DTYPE_FP32, 0, 1, count, count};
+  call_backend(ctx, "convert", [&] { return ctx.api().convert(ctx.handle, &in, &out, 0); });
+}
+
+bool device_scaling(const ContextState& ctx) { return ctx.backend->device_scaling; }
+
+void sync_host(QuantizerState& q) {
+  if (!q.resident || q.host_current) return;
+  std::vector<float> packed(state_floats(q));
+  q.resident->state.copy_to_host(packed.data(), packed.size() * sizeof(float));
+  q.scale = packed[0];
+  q.scale_inv = packed[1];
+  std::copy(packed.begin() + 2, packed.end(), q.history.begin());
+  q.host_current = true;
+}
+
+void push_host_write(QuantizerState& q) {
+  if (q.resident) upload(q, q.resident->ctx);
+}
+
+void resize_history_anywhere(QuantizerState& q, size_t length) {
+  if (q.history.size() == length) return;
+  sync_host(q);
+  q.resize_history(length);
+  push_host_write(q);
+}
+
+UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, QuantizerState& q, const RecipeState& r,
+                            const TensorState& in, TensorState& out) {
+  const ContextState& ctx = *context;
+  UsedScale used;
+  if (r.per_tensor() && device_path(ctx, r)) {
+    used.on_device = true;
+    if (r.kind == OCTET_RECIPE_DELAYED) {
+      make_resident(q, context, size_t(r.delayed.amax_history_len));
+      // [scale, scale_inv] of the state into the tensor's SCALE, SCALE_INV.
+      copy_floats(ctx, static_cast<const float*>(q.resident->state.data()), out.scalar(kScale), 2);
+      return used;
+    }
+    make_resident(q, context, 1);
+    require_entry(ctx, ctx.api().amax != nullptr, "amax");
+    octet_matrix_view view = in.rowwise_view();
+    call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, out.scalar(kAmax)); });
+    octet_scale_from_amax_args a{};
+    a.struct_size = sizeof(a);
+    a.amax = out.scalar(kAmax);
+    a.fp8_max = fp8_max_of(out.dtype);
+    a.epsilon = r.current.amax_epsilon;
+    a.power_of_two = r.current.power_of_two_scales != 0 ? 1 : 0;
+    a.scale_out = out.scalar(kScale);
+    a.scale_inv_out = out.scalar(kScaleInv);
+    call_backend(ctx, "scale_from_amax", [&] { return ctx.api().scale_from_amax(ctx.handle, &a); });
+    return used;
+  }
+  release_to_host(q);
+  if (!r.per_tensor()) return used;  // block recipes: scales per block, from the data
+  used.host = q.scale;
+  if (r.kind == OCTET_RECIPE_STATIC) used.host = r.fixed.scale;
+  if (r.kind == OCTET_RECIPE_CURRENT)
+    used.host = current_scale(amax_on_backend(context, in), fp8_max_of(out.dtype), r.current.amax_epsilon,
+                              r.current.power_of_two_scales != 0);
+  out.scalars.copy_from_host(&used.host, sizeof(float), sizeof(float) * kScale);
+  return used;
+}
+
+void quantizer_commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& state,
+                      const std::shared_ptr<const RecipeState>& recipe, const TensorState& out, const UsedScale& used,
+                      const octet_quantize_stats* observed) {
+  QuantizerState& q = *state;
+  const RecipeState& r = *recipe;
+  if (used.on_device) {
+    const ContextState& home = *q.resident->ctx;
+    float* device_state = static_cast<float*>(q.resident->state.data());
+    if (r.kind == OCTET_RECIPE_DELAYED) {
+      float* slot = device_state + 2 + q.current;
+      call_backend(home, "amax_record", [&] { return home.api().amax_record(home.handle, out.scalar(kAmax), slot); });
+    } else {
+      // Current scaling keeps no history: [scale, scale_inv, amax] of the
+      // tensor is the state [scale, scale_inv, history[0]].
+      copy_floats(home, out.scalar(kScale), device_state, 3);
+    }
+    q.host_current = false;
+  } else {
+    float amax = 0.0f;
+    out.scalars.copy_to_host(&amax, sizeof(amax), sizeof(float) * kAmax);
+    if (r.kind == OCTET_RECIPE_DELAYED) {
+      q.resize_history(size_t(r.delayed.amax_history_len));
+      q.record(amax);
+    } else {
+      q.resize_history(1);
+      q.history[q.current] = amax;  // no history: the last tensor's amax
+    }
+    if (r.per_tensor()) {
+      q.scale = used.host;
+      q.scale_inv = 1.0f / used.host;
+    }
+  }
+  if (observed != nullptr) {
+    q.observed_amax = std::fmax(q.observed_amax, observed->amax);
+    q.observed_saturated += observed->saturated_count;
+    q.observed_total += observed->total_count;
+  }
+  q.last_recipe = recipe;
+  autocast_note_use(ctx, state);
+}
+
+UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
+                           const std::shared_ptr<const RecipeState>& r, const TensorState& in, TensorState& out,
+                           uint32_t usages, bool saturate, octet_quantize_stats* stats) {
+  const bool observe = r->kind == OCTET_RECIPE_STATIC && r->fixed.observe;
+  octet_quantize_stats collected{};
+  collected.struct_size = sizeof(collected);
+  const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out);
+  quantize_into(ctx, in, out, usages, saturate, r->block_params(),
+                (stats != nullptr || observe) ? &collected : nullptr);
+  // Committed only once the quantize succeeded.
+  quantizer_commit(*ctx, q, r, out, used, observe ? &collected : nullptr);
+  if (stats != nullptr) *stats = collected;
+  return used;
+}
+
 }  // namespace octet::core
 
 using namespace octet::core;
@@ -90,49 +263,23 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context, octet_qu
     octet_quantize_options o = read_quantize_options(options);
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
     std::shared_ptr<const RecipeState> recipe = recipe_for_call(q, ctx);
-    const RecipeState& r = *recipe;
-    require_output_format(r, q.role, out);
+    require_output_format(*recipe, q.role, out);
 
-    float scale = q.scale;
-    if (r.kind == OCTET_RECIPE_STATIC) scale = r.fixed.scale;
-    if (r.kind == OCTET_RECIPE_CURRENT)
-      scale = current_scale(amax_on_backend(context->state, in), fp8_max_of(out.dtype), r.current.amax_epsilon,
-                            r.current.power_of_two_scales != 0);
-    if (r.per_tensor()) out.scalars.copy_from_host(&scale, sizeof(scale), sizeof(float) * kScale);
-
-    const bool observe = r.kind == OCTET_RECIPE_STATIC && r.fixed.observe;
     octet_quantize_stats collected{};
     collected.struct_size = sizeof(collected);
-    quantize_into(context->state, in, out, usages, o.saturate != 0, r.block_params(),
-                  (stats != nullptr || observe) ? &collected : nullptr);
-
-    // Commit the state only once the quantize succeeded.
-    float amax = 0.0f;
-    out.scalars.copy_to_host(&amax, sizeof(amax), sizeof(float) * kAmax);
-    if (r.kind == OCTET_RECIPE_DELAYED) {
-      q.resize_history(size_t(r.delayed.amax_history_len));
-      q.record(amax);
-    } else {
-      q.resize_history(1);
-      q.history[q.current] = amax;  // no history: the last tensor's amax
-    }
-    if (r.per_tensor()) {
-      q.scale = scale;
-      q.scale_inv = 1.0f / scale;
-    }
-    if (observe) {
-      q.observed_amax = std::fmax(q.observed_amax, collected.amax);
-      q.observed_saturated += collected.saturated_count;
-      q.observed_total += collected.total_count;
-    }
-    q.last_recipe = recipe;
-    autocast_note_use(ctx, quantizer->state);
+    quantize_through(context->state, quantizer->state, recipe, in, out, usages, o.saturate != 0,
+                     stats != nullptr ? &collected : nullptr);
     if (stats != nullptr) write_versioned(collected, stats, "stats");
   });
 }
 
 OCTET_API octet_status octet_quantizer_record_amax(octet_quantizer* quantizer, float amax) {
-  return guarded("octet_quantizer_record_amax", [&] { quantizer_arg(quantizer).record(amax); });
+  return guarded("octet_quantizer_record_amax", [&] {
+    QuantizerState& q = quantizer_arg(quantizer);
+    sync_host(q);
+    q.record(amax);
+    push_host_write(q);
+  });
 }
 
 OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer) {
@@ -140,7 +287,7 @@ OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer) 
     QuantizerState& q = quantizer_arg(quantizer);
     const RecipeState* r = q.effective();
     require(r != nullptr, "the quantizer has no recipe and was never used in an autocast scope: nothing to apply");
-    apply_scale_update(q, *r);
+    update_scale(q, *r);
   });
 }
 
@@ -148,8 +295,10 @@ OCTET_API octet_status octet_quantizer_set_scale(octet_quantizer* quantizer, flo
   return guarded("octet_quantizer_set_scale", [&] {
     QuantizerState& q = quantizer_arg(quantizer);
     require(std::isfinite(scale) && scale > 0.0f, "argument 'scale' (", scale, ") must be finite and > 0");
+    sync_host(q);
     q.scale = scale;
     q.scale_inv = 1.0f / scale;
+    push_host_write(q);
   });
 }
 
@@ -157,7 +306,8 @@ OCTET_API octet_status octet_quantizer_get_info(const octet_quantizer* quantizer
   return guarded("octet_quantizer_get_info", [&] {
     require(quantizer != nullptr, "argument 'quantizer' is NULL");
     require_struct(info, info ? info->struct_size : 0, "info");
-    const QuantizerState& q = *quantizer->state;
+    QuantizerState& q = *quantizer->state;
+    sync_host(q);  // a host read: one copy when the device holds the newer state
     octet_quantizer_info out{};
     out.struct_size = sizeof(out);
     out.role = q.role;
@@ -179,9 +329,10 @@ OCTET_API octet_status octet_quantizer_get_amax_history(const octet_quantizer* q
   return guarded("octet_quantizer_get_amax_history", [&] {
     require(quantizer != nullptr, "argument 'quantizer' is NULL");
     require(out != nullptr, "argument 'out' is NULL");
-    const QuantizerState& q = *quantizer->state;
+    QuantizerState& q = *quantizer->state;
     require(length == q.history.size(), "argument 'length' (", length, ") must equal amax_history_len (",
             q.history.size(), ")");
+    sync_host(q);
     std::vector<float> newest = q.history_newest_first();
     std::memcpy(out, newest.data(), length * sizeof(float));
   });

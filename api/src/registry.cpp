@@ -77,6 +77,16 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   return f;
 }
 
+// All three plugin ABI 1.3 scaling entries, and convert (the state's scale
+// pair is copied into a tensor with an FP32 -> FP32 convert, exact by
+// contract): without every one of them the state stays on the host.
+bool has_device_scaling(const octet_backend_api* api) {
+#define OCTET_HAS(entry) has_entry(api, &octet_backend_api::entry, offsetof(octet_backend_api, entry))
+  return OCTET_HAS(scale_from_amax) && OCTET_HAS(delayed_scaling_update) && OCTET_HAS(amax_record) &&
+         OCTET_HAS(convert);
+#undef OCTET_HAS
+}
+
 }  // namespace
 
 void clear_backend_message() { backend_message.clear(); }
@@ -142,6 +152,7 @@ std::string Registry::add_locked(const octet_backend_api* api, std::shared_ptr<v
   }
   backend->caps.device = backend->device.c_str();
   backend->features = features_of(api, backend->caps);
+  backend->device_scaling = has_device_scaling(api);
   backends_.push_back(std::move(backend));
   return "";
 }

@@ -25,6 +25,10 @@ struct Backend {
   bool available = false;
   std::string unavailable_reason;
   uint32_t features = 0;          // OCTET_FEATURE_*
+  // Plugin ABI 1.3 scale_from_amax, delayed_scaling_update and amax_record
+  // (with convert, the exact FP32 copy): quantizer scaling state may live in
+  // this backend's memory (quantizer.cpp). Internal: not a users' feature.
+  bool device_scaling = false;
 };
 
 struct BackendFailure {

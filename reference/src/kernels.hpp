@@ -29,5 +29,9 @@ int32_t norm_backward(const octet_norm_backward_args* args);
 int32_t activation(const octet_activation_args* args, bool backward);
 int32_t bias_gradient(const octet_bias_gradient_args* args);
 int32_t accumulate_matrix(const octet_matrix_view* x, const octet_matrix_view* y, int32_t accumulate);
+// Plugin ABI 1.3 (scale_update_kernels.cpp).
+int32_t scale_from_amax(const octet_scale_from_amax_args* args);
+int32_t delayed_scaling_update(const octet_delayed_scaling_update_args* args);
+int32_t amax_record(const float* amax, float* slot);
 
 }  // namespace octet::ref

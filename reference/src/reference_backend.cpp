@@ -153,6 +153,19 @@ int32_t accumulate(octet_backend_context* context, const octet_matrix_view* x, c
   return run_kernel("accumulate", context, [&] { return accumulate_matrix(x, y, accumulate_flag); });
 }
 
+int32_t scale_from_amax_entry(octet_backend_context* context, const octet_scale_from_amax_args* args) {
+  return run_kernel("scale_from_amax", context, [&] { return scale_from_amax(args); });
+}
+
+int32_t delayed_scaling_update_entry(octet_backend_context* context,
+                                     const octet_delayed_scaling_update_args* args) {
+  return run_kernel("delayed_scaling_update", context, [&] { return delayed_scaling_update(args); });
+}
+
+int32_t amax_record_entry(octet_backend_context* context, const float* amax, float* slot) {
+  return run_kernel("amax_record", context, [&] { return amax_record(amax, slot); });
+}
+
 const octet_backend_api kReferenceApi = {
     sizeof(octet_backend_api),
     OCTET_PLUGIN_ABI_MAJOR,
@@ -185,6 +198,9 @@ const octet_backend_api kReferenceApi = {
     activation_backward,
     bias_gradient_entry,
     accumulate,
+    scale_from_amax_entry,
+    delayed_scaling_update_entry,
+    amax_record_entry,
 };
 
 }  // namespace

@@ -305,6 +305,61 @@ typedef struct octet_bias_gradient_args {
   const octet_quantize_args* quantize; /* host struct, or NULL */
 } octet_bias_gradient_args;
 
+/* ---- plugin ABI 1.3: recipe-free scaling kernels (numerics.md 3.1, 3.2) ----
+ * Appended in plugin ABI 1.3 (with the FP8 GEMM output fields above). A
+ * backend that provides all three entries lets the host keep quantizers'
+ * scaling state in its memory and do the per-quantize bookkeeping and the
+ * delayed-scaling update there, with no copy to the host
+ * (docs/recipes.md, "Where the scaling state lives"); with any of them
+ * missing the host keeps that state in host memory. Every pointer below is
+ * device memory; each kernel reads its inputs before writing, and a rejected
+ * call writes nothing. */
+
+/* Current scaling (numerics.md 3.2) from a device amax:
+ *   a = fmaxf(*amax, epsilon);
+ *   scale = 1 if a is NaN, +-inf or 0, else fp8_max / a (FP32 RN division),
+ *           +inf becoming FLT_MAX;
+ *   power_of_two: scale's bits &= 0xFF800000 (mantissa cleared);
+ *   *scale_out = scale; *scale_inv_out = 1.0f / scale (when not NULL).
+ * fp8_max is finite and > 0; epsilon is finite and >= 0. */
+typedef struct octet_scale_from_amax_args {
+  size_t struct_size;             /* sizeof(octet_scale_from_amax_args) */
+  const float* amax;              /* device, 1 value */
+  float fp8_max;                  /* 448 (E4M3) or 57344 (E5M2) */
+  float epsilon;
+  int32_t power_of_two;           /* 0 or 1 */
+  int32_t reserved;               /* 0 */
+  float* scale_out;               /* device, 1 value */
+  float* scale_inv_out;           /* device, 1 value, or NULL */
+} octet_scale_from_amax_args;
+
+/* The delayed-scaling update (numerics.md 3.1 steps 1-5) of one quantizer
+ * whose state is state = [scale, scale_inv, history[history_len]] (the amax
+ * history is a ring; history[current] is this step's amax):
+ *   1. amax = history[current] (OCTET_AMAX_MOST_RECENT) or the fmaxf of 0
+ *      and every history entry (OCTET_AMAX_MAX; NaN ignored);
+ *   2.-4. only when recompute != 0 (the host applies the interval) and amax
+ *      is finite and > 0: candidate = ldexpf(fp8_max, -margin) / amax (+inf
+ *      becoming FLT_MAX), or with power_of_two (Gaudi rule)
+ *      2^(e - margin) where e = ilogbf(fp8_max / amax) (127 when that ratio
+ *      is +inf), the power rounded as ldexpf(1, e - margin) rounds; scale =
+ *      candidate unless the candidate is 0 (an underflow keeps the scale);
+ *   5. scale_inv = 1.0f / scale (always rewritten), and
+ *      history[(current + 1) % history_len] = 0 (the next step's slot).
+ * The result equals, bit for bit, the host's update of the same state. */
+typedef struct octet_delayed_scaling_update_args {
+  size_t struct_size;             /* sizeof(octet_delayed_scaling_update_args) */
+  float* state;                   /* device, 2 + history_len values, updated */
+  uint32_t history_len;           /* >= 1 */
+  uint32_t current;               /* < history_len */
+  int32_t amax_compute_algo;      /* OCTET_AMAX_MOST_RECENT or OCTET_AMAX_MAX */
+  int32_t recompute;              /* 0: keep the scale (interval), 1: recompute */
+  int32_t margin;                 /* 0..127 */
+  int32_t power_of_two;           /* 0 or 1 */
+  float fp8_max;                  /* finite and > 0 */
+  int32_t reserved;               /* 0 */
+} octet_delayed_scaling_update_args;
+
 typedef struct octet_backend_api {
   size_t struct_size;              /* sizeof(octet_backend_api) of the plugin */
   uint32_t abi_major;
@@ -376,6 +431,16 @@ typedef struct octet_backend_api {
    * y's dtype; x and y have the same rows x cols, any high-precision dtypes. */
   int32_t (*accumulate)(octet_backend_context* context, const octet_matrix_view* x,
                         const octet_matrix_view* y, int32_t accumulate);
+
+  /* Appended in plugin ABI 1.3 (see "plugin ABI 1.3: recipe-free scaling
+   * kernels" above); optional, read only when struct_size covers them. The
+   * host uses them only when all three are present. */
+  int32_t (*scale_from_amax)(octet_backend_context* context, const octet_scale_from_amax_args* args);
+  int32_t (*delayed_scaling_update)(octet_backend_context* context,
+                                    const octet_delayed_scaling_update_args* args);
+  /* *slot = fmaxf(*slot, *amax): a step's amax is the max over its tensors
+   * (a NaN amax leaves the slot, a NaN slot takes the amax). */
+  int32_t (*amax_record)(octet_backend_context* context, const float* amax, float* slot);
 } octet_backend_api;
 
 /* The one symbol a plugin exports. */

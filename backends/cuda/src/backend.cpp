@@ -274,6 +274,7 @@ octet_backend_api make_api() {
   api.gemm = cuda_gemm;
   add_block_entries(api);
   add_layer_entries(api);
+  add_scaling_entries(api);
   return api;
 }
 

@@ -13,5 +13,8 @@ void add_block_entries(octet_backend_api& api);
 // ABI 1.2: norm_forward/backward, activation_forward/backward,
 // bias_gradient, accumulate (layer_entries.cpp).
 void add_layer_entries(octet_backend_api& api);
+// ABI 1.3: scale_from_amax, delayed_scaling_update, amax_record
+// (scaling_kernels.cu).
+void add_scaling_entries(octet_backend_api& api);
 
 }  // namespace octet_cuda
