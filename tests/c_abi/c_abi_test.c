@@ -9,6 +9,7 @@
 #include <octet/octet_math.h>
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,6 +367,47 @@ static void test_wrap(octet_context* ctx, uint64_t alignment) {
   free(raw);
 }
 
+/* Appended fields must start past the older struct's size, never inside its
+ * tail padding (an older caller or plugin leaves padding unset). The older
+ * layouts are restated here from the headers of those ABI versions. */
+typedef struct {
+  size_t struct_size;
+  int32_t trans_a, trans_b;
+  float alpha, beta;
+  const octet_tensor* bias;
+  int32_t epilogue;
+} gemm_options_abi13;
+typedef struct {
+  size_t struct_size;
+  const char* device;
+  int32_t memory_kind;
+  uint32_t dtypes, scaling_modes;
+  int32_t native_columnwise;
+  uint32_t fp8_gemm_layouts;
+  uint64_t alignment;
+  int32_t fused_cast_transpose;
+} backend_caps_abi12;
+typedef struct {
+  size_t struct_size;
+  int64_t m, n, k;
+  octet_matrix_view a, b;
+  int32_t trans_a, trans_b;
+  const float* a_scale_inv;
+  const float* b_scale_inv;
+  float alpha, beta;
+  octet_matrix_view d, bias;
+  int32_t epilogue;
+} gemm_args_abi12;
+
+static void check_appended_fields_start_past_old_sizes(void) {
+  CHECK(offsetof(octet_gemm_options, fast_accumulation) >= sizeof(gemm_options_abi13));
+  CHECK(offsetof(octet_gemm_options, epilogue) == offsetof(gemm_options_abi13, epilogue));
+  CHECK(offsetof(octet_backend_caps, fp8_gemm_output) >= sizeof(backend_caps_abi12));
+  CHECK(offsetof(octet_backend_caps, fused_cast_transpose) == offsetof(backend_caps_abi12, fused_cast_transpose));
+  CHECK(offsetof(octet_gemm_args, fast_accumulation) >= sizeof(gemm_args_abi12));
+  CHECK(offsetof(octet_gemm_args, epilogue) == offsetof(gemm_args_abi12, epilogue));
+}
+
 /* octet_math.h compiles as C99 and gives tanh/exp to FP32 accuracy
  * (values from the definitions: tanh(0.5) = 0.46211715726..., e^1). */
 static void check_octet_math(void) {
@@ -382,6 +424,7 @@ int main(void) {
   octet_backend_info info;
 
   check_octet_math();
+  check_appended_fields_start_past_old_sizes();
 
   test_versions_and_statuses();
   test_dtypes();

@@ -492,7 +492,9 @@ typedef struct octet_gemm_options {
   float beta;              /* default 0; beta == 0 ignores D's old contents */
   const octet_tensor* bias; /* optional, N elements, FP32/BF16/FP16 */
   int32_t epilogue;        /* octet_epilogue; default NONE */
-  /* ABI 1.4. */
+  /* ABI 1.4. New fields start past the 1.0-1.3 struct's size (40 bytes on
+   * LP64), never in its tail padding, which older callers leave unset. */
+  int32_t reserved_padding;  /* ignored */
   int32_t fast_accumulation; /* default 0. 1 allows the backend to accumulate
                                 FP8 products with reduced precision (Hopper's
                                 fast accumulation); the result is then not

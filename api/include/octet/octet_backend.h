@@ -76,7 +76,9 @@ typedef struct octet_backend_caps {
                                 high-precision GEMMs accept every layout */
   uint64_t alignment;        /* bytes; a power of two */
   int32_t fused_cast_transpose; /* quantize() writes both usages in one pass */
-  /* Appended in plugin ABI 1.3 (zero when the plugin's caps are shorter). */
+  /* Appended in plugin ABI 1.3 (zero when the plugin's caps are shorter),
+   * past the 1.2 struct's tail padding, which a plugin may leave unset. */
+  int32_t reserved_padding;  /* ignored */
   int32_t fp8_gemm_output;   /* 1: gemm() writes FP8 D with d_scale and amax
                                 (octet_gemm_args); else the host composes it */
 } octet_backend_caps;
@@ -128,7 +130,9 @@ typedef struct octet_gemm_args {
   octet_matrix_view bias;         /* data NULL or n elements (rows 1, cols n) */
   int32_t epilogue;               /* octet_epilogue */
   /* Appended in plugin ABI 1.3; a plugin reads them only when struct_size
-   * covers them (the host always sends the whole struct). */
+   * covers them (the host always sends the whole struct). They start past
+   * the 1.2 struct's tail padding. */
+  int32_t reserved_padding;       /* ignored */
   /* 1: the backend may accumulate FP8 products with reduced precision
    * (e.g. Hopper's fast accumulation): a request, never an obligation; the
    * result is then not held to numerics.md section 5's bound. */

@@ -76,7 +76,8 @@ class GemmOptions(_c.Structure):
         ("beta", _c.c_float),
         ("bias", _c.c_void_p),
         ("epilogue", _c.c_int32),
-        # ABI 1.4
+        # ABI 1.4 (after the 1.3 struct's tail padding)
+        ("reserved_padding", _c.c_int32),
         ("fast_accumulation", _c.c_int32),
         ("saturate_output", _c.c_int32),
     ]

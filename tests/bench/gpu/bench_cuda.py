@@ -193,7 +193,7 @@ class OctetCuda:
         return run
 
     def gemm_fn(self, a, b, d, trans_a=0, trans_b=0):
-        o = self.lib.init_struct(A.GemmOptions, "octet_gemm_options_init")
+        o = self.lib.init_struct(A.GemmOptions, "octet_gemm_options_init_sized")
         o.trans_a, o.trans_b = trans_a, trans_b
         fn, ctx, op = self.lib.fn("octet_gemm"), self.ctx, _c.byref(o)
         ah, bh, dh = a.handle, b.handle, d.handle

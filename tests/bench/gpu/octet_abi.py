@@ -144,6 +144,10 @@ class GemmOptions(_c.Structure):
         ("beta", _f32),
         ("bias", _p),
         ("epilogue", _i32),
+        # ABI 1.4 (after the 1.3 struct's tail padding)
+        ("reserved_padding", _i32),
+        ("fast_accumulation", _i32),
+        ("saturate_output", _i32),
     ]
 
 
@@ -235,7 +239,7 @@ STRUCTS = [BackendInfo, BackendFailure, ContextOptions, TensorDesc, TensorInfo, 
 INIT_FUNCTIONS = [
     (ContextOptions, "octet_context_options_init"),
     (QuantizeOptions, "octet_quantize_options_init"),
-    (GemmOptions, "octet_gemm_options_init"),
+    (GemmOptions, "octet_gemm_options_init_sized"),
     (DelayedScalingOptions, "octet_delayed_scaling_options_init"),
     (CurrentScalingOptions, "octet_current_scaling_options_init"),
     (LinearOptions, "octet_linear_options_init"),
@@ -272,6 +276,7 @@ SIGNATURES = {
     "octet_quantize_options_init": (_i32, [_P(QuantizeOptions)]),
     "octet_quantize": (_i32, [_p, _p, _p, _P(QuantizeOptions)]),
     "octet_gemm_options_init": (_i32, [_P(GemmOptions)]),
+    "octet_gemm_options_init_sized": (_i32, [_P(GemmOptions), _sz]),
     "octet_gemm": (_i32, [_p, _p, _p, _p, _P(GemmOptions)]),
     "octet_delayed_scaling_options_init": (_i32, [_P(DelayedScalingOptions)]),
     "octet_current_scaling_options_init": (_i32, [_P(CurrentScalingOptions)]),
@@ -362,7 +367,10 @@ class Library:
         room = max(_c.sizeof(cls), 1024)
         buf = (_c.c_ubyte * room)()
         s = cls.from_buffer(buf)  # keeps buf alive
-        self.call(init_name, _c.byref(s))
+        if init_name.endswith("_sized"):  # ABI 1.4: told the room it may fill
+            self.call(init_name, _c.byref(s), room)
+        else:
+            self.call(init_name, _c.byref(s))
         if s.struct_size < _c.sizeof(cls) or s.struct_size > room:
             raise OctetError(init_name, -1, "LAYOUT_MISMATCH",
                              f"wrote struct_size {s.struct_size}; {cls.__name__} here has "
