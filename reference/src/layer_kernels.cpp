@@ -31,8 +31,26 @@ int32_t check_vector(const char* kernel, const char* name, const octet_matrix_vi
   return check_shape(kernel, name, v, 1, cols, "1 x cols of the input");
 }
 
+// The fields of a fused quantize (args->quantize) that quantize() would
+// check, named as the caller's argument. Run with the kernel's other checks,
+// before anything is written: a call it rejects leaves every output (y, mean,
+// rstd, sums, the codes) untouched. quantize->input is not checked (the
+// kernel supplies it). Neither code buffer is accepted, as quantize()
+// accepts it (an amax and scale_inv only pass).
+int32_t check_fused_quantize(const char* kernel, const octet_quantize_args* q) {
+  if (q == nullptr) return OCTET_STATUS_SUCCESS;
+  if (int32_t s = check_struct_size(kernel, "args->quantize", q->struct_size, sizeof(octet_quantize_args))) return s;
+  if (!is_fp8(q->out_dtype))
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->quantize->out_dtype is " +
+                                                     dtype_name(q->out_dtype) + " (" + std::to_string(q->out_dtype) +
+                                                     ") but must be e4m3 or e5m2");
+  return check_not_null(kernel, "args->quantize->scale", q->scale);
+}
+
 // The fused quantize: y (already rounded to its dtype, in `rounded`) through
 // quantize_matrix, so the codes equal those of a separate quantize() pass.
+// Its arguments were checked by check_fused_quantize, so it cannot fail
+// after the norm's outputs are written.
 int32_t fused_quantize(const octet_quantize_args* q, int32_t dtype, int64_t rows, int64_t cols,
                        std::vector<unsigned char>& rounded) {
   octet_quantize_args args = *q;
@@ -71,6 +89,7 @@ int32_t norm_forward(const octet_norm_forward_args* args) {
     if (int32_t s = check_matrix(kernel, "args->output", args->output, DtypeClass::HighPrecision)) return s;
     if (int32_t s = check_shape(kernel, "args->output", args->output, rows, cols, "same rows x cols as input")) return s;
   }
+  if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
   const size_t esize = dtype_size(args->output.dtype);
   std::vector<unsigned char> rounded;
   if (args->quantize != nullptr) rounded.resize(size_t(rows * cols) * esize);
@@ -209,6 +228,7 @@ int32_t bias_gradient(const octet_bias_gradient_args* args) {
   const octet_matrix_view& dy = args->grad_output;
   if (int32_t s = check_matrix(kernel, "args->grad_output", dy, DtypeClass::HighPrecision)) return s;
   if (int32_t s = check_not_null(kernel, "args->sums_out", args->sums_out)) return s;
+  if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
   std::vector<float> sums(size_t(dy.cols), 0.0f);
   for (int64_t r = 0; r < dy.rows; ++r)
     for (int64_t c = 0; c < dy.cols; ++c) sums[size_t(c)] += at(dy, r, c);

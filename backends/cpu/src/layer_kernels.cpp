@@ -63,6 +63,22 @@ int32_t require_vector(const char* kernel, const char* name, const octet_matrix_
   return require_shape(kernel, name, v, 1, cols, "1 x cols of the input");
 }
 
+// The fields of a fused quantize (args->quantize) that quantize_kernel
+// would check, named as the caller's argument. Run with the kernel's other
+// checks, before anything is written: a call it rejects leaves every output
+// (y, mean, rstd, sums, the codes) untouched, as the reference does.
+// quantize->input is not checked (the kernel supplies it); neither code
+// buffer is accepted, as quantize() accepts it (amax and scale_inv only).
+int32_t require_fused_quantize(const char* kernel, const octet_quantize_args* q) {
+  if (q == nullptr) return OCTET_STATUS_SUCCESS;
+  if (int32_t s = require_struct_size(kernel, "args->quantize", q->struct_size,
+                                      sizeof(octet_quantize_args))) {
+    return s;
+  }
+  if (int32_t s = require_fp8_dtype(kernel, "args->quantize->out_dtype", q->out_dtype)) return s;
+  return require_pointer(kernel, "args->quantize->scale", q->scale);
+}
+
 int threads() { return std::max(1, omp_get_max_threads()); }
 
 int thread_id() { return omp_get_thread_num(); }
@@ -127,6 +143,7 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
       return s;
     }
   }
+  if (int32_t s = require_fused_quantize(kernel, args->quantize)) return s;
   const RowKernels& k = row_kernels();
   const std::vector<float> gamma = widen_vector(k, args->gamma, cols);
   const std::vector<float> beta = has_beta ? widen_vector(k, args->beta, cols) : std::vector<float>();
@@ -178,6 +195,8 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
     if (mean_out != nullptr) mean_out[r] = mean;
     if (rstd_out != nullptr) rstd_out[r] = rstd;
   }
+  // Checked above (require_fused_quantize), so this cannot reject its
+  // arguments after y, mean and rstd are written.
   if (args->quantize != nullptr) {
     octet_quantize_args q = *args->quantize;
     q.input = rounded;
@@ -378,8 +397,8 @@ int32_t bias_gradient_kernel(const octet_bias_gradient_args* args) {
   const octet_matrix_view dy = args->grad_output;
   if (int32_t s = require_matrix(kernel, "args->grad_output", dy, Accept::HighPrecision)) return s;
   if (int32_t s = require_pointer(kernel, "args->sums_out", args->sums_out)) return s;
-  // The quantize first: a failure leaves sums_out untouched, as the
-  // reference does. Its codes are those of quantize() with input = dy.
+  if (int32_t s = require_fused_quantize(kernel, args->quantize)) return s;
+  // Its codes are those of quantize() with input = dy.
   if (args->quantize != nullptr) {
     octet_quantize_args q = *args->quantize;
     q.input = dy;
