@@ -58,6 +58,25 @@ int32_t fused_quantize(const octet_quantize_args* q, int32_t dtype, int64_t rows
   return quantize_matrix(&args);
 }
 
+// The aliasing rule of octet_norm_backward_args: dx may be dy itself (the
+// same data, dtype and ld: each row is computed from values read before it
+// is written, so the result is that of separate buffers); any other shared
+// memory between dx and dy, or any between dx and x, would let a write
+// change a value still to be read, and is refused naming both arguments.
+int32_t check_grad_input_aliasing(const char* kernel, const octet_matrix_view& x, const octet_matrix_view& dy,
+                                  const octet_matrix_view& dx) {
+  if (views_overlap(dx, x))
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->grad_input shares memory with args->input (dx may not overlap x)");
+  const bool same = dx.data == dy.data && dx.dtype == dy.dtype && (dx.ld == dy.ld || dx.rows <= 1);
+  if (!same && views_overlap(dx, dy))
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) +
+                      ": args->grad_input partially overlaps args->grad_output (dx may be dy itself, with the "
+                      "same data, dtype and ld, or not overlap it)");
+  return OCTET_STATUS_SUCCESS;
+}
+
 float gelu(float x) { return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
 
 float gelu_derivative(float x) {
@@ -145,6 +164,7 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
   if (int32_t s = check_shape(kernel, "args->grad_output", dy, rows, cols, "same rows x cols as input")) return s;
   if (int32_t s = check_matrix(kernel, "args->grad_input", dx, DtypeClass::HighPrecision)) return s;
   if (int32_t s = check_shape(kernel, "args->grad_input", dx, rows, cols, "same rows x cols as input")) return s;
+  if (int32_t s = check_grad_input_aliasing(kernel, x, dy, dx)) return s;
   if (int32_t s = check_vector(kernel, "args->gamma", args->gamma, cols)) return s;
   const bool layernorm = args->kind == OCTET_NORM_LAYERNORM;
   if (int32_t s = check_not_null(kernel, "args->rstd", args->rstd)) return s;
@@ -152,7 +172,10 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
     if (int32_t s = check_not_null(kernel, "args->mean", args->mean)) return s;
   if (int32_t s = check_not_null(kernel, "args->dgamma_out", args->dgamma_out)) return s;
   const size_t width = static_cast<size_t>(cols);
-  std::vector<float> dgamma(width, 0.0f), dbeta(width, 0.0f), xhat(width, 0.0f), g(width, 0.0f);
+  // dyr holds the row of dy: dx may be dy itself, so dy's values are read
+  // (all of the row) before that row of dx is written.
+  std::vector<float> dgamma(width, 0.0f), dbeta(width, 0.0f), xhat(width, 0.0f), g(width, 0.0f),
+      dyr(width, 0.0f);
   const float n = float(cols);
   for (int64_t r = 0; r < rows; ++r) {
     const float rstd = args->rstd[r];
@@ -160,7 +183,8 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
     float sum_g = 0.0f, sum_gx = 0.0f;
     for (int64_t c = 0; c < cols; ++c) {
       xhat[size_t(c)] = layernorm ? (at(x, r, c) - mean) * rstd : at(x, r, c) * rstd;
-      g[size_t(c)] = at(dy, r, c) * at(args->gamma, 0, c);
+      dyr[size_t(c)] = at(dy, r, c);
+      g[size_t(c)] = dyr[size_t(c)] * at(args->gamma, 0, c);
       sum_g += g[size_t(c)];
       sum_gx += g[size_t(c)] * xhat[size_t(c)];
     }
@@ -169,8 +193,8 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
       const float inner = layernorm ? g[size_t(c)] - mean_g - xhat[size_t(c)] * mean_gx
                                     : g[size_t(c)] - xhat[size_t(c)] * mean_gx;
       put(dx, r, c, rstd * inner);
-      dgamma[size_t(c)] += at(dy, r, c) * xhat[size_t(c)];
-      dbeta[size_t(c)] += at(dy, r, c);
+      dgamma[size_t(c)] += dyr[size_t(c)] * xhat[size_t(c)];
+      dbeta[size_t(c)] += dyr[size_t(c)];
     }
   }
   for (int64_t c = 0; c < cols; ++c) {

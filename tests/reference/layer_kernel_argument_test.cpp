@@ -205,5 +205,156 @@ TEST_F(LayerKernelArguments, NormBackwardChecksEverythingBeforeWriting) {
   }
 }
 
+// ---- grad_input aliasing in norm_backward (octet_norm_backward_args) ----
+
+class NormBackwardAliasing : public ReferenceBackendTest {
+ protected:
+  void SetUp() override {
+    ReferenceBackendTest::SetUp();
+    if (api_->norm_backward == nullptr) GTEST_SKIP() << "this table has no norm_backward";
+  }
+
+  // x, dy (in `dy_storage` at `dy_view`), gamma and the forward's mean/rstd.
+  struct Problem {
+    Problem(int32_t kind, int32_t dtype, int64_t rows, int64_t cols, uint32_t seed)
+        : kind(kind), x(dtype, rows, cols, cols + 3), dy(dtype, rows, cols, cols + 1),
+          gamma(dtype, 1, cols, cols), mean(size_t(rows)), rstd(size_t(rows)) {
+      std::mt19937 rng(seed);
+      fill_finite(x, rng);
+      fill_finite(dy, rng, 2.0f);
+      fill_finite(gamma, rng);
+    }
+    int32_t kind;
+    TestMatrix x, dy, gamma;
+    std::vector<float> mean, rstd;
+  };
+
+  void forward(Problem& p) {
+    octet_norm_forward_args f{};
+    f.struct_size = sizeof f;
+    f.kind = p.kind;
+    f.epsilon = 1e-5f;
+    f.input = p.x.view();
+    f.gamma = p.gamma.view();
+    f.beta = octet_matrix_view{nullptr, p.x.dtype, 0, 1, p.x.cols, p.x.cols};
+    f.output = octet_matrix_view{nullptr, p.x.dtype, 0, p.x.rows, p.x.cols, p.x.cols};
+    f.mean_out = p.mean.data();
+    f.rstd_out = p.rstd.data();
+    expect_success(api_->norm_forward(context_, &f));
+  }
+
+  octet_norm_backward_args args(Problem& p, const octet_matrix_view& dy, const octet_matrix_view& dx,
+                                float* dgamma, float* dbeta) {
+    octet_norm_backward_args a{};
+    a.struct_size = sizeof a;
+    a.kind = p.kind;
+    a.input = p.x.view();
+    a.grad_output = dy;
+    a.gamma = p.gamma.view();
+    a.mean = p.mean.data();
+    a.rstd = p.rstd.data();
+    a.grad_input = dx;
+    a.dgamma_out = dgamma;
+    a.dbeta_out = p.kind == OCTET_NORM_LAYERNORM ? dbeta : nullptr;
+    return a;
+  }
+};
+
+// dx written over dy (the same data, dtype and ld) gives, bit for bit, the
+// dx, dgamma and dbeta of a call with separate buffers; sizes include the
+// cpu plugin's threaded paths.
+TEST_F(NormBackwardAliasing, InPlaceOverGradOutputEqualsSeparateBuffers) {
+  struct Shape {
+    int64_t rows, cols;
+  };
+  for (const Shape sh : {Shape{1, 1}, Shape{3, 7}, Shape{17, 33}, Shape{67, 300}, Shape{40, 1100}})
+    for (int32_t kind : {OCTET_NORM_LAYERNORM, OCTET_NORM_RMSNORM})
+      for (int32_t dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
+        SCOPED_TRACE(std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + " kind " +
+                     std::to_string(kind) + " dtype " + std::to_string(dtype));
+        Problem p(kind, dtype, sh.rows, sh.cols, uint32_t(sh.rows * 131 + sh.cols));
+        forward(p);
+        TestMatrix dx(dtype, sh.rows, sh.cols, sh.cols + 1);
+        std::vector<float> dgamma(size_t(sh.cols), -1.0f), dbeta(size_t(sh.cols), -1.0f);
+        octet_norm_backward_args a = args(p, p.dy.view(), dx.view(), dgamma.data(), dbeta.data());
+        expect_success(api_->norm_backward(context_, &a));
+
+        TestMatrix inplace = p.dy;  // dy's values, overwritten by dx
+        std::vector<float> dgamma2(size_t(sh.cols), -2.0f), dbeta2(size_t(sh.cols), -2.0f);
+        a = args(p, inplace.view(), inplace.view(), dgamma2.data(), dbeta2.data());
+        expect_success(api_->norm_backward(context_, &a));
+        EXPECT_EQ(inplace.bytes, dx.bytes) << "dx in place differs";
+        EXPECT_EQ(dgamma2, dgamma) << "dgamma in place differs";
+        if (kind == OCTET_NORM_LAYERNORM) {
+          EXPECT_EQ(dbeta2, dbeta) << "dbeta in place differs";
+        }
+      }
+}
+
+// Any other sharing of memory between dx and dy or x is refused, naming
+// both arguments, and writes nothing; views interleaved in one buffer
+// without a common element are not an overlap.
+TEST_F(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
+  const int64_t rows = 6, cols = 8;
+  Problem p(OCTET_NORM_LAYERNORM, OCTET_DTYPE_FP32, rows, cols, 5);
+  forward(p);
+  // One buffer holds dy (rows x cols, ld cols + 1); dx is placed in it.
+  for (int variant = 0; variant < 6; ++variant) {
+    TestMatrix shared(OCTET_DTYPE_FP32, 2 * rows + 2, 2 * cols + 2, 2 * cols + 2);
+    std::mt19937 rng(3);
+    fill_finite(shared, rng);
+    const std::vector<unsigned char> before = shared.bytes;
+    float* base = reinterpret_cast<float*>(shared.bytes.data());
+    const octet_matrix_view dy{base, OCTET_DTYPE_FP32, 0, rows, cols, cols + 1};
+    octet_matrix_view dx = dy;
+    octet_matrix_view x = p.x.view();
+    std::vector<unsigned char> x_before = p.x.bytes;
+    const char* what = "";
+    const char* other = "grad_output";
+    switch (variant) {
+      case 0: what = "dx one row below dy"; dx.data = base + (cols + 1); break;
+      case 1: what = "dx one element right of dy"; dx.data = base + 1; break;
+      case 2: what = "dx over dy with another ld"; dx.ld = cols + 2; break;
+      case 3: what = "dx over dy as bf16"; dx.dtype = OCTET_DTYPE_BF16; break;
+      case 4: what = "dx == x"; dx = x; dx.data = p.x.bytes.data(); other = "input"; break;
+      case 5:
+        // Dense dx ending where x's buffer ends (in bounds), starting inside
+        // x's second row.
+        what = "dx inside x's rows";
+        dx = octet_matrix_view{p.x.bytes.data() + p.x.bytes.size() - 4 * size_t(rows * cols), OCTET_DTYPE_FP32, 0,
+                               rows, cols, cols};
+        other = "input";
+        break;
+    }
+    SCOPED_TRACE(what);
+    std::vector<float> dgamma(size_t(cols), -1.0f), dbeta(size_t(cols), -1.0f);
+    octet_norm_backward_args a = args(p, dy, dx, dgamma.data(), dbeta.data());
+    expect_failure(api_->norm_backward(context_, &a), OCTET_STATUS_INVALID_ARGUMENT,
+                   {"norm_backward", "args->grad_input", other});
+    EXPECT_EQ(shared.bytes, before);
+    EXPECT_EQ(p.x.bytes, x_before);
+    EXPECT_EQ(dgamma, std::vector<float>(size_t(cols), -1.0f));
+    EXPECT_EQ(dbeta, std::vector<float>(size_t(cols), -1.0f));
+  }
+  // dx in the columns right of dy's in the same rows (ld 2 * cols): no
+  // element in common, accepted, and equal to dx in its own buffer.
+  TestMatrix both(OCTET_DTYPE_FP32, rows, 2 * cols, 2 * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) both.set_bits(r, c, p.dy.bits(r, c));
+  octet_matrix_view dy = both.view(), dx = both.view();
+  dy.cols = dx.cols = cols;
+  dx.data = both.bytes.data() + 4 * cols;
+  std::vector<float> dgamma(static_cast<size_t>(cols)), dbeta(static_cast<size_t>(cols));
+  octet_norm_backward_args a = args(p, dy, dx, dgamma.data(), dbeta.data());
+  expect_success(api_->norm_backward(context_, &a));
+  TestMatrix alone(OCTET_DTYPE_FP32, rows, cols, cols);
+  std::vector<float> dgamma2(static_cast<size_t>(cols)), dbeta2(static_cast<size_t>(cols));
+  a = args(p, p.dy.view(), alone.view(), dgamma2.data(), dbeta2.data());
+  expect_success(api_->norm_backward(context_, &a));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) EXPECT_EQ(both.bits(r, cols + c), alone.bits(r, c));
+  EXPECT_EQ(dgamma, dgamma2);
+}
+
 }  // namespace
 }  // namespace octet::test

@@ -261,7 +261,14 @@ typedef struct octet_norm_forward_args {
  *   RMSNorm:   dx_j = rstd * (g_j - xhat_j * mean_k(g_k * xhat_k))
  * (means are left-to-right sums divided by cols). dgamma_out[j] = sum over rows
  * of dy_j * xhat_j and dbeta_out[j] = sum over rows of dy_j (rows in order),
- * FP32, overwritten. */
+ * FP32, overwritten.
+ * Aliasing: grad_input may be grad_output itself (in place: the same data,
+ * dtype and ld); the result is then bit for bit that of separate buffers.
+ * Any other sharing of memory between grad_input and grad_output, and any
+ * between grad_input and input, is refused with INVALID_ARGUMENT naming both
+ * (views interleaved in one buffer without a common element do not share
+ * memory). A backend reads all of dy (for dgamma/dbeta) and each row of x
+ * and dy before it writes that row of dx. */
 typedef struct octet_norm_backward_args {
   size_t struct_size;
   int32_t kind;

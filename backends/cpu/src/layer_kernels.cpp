@@ -79,6 +79,28 @@ int32_t require_fused_quantize(const char* kernel, const octet_quantize_args* q)
   return require_pointer(kernel, "args->quantize->scale", q->scale);
 }
 
+// The aliasing rule of octet_norm_backward_args, as the reference applies
+// it: dx may be dy itself (the same data, dtype and ld: dgamma/dbeta read dy
+// before any dx row is written, and each dx row is computed from copies of
+// its x and dy rows); any other shared memory between dx and dy, or any
+// between dx and x, is refused naming both arguments.
+int32_t require_grad_input_aliasing(const char* kernel, const octet_matrix_view& x,
+                                    const octet_matrix_view& dy, const octet_matrix_view& dx) {
+  if (views_overlap(dx, x)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) +
+                      ": args->grad_input shares memory with args->input (dx may not overlap x)");
+  }
+  const bool same = dx.data == dy.data && dx.dtype == dy.dtype && (dx.ld == dy.ld || dx.rows <= 1);
+  if (!same && views_overlap(dx, dy)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) +
+                      ": args->grad_input partially overlaps args->grad_output (dx may be dy "
+                      "itself, with the same data, dtype and ld, or not overlap it)");
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
 int threads() { return std::max(1, omp_get_max_threads()); }
 
 int thread_id() { return omp_get_thread_num(); }
@@ -230,6 +252,7 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
                                 "same rows x cols as input")) {
     return s;
   }
+  if (int32_t s = require_grad_input_aliasing(kernel, x, dy, dx)) return s;
   if (int32_t s = require_vector(kernel, "args->gamma", args->gamma, cols)) return s;
   const bool layernorm = args->kind == OCTET_NORM_LAYERNORM;
   if (int32_t s = require_pointer(kernel, "args->rstd", args->rstd)) return s;
@@ -243,7 +266,7 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
   const float* rstd = args->rstd;
 
   // dgamma and dbeta first (x and dy are read before dx is written, so dx
-  // may share dy's memory): per column, rows in order.
+  // may be dy itself): per column, rows in order.
   std::vector<float> dgamma(static_cast<std::size_t>(cols)), dbeta(static_cast<std::size_t>(cols));
   {
     const int64_t per_thread = 2 * kColumnBlock;
