@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <system_error>
 #include <type_traits>
@@ -73,53 +74,67 @@ std::string sentence(const Parts&... parts) {
   return out.str();
 }
 
-// Validates the table a plugin answered with; an empty string means valid.
-std::string table_problem(const octet_backend_api* api) {
+// A failure detected here: its kind and the problem, without the path.
+struct Problem {
+  PluginFailureKind kind;
+  std::string text;
+};
+
+// Validates the table a plugin answered with; std::nullopt means valid.
+std::optional<Problem> table_problem(const octet_backend_api* api) {
+  using Kind = PluginFailureKind;
   if (api == nullptr) {
-    return "its entry octet_backend_entry returned success but a NULL table";
+    return Problem{Kind::kBadTable, "its entry octet_backend_entry returned success but a NULL table"};
   }
+  // Too small to say which ABI it follows: a corrupt table, not a mismatch.
   if (api->struct_size < kVersionFieldsSize) {
-    return sentence("its table struct_size ", api->struct_size,
-                    " is too small to hold the ABI version (at least ", kVersionFieldsSize,
-                    " bytes)");
+    return Problem{Kind::kBadTable,
+                   sentence("its table struct_size ", api->struct_size,
+                            " is too small to hold the ABI version (at least ", kVersionFieldsSize,
+                            " bytes)")};
   }
   if (api->abi_major != OCTET_PLUGIN_ABI_MAJOR) {
-    return sentence("its table abi_major ", api->abi_major,
-                    " differs from the host's plugin ABI major ", OCTET_PLUGIN_ABI_MAJOR);
+    return Problem{Kind::kAbiMismatch,
+                   sentence("its table abi_major ", api->abi_major,
+                            " differs from the host's plugin ABI major ", OCTET_PLUGIN_ABI_MAJOR)};
   }
   if (api->struct_size < kRequiredTableSize) {
-    return sentence("its table struct_size ", api->struct_size,
-                    " is too small: at least ", kRequiredTableSize,
-                    " bytes are required (up to and including context_destroy)");
+    return Problem{Kind::kBadTable,
+                   sentence("its table struct_size ", api->struct_size, " is too small: at least ",
+                            kRequiredTableSize,
+                            " bytes are required (up to and including context_destroy)")};
   }
-  if (api->initialize == nullptr) return "its table is missing the required entry initialize";
+  if (api->initialize == nullptr) {
+    return Problem{Kind::kBadTable, "its table is missing the required entry initialize"};
+  }
   if (api->context_create == nullptr) {
-    return "its table is missing the required entry context_create";
+    return Problem{Kind::kBadTable, "its table is missing the required entry context_create"};
   }
   if (api->context_destroy == nullptr) {
-    return "its table is missing the required entry context_destroy";
+    return Problem{Kind::kBadTable, "its table is missing the required entry context_destroy"};
   }
   if (!is_valid_backend_name(api->name)) {
-    return sentence("its table has an invalid backend name \"",
-                    api->name == nullptr ? "(null)" : api->name,
-                    "\" (must match [a-z0-9_]+)");
+    return Problem{Kind::kBadTable, sentence("its table has an invalid backend name \"",
+                                             api->name == nullptr ? "(null)" : api->name,
+                                             "\" (must match [a-z0-9_]+)")};
   }
-  if (api->version == nullptr) return "its table has a NULL version string";
-  return {};
+  if (api->version == nullptr) return Problem{Kind::kBadTable, "its table has a NULL version string"};
+  return std::nullopt;
 }
 
-std::optional<LoadedPlugin> load_or_explain(const std::string& requested, std::string* reason) {
-  auto fail = [&](const std::string& path, const std::string& problem) {
-    if (reason != nullptr) *reason = sentence("plugin ", path, ": ", problem);
+std::optional<LoadedPlugin> load_or_explain(const std::string& requested, PluginFailure* failure) {
+  using Kind = PluginFailureKind;
+  auto fail = [&](const std::string& path, Kind kind, const std::string& problem) {
+    if (failure != nullptr) *failure = PluginFailure{kind, sentence("plugin ", path, ": ", problem)};
     return std::nullopt;
   };
-  if (requested.empty()) return fail("\"\"", "the path is empty");
+  if (requested.empty()) return fail("\"\"", Kind::kInvalidPath, "the path is empty");
 
   const fs::path path = tidy_absolute(requested);
   const std::string shown = path.string();
   std::error_code ec;
-  if (!fs::exists(path, ec)) return fail(shown, "no such file");
-  if (!fs::is_regular_file(path, ec)) return fail(shown, "not a regular file");
+  if (!fs::exists(path, ec)) return fail(shown, Kind::kNotFound, "no such file");
+  if (!fs::is_regular_file(path, ec)) return fail(shown, Kind::kNotAFile, "not a regular file");
 
   auto library = std::make_shared<boost::dll::shared_library>();
   boost::dll::fs::error_code load_error;
@@ -129,12 +144,12 @@ std::optional<LoadedPlugin> load_or_explain(const std::string& requested, std::s
                 load_error);
   if (load_error || !library->is_loaded()) {
     const char* dl_message = dlerror();
-    return fail(shown, sentence("not a loadable shared library (",
-                                dl_message != nullptr ? dl_message : load_error.message(),
-                                ")"));
+    return fail(shown, Kind::kNotALibrary,
+                sentence("not a loadable shared library (",
+                         dl_message != nullptr ? dl_message : load_error.message(), ")"));
   }
   if (!library->has(OCTET_BACKEND_ENTRY_SYMBOL)) {
-    return fail(shown, "symbol " OCTET_BACKEND_ENTRY_SYMBOL " missing");
+    return fail(shown, Kind::kNoEntrySymbol, "symbol " OCTET_BACKEND_ENTRY_SYMBOL " missing");
   }
   auto& entry = library->get<std::remove_pointer_t<octet_backend_entry_fn>>(
       OCTET_BACKEND_ENTRY_SYMBOL);
@@ -144,14 +159,16 @@ std::optional<LoadedPlugin> load_or_explain(const std::string& requested, std::s
   try {
     status = entry(OCTET_PLUGIN_ABI_MAJOR, OCTET_PLUGIN_ABI_MINOR, &api);
   } catch (...) {
-    return fail(shown, "its entry octet_backend_entry threw a C++ exception");
+    return fail(shown, Kind::kEntryThrew, "its entry octet_backend_entry threw a C++ exception");
   }
   if (status != OCTET_STATUS_SUCCESS) {
-    return fail(shown, sentence("refused host plugin ABI ", OCTET_PLUGIN_ABI_MAJOR, ".",
-                                OCTET_PLUGIN_ABI_MINOR, " (", octet_status_name(status), ")"));
+    // The entry's only decision is whether it speaks the host's ABI, so any
+    // refusal is one (octet_backend.h asks for OCTET_STATUS_ABI_MISMATCH).
+    return fail(shown, Kind::kAbiRefused,
+                sentence("refused host plugin ABI ", OCTET_PLUGIN_ABI_MAJOR, ".",
+                         OCTET_PLUGIN_ABI_MINOR, " (", octet_status_name(status), ")"));
   }
-  const std::string problem = table_problem(api);
-  if (!problem.empty()) return fail(shown, problem);
+  if (auto problem = table_problem(api)) return fail(shown, problem->kind, problem->text);
 
   return LoadedPlugin{std::shared_ptr<void>(std::move(library)), api, shown};
 }
@@ -219,23 +236,44 @@ void append_if_new_directory(std::vector<std::string>* out, const fs::path& dir)
 
 }  // namespace
 
-std::optional<LoadedPlugin> load_plugin(const std::string& path, std::string* reason) {
+const char* plugin_failure_kind_name(PluginFailureKind kind) {
+  switch (kind) {
+    case PluginFailureKind::kInvalidPath: return "invalid_path";
+    case PluginFailureKind::kNotFound: return "not_found";
+    case PluginFailureKind::kNotAFile: return "not_a_file";
+    case PluginFailureKind::kNotALibrary: return "not_a_library";
+    case PluginFailureKind::kNoEntrySymbol: return "no_entry_symbol";
+    case PluginFailureKind::kEntryThrew: return "entry_threw";
+    case PluginFailureKind::kAbiRefused: return "abi_refused";
+    case PluginFailureKind::kAbiMismatch: return "abi_mismatch";
+    case PluginFailureKind::kBadTable: return "bad_table";
+    case PluginFailureKind::kDuplicateName: return "duplicate_name";
+    case PluginFailureKind::kInitializeFailed: return "initialize_failed";
+    case PluginFailureKind::kBadCapabilities: return "bad_capabilities";
+    case PluginFailureKind::kOutOfMemory: return "out_of_memory";
+    case PluginFailureKind::kUnexpected: return "unexpected";
+  }
+  return "unknown";
+}
+
+std::optional<LoadedPlugin> load_plugin(const std::string& path, PluginFailure* failure) {
+  // Filling *failure may itself run out of memory: then the kind alone stays.
+  auto record = [&](PluginFailureKind kind, const char* what) {
+    if (failure == nullptr) return;
+    failure->kind = kind;
+    try {
+      failure->reason = sentence("plugin ", path, ": could not be loaded (", what, ")");
+    } catch (...) {
+    }
+  };
   try {
-    return load_or_explain(path, reason);
+    return load_or_explain(path, failure);
+  } catch (const std::bad_alloc& e) {
+    record(PluginFailureKind::kOutOfMemory, e.what());
   } catch (const std::exception& e) {
-    if (reason != nullptr) {
-      try {
-        *reason = sentence("plugin ", path, ": could not be loaded (", e.what(), ")");
-      } catch (...) {
-      }
-    }
+    record(PluginFailureKind::kUnexpected, e.what());
   } catch (...) {
-    if (reason != nullptr) {
-      try {
-        *reason = sentence("plugin ", path, ": could not be loaded (unknown error)");
-      } catch (...) {
-      }
-    }
+    record(PluginFailureKind::kUnexpected, "unknown error");
   }
   return std::nullopt;
 }

@@ -20,16 +20,42 @@ struct LoadedPlugin {
   std::string path;               // absolute path the file was loaded from
 };
 
+// What went wrong with a plugin, decided where the failure is detected so
+// that callers (octet_backend_load's status, tests) never have to parse the
+// reason sentence, which names user paths and dlerror() text.
+enum class PluginFailureKind {
+  kInvalidPath,          // empty path
+  kNotFound,             // no such file
+  kNotAFile,             // exists but is not a regular file (a directory, ...)
+  kNotALibrary,          // dlopen refused it
+  kNoEntrySymbol,        // a library without octet_backend_entry
+  kEntryThrew,           // octet_backend_entry let a C++ exception escape
+  kAbiRefused,           // octet_backend_entry refused the host's plugin ABI
+  kAbiMismatch,          // the table answers with another abi_major
+  kBadTable,             // NULL table, too small, missing entries, bad name...
+  kDuplicateName,        // (registry) a backend of that name is registered
+  kInitializeFailed,     // (registry) initialize() returned a failure
+  kBadCapabilities,      // (registry) caps or memory entries break the rules
+  kOutOfMemory,          // the host ran out of memory while loading
+  kUnexpected,           // anything else (an exception from the loader)
+};
+
+// Symbolic name ("not_found", ...) for messages and test output.
+const char* plugin_failure_kind_name(PluginFailureKind kind);
+
 struct PluginFailure {
-  std::string path;
-  std::string reason;
+  PluginFailureKind kind = PluginFailureKind::kUnexpected;
+  std::string reason;  // a sentence naming the path and its problem
+  // What the plugin itself returned, for kInitializeFailed (the status
+  // octet_backend_load passes on); OCTET_STATUS_SUCCESS otherwise.
+  int32_t plugin_status = OCTET_STATUS_SUCCESS;
 };
 
 // Loads one file and validates its table (ABI major, struct_size, required
-// entries, name). On failure returns std::nullopt and sets *reason (when
-// non-null) to a sentence naming the path and its problem. Never throws.
-// Does not call initialize().
-std::optional<LoadedPlugin> load_plugin(const std::string& path, std::string* reason);
+// entries, name). On failure returns std::nullopt and sets *failure (when
+// non-null) to the kind of failure and a sentence naming the path and its
+// problem. Never throws. Does not call initialize().
+std::optional<LoadedPlugin> load_plugin(const std::string& path, PluginFailure* failure);
 
 // Directories to search, in order: each entry of OCTET_BACKEND_PATH
 // (':'-separated, empty entries skipped, relative entries made absolute),

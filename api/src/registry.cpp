@@ -89,6 +89,38 @@ bool has_device_scaling(const octet_backend_api* api) {
 
 }  // namespace
 
+octet_status load_failure_status(const PluginFailure& failure) {
+  switch (failure.kind) {
+    case PluginFailureKind::kNotFound:
+    case PluginFailureKind::kNoEntrySymbol:  // "no such ... entry"
+      return OCTET_STATUS_NOT_FOUND;
+    case PluginFailureKind::kAbiRefused:
+    case PluginFailureKind::kAbiMismatch:
+      return OCTET_STATUS_ABI_MISMATCH;
+    // The file the caller named breaks a documented rule of the plugin ABI.
+    case PluginFailureKind::kInvalidPath:
+    case PluginFailureKind::kNotAFile:
+    case PluginFailureKind::kNotALibrary:
+    case PluginFailureKind::kBadTable:
+    case PluginFailureKind::kDuplicateName:
+    case PluginFailureKind::kBadCapabilities:
+      return OCTET_STATUS_INVALID_ARGUMENT;
+    case PluginFailureKind::kEntryThrew:
+      return OCTET_STATUS_BACKEND_ERROR;
+    case PluginFailureKind::kInitializeFailed:
+      // The plugin's own word, as for every other entry (check_backend_status):
+      // an initialize that ran out of memory says so.
+      return failure.plugin_status > OCTET_STATUS_SUCCESS && failure.plugin_status <= OCTET_STATUS_INTERNAL
+                 ? failure.plugin_status
+                 : OCTET_STATUS_BACKEND_ERROR;
+    case PluginFailureKind::kOutOfMemory:
+      return OCTET_STATUS_OUT_OF_MEMORY;
+    case PluginFailureKind::kUnexpected:
+      return OCTET_STATUS_INTERNAL;
+  }
+  return OCTET_STATUS_INTERNAL;
+}
+
 void clear_backend_message() { backend_message.clear(); }
 
 void check_backend_status(const Backend& backend, const char* entry, int32_t status) {
@@ -108,13 +140,18 @@ Registry& Registry::instance() {
   return *registry;
 }
 
-std::string Registry::add_locked(const octet_backend_api* api, std::shared_ptr<void> library,
-                                 const std::string& path) {
-  if (api->initialize == nullptr) return "table has no initialize entry";
-  if (!valid_name(api->name)) return "backend name must match [a-z0-9_]+";
+std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, std::shared_ptr<void> library,
+                                                  const std::string& path) {
+  using Kind = PluginFailureKind;
+  auto failure = [](Kind kind, std::string reason) {
+    return std::optional<PluginFailure>(PluginFailure{kind, std::move(reason)});
+  };
+  if (api->initialize == nullptr) return failure(Kind::kBadTable, "table has no initialize entry");
+  if (!valid_name(api->name)) return failure(Kind::kBadTable, "backend name must match [a-z0-9_]+");
   for (const auto& existing : backends_)
     if (existing->name == api->name)
-      return concat("a backend named '", api->name, "' is already registered from ", existing->path);
+      return failure(Kind::kDuplicateName, concat("a backend named '", api->name,
+                                                  "' is already registered from ", existing->path));
 
   auto backend = std::make_shared<Backend>();
   backend->name = api->name;
@@ -134,44 +171,54 @@ std::string Registry::add_locked(const octet_backend_api* api, std::shared_ptr<v
     backend->available = false;
     backend->unavailable_reason = backend_message.empty() ? "no usable device" : backend_message;
   } else if (status != OCTET_STATUS_SUCCESS) {
-    return concat("initialize failed with ", octet_status_name(status), ": ",
-                  backend_message.empty() ? "(no message)" : backend_message);
+    auto failed = failure(Kind::kInitializeFailed,
+                          concat("initialize failed with ", octet_status_name(status), ": ",
+                                 backend_message.empty() ? "(no message)" : backend_message));
+    failed->plugin_status = status;
+    return failed;
   } else {
     backend->available = true;
     if (caps.memory_kind != OCTET_MEMORY_HOST && caps.memory_kind != OCTET_MEMORY_DEVICE)
-      return concat("capabilities declare an unknown memory kind ", caps.memory_kind);
+      return failure(Kind::kBadCapabilities,
+                     concat("capabilities declare an unknown memory kind ", caps.memory_kind));
     if (!is_power_of_two(caps.alignment))
-      return concat("capabilities declare alignment ", caps.alignment, ", which is not a power of two");
+      return failure(Kind::kBadCapabilities, concat("capabilities declare alignment ", caps.alignment,
+                                                    ", which is not a power of two"));
     // Memory from a plugin's mem_alloc must go back through its mem_free,
     // and host memory the core allocated must not reach the plugin's.
     if ((api->mem_alloc == nullptr) != (api->mem_free == nullptr))
-      return "mem_alloc and mem_free must be provided together (or both left NULL)";
+      return failure(Kind::kBadCapabilities,
+                     "mem_alloc and mem_free must be provided together (or both left NULL)");
     bool has_memory = api->mem_alloc && api->mem_free && api->copy_from_host && api->copy_to_host;
     if (caps.memory_kind == OCTET_MEMORY_DEVICE && !has_memory)
-      return "a device-memory backend must provide mem_alloc, mem_free, copy_from_host and copy_to_host";
+      return failure(Kind::kBadCapabilities,
+                     "a device-memory backend must provide mem_alloc, mem_free, copy_from_host and "
+                     "copy_to_host");
   }
   backend->caps.device = backend->device.c_str();
   backend->features = features_of(api, backend->caps);
   backend->device_scaling = has_device_scaling(api);
   backends_.push_back(std::move(backend));
-  return "";
+  return std::nullopt;
 }
 
 void Registry::register_reference_locked() {
   const octet_backend_api* reference = nullptr;
   int32_t status = octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, OCTET_PLUGIN_ABI_MINOR, &reference);
-  std::string reason = status == OCTET_STATUS_SUCCESS && reference != nullptr
-                           ? add_locked(reference, nullptr, "(embedded)")
-                           : "the embedded reference refused the host ABI";
-  if (!reason.empty()) record_failure_locked("(embedded)", reason);
+  std::optional<PluginFailure> failure =
+      status == OCTET_STATUS_SUCCESS && reference != nullptr
+          ? add_locked(reference, nullptr, "(embedded)")
+          : std::optional<PluginFailure>(
+                PluginFailure{PluginFailureKind::kAbiRefused, "the embedded reference refused the host ABI"});
+  if (failure) record_failure_locked("(embedded)", *failure);
 }
 
-std::string Registry::load_file_locked(const std::string& file) {
-  std::string reason;
-  auto plugin = load_plugin(file, &reason);
-  if (plugin) reason = add_locked(plugin->api, plugin->library, plugin->path);
-  if (!reason.empty()) record_failure_locked(file, reason);
-  return reason;
+std::optional<PluginFailure> Registry::load_file_locked(const std::string& file) {
+  std::optional<PluginFailure> failure = PluginFailure{};
+  auto plugin = load_plugin(file, &*failure);
+  if (plugin) failure = add_locked(plugin->api, plugin->library, plugin->path);
+  if (failure) record_failure_locked(file, *failure);
+  return failure;
 }
 
 void Registry::discover_directories_locked() {
@@ -192,8 +239,8 @@ std::vector<std::shared_ptr<const Backend>> Registry::backends() {
   return backends_;
 }
 
-void Registry::record_failure_locked(const std::string& path, const std::string& reason) {
-  failures_.push_back(std::make_shared<const BackendFailure>(BackendFailure{path, reason}));
+void Registry::record_failure_locked(const std::string& path, const PluginFailure& failure) {
+  failures_.push_back(std::make_shared<const BackendFailure>(BackendFailure{path, failure.reason, failure.kind}));
 }
 
 std::vector<std::shared_ptr<const BackendFailure>> Registry::failures() {
@@ -240,14 +287,9 @@ void Registry::load_explicit(const std::string& path) {
     discovered_ = true;
     register_reference_locked();
   }
-  std::string reason = load_file_locked(absolute);
+  std::optional<PluginFailure> failure = load_file_locked(absolute);
   if (first_use) discover_directories_locked();
-  if (!reason.empty()) {
-    octet_status status = !std::filesystem::exists(absolute, ec) ? OCTET_STATUS_NOT_FOUND
-                          : reason.find("ABI") != std::string::npos ? OCTET_STATUS_ABI_MISMATCH
-                                                                     : OCTET_STATUS_INVALID_ARGUMENT;
-    fail(status, "cannot load backend plugin ", absolute, ": ", reason);
-  }
+  if (failure) fail(load_failure_status(*failure), "cannot load backend plugin ", absolute, ": ", failure->reason);
 }
 
 }  // namespace octet::core

@@ -9,8 +9,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "plugin_loader.hpp"
 
 namespace octet::core {
 
@@ -34,6 +37,7 @@ struct Backend {
 struct BackendFailure {
   std::string path;
   std::string reason;
+  PluginFailureKind kind = PluginFailureKind::kUnexpected;
 };
 
 class Registry {
@@ -52,20 +56,23 @@ class Registry {
  private:
   Registry() = default;
   void discover_locked();
-  void record_failure_locked(const std::string& path, const std::string& reason);
+  void record_failure_locked(const std::string& path, const PluginFailure& failure);
   void register_reference_locked();
   void discover_directories_locked();
-  // Loads and registers one file; records and returns the reason on failure.
-  std::string load_file_locked(const std::string& file);
-  // Validates and initializes; returns the reason on failure, "" on success.
-  std::string add_locked(const octet_backend_api* api, std::shared_ptr<void> library,
-                         const std::string& path);
+  // Loads and registers one file; records and returns the failure, if any.
+  std::optional<PluginFailure> load_file_locked(const std::string& file);
+  // Validates and initializes; returns the failure, std::nullopt on success.
+  std::optional<PluginFailure> add_locked(const octet_backend_api* api, std::shared_ptr<void> library,
+                                          const std::string& path);
 
   std::mutex mutex_;
   bool discovered_ = false;
   std::vector<std::shared_ptr<const Backend>> backends_;
   std::vector<std::shared_ptr<const BackendFailure>> failures_;
 };
+
+// The status octet_backend_load returns for a plugin that failed this way.
+octet_status load_failure_status(const PluginFailure& failure);
 
 // Calls one backend entry point and turns a non-zero status into a Failure
 // carrying the message the backend reported through the host callback.

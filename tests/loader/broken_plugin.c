@@ -12,6 +12,14 @@ struct octet_backend_context {
 static struct octet_backend_context the_context;
 
 static int32_t broken_initialize(const octet_host_services* host, octet_backend_caps* caps) {
+#if defined(BROKEN_INIT_FAILS)
+  /* A real failure whose message happens to say "ABI": the host must return
+   * the plugin's status, not guess one from the words. */
+  (void)caps;
+  host->report_error(host->host_data, OCTET_STATUS_OUT_OF_MEMORY,
+                     "initfails: cannot map the driver's ABI page");
+  return OCTET_STATUS_OUT_OF_MEMORY;
+#else
   (void)host;
 #if defined(BROKEN_HALF_MEMORY)
   /* Valid host capabilities, so that only the memory entries are at fault. */
@@ -21,6 +29,7 @@ static int32_t broken_initialize(const octet_host_services* host, octet_backend_
   (void)caps;
 #endif
   return OCTET_STATUS_SUCCESS;
+#endif
 }
 
 #if defined(BROKEN_HALF_MEMORY)

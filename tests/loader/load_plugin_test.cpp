@@ -15,19 +15,24 @@
 namespace {
 
 using octet::core::load_plugin;
+using octet::core::plugin_failure_kind_name;
+using octet::core::PluginFailure;
+using Kind = octet::core::PluginFailureKind;
 using ::testing::HasSubstr;
 
 std::string broken(const std::string& kind) {
   return std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";
 }
 
-// Loads a path expected to fail; returns the reason.
-std::string failure_reason(const std::string& path) {
-  std::string reason;
-  const auto plugin = load_plugin(path, &reason);
+// Loads a path expected to fail with `kind`; returns the reason.
+std::string failure_reason(const std::string& path, Kind kind) {
+  PluginFailure failure;
+  const auto plugin = load_plugin(path, &failure);
   EXPECT_FALSE(plugin.has_value()) << path;
-  EXPECT_THAT(reason, HasSubstr(path)) << "the reason must name the file";
-  return reason;
+  EXPECT_STREQ(plugin_failure_kind_name(failure.kind), plugin_failure_kind_name(kind)) << path;
+  EXPECT_THAT(failure.reason, HasSubstr(path)) << "the reason must name the file";
+  EXPECT_EQ(failure.plugin_status, OCTET_STATUS_SUCCESS) << "only initialize() sets it";
+  return failure.reason;
 }
 
 std::string host_abi() {
@@ -42,9 +47,10 @@ bool is_loaded_in_process(const std::string& path) {
 }
 
 TEST(LoadPlugin, TemplateLoadsWithItsTable) {
-  std::string reason = "untouched";
-  const auto plugin = load_plugin(OCTET_TEST_TEMPLATE_PLUGIN, &reason);
-  ASSERT_TRUE(plugin.has_value()) << reason;
+  PluginFailure failure{Kind::kUnexpected, "untouched"};
+  const auto plugin = load_plugin(OCTET_TEST_TEMPLATE_PLUGIN, &failure);
+  ASSERT_TRUE(plugin.has_value()) << failure.reason;
+  EXPECT_EQ(failure.reason, "untouched") << "success leaves the failure alone";
   EXPECT_EQ(plugin->path, OCTET_TEST_TEMPLATE_PLUGIN);
   ASSERT_NE(plugin->api, nullptr);
   EXPECT_STREQ(plugin->api->name, "template");
@@ -71,68 +77,81 @@ TEST(LoadPlugin, LibraryStaysLoadedExactlyWhileAHandleLives) {
 TEST(LoadPlugin, RelativePathIsMadeAbsolute) {
   const std::filesystem::path file(OCTET_TEST_TEMPLATE_PLUGIN);
   octet::test::ScopedCwd cwd(file.parent_path());
-  std::string reason;
-  const auto plugin = load_plugin(file.filename().string(), &reason);
-  ASSERT_TRUE(plugin.has_value()) << reason;
+  PluginFailure failure;
+  const auto plugin = load_plugin(file.filename().string(), &failure);
+  ASSERT_TRUE(plugin.has_value()) << failure.reason;
   EXPECT_EQ(plugin->path, file.string());
 }
 
 TEST(LoadPlugin, TextFileIsNotALibrary) {
-  EXPECT_THAT(failure_reason(broken("notalib")), HasSubstr("not a loadable shared library"));
+  EXPECT_THAT(failure_reason(broken("notalib"), Kind::kNotALibrary),
+              HasSubstr("not a loadable shared library"));
 }
 
 TEST(LoadPlugin, MissingEntrySymbol) {
-  EXPECT_THAT(failure_reason(broken("nosymbol")), HasSubstr("symbol octet_backend_entry missing"));
+  EXPECT_THAT(failure_reason(broken("nosymbol"), Kind::kNoEntrySymbol),
+              HasSubstr("symbol octet_backend_entry missing"));
 }
 
 TEST(LoadPlugin, PluginRefusingTheHostAbi) {
-  EXPECT_THAT(failure_reason(broken("refuses")),
+  EXPECT_THAT(failure_reason(broken("refuses"), Kind::kAbiRefused),
               HasSubstr("refused host plugin ABI " + host_abi() + " (OCTET_STATUS_ABI_MISMATCH)"));
 }
 
 TEST(LoadPlugin, TableWithAnotherAbiMajor) {
-  const std::string reason = failure_reason(broken("wrongmajor"));
+  const std::string reason = failure_reason(broken("wrongmajor"), Kind::kAbiMismatch);
   EXPECT_THAT(reason, HasSubstr("abi_major " + std::to_string(OCTET_PLUGIN_ABI_MAJOR + 1)));
   EXPECT_THAT(reason, HasSubstr("plugin ABI major " + std::to_string(OCTET_PLUGIN_ABI_MAJOR)));
 }
 
 TEST(LoadPlugin, TableTooSmall) {
-  const std::string reason = failure_reason(broken("smalltable"));
+  const std::string reason = failure_reason(broken("smalltable"), Kind::kBadTable);
   EXPECT_THAT(reason, HasSubstr("struct_size " + std::to_string(offsetof(octet_backend_api, context_create))));
   EXPECT_THAT(reason, HasSubstr("too small"));
 }
 
 TEST(LoadPlugin, NullTable) {
-  EXPECT_THAT(failure_reason(broken("nulltable")), HasSubstr("NULL table"));
+  EXPECT_THAT(failure_reason(broken("nulltable"), Kind::kBadTable), HasSubstr("NULL table"));
 }
 
 TEST(LoadPlugin, MissingRequiredEntry) {
-  EXPECT_THAT(failure_reason(broken("noentry")),
+  EXPECT_THAT(failure_reason(broken("noentry"), Kind::kBadTable),
               HasSubstr("missing the required entry context_destroy"));
 }
 
 TEST(LoadPlugin, InvalidBackendName) {
-  const std::string reason = failure_reason(broken("badname"));
+  const std::string reason = failure_reason(broken("badname"), Kind::kBadTable);
   EXPECT_THAT(reason, HasSubstr("\"Bad-Name\""));
   EXPECT_THAT(reason, HasSubstr("[a-z0-9_]+"));
 }
 
 TEST(LoadPlugin, NonexistentFile) {
   const std::string path = broken("does_not_exist");
-  EXPECT_THAT(failure_reason(path), HasSubstr("no such file"));
+  EXPECT_THAT(failure_reason(path, Kind::kNotFound), HasSubstr("no such file"));
 }
 
 TEST(LoadPlugin, DirectoryIsNotAFile) {
-  EXPECT_THAT(failure_reason(OCTET_TEST_BROKEN_DIR), HasSubstr("not a regular file"));
+  EXPECT_THAT(failure_reason(OCTET_TEST_BROKEN_DIR, Kind::kNotAFile),
+              HasSubstr("not a regular file"));
 }
 
 TEST(LoadPlugin, EmptyPathIsRefusedNotTreatedAsTheProgram) {
-  std::string reason;
-  EXPECT_FALSE(load_plugin("", &reason).has_value());
-  EXPECT_THAT(reason, HasSubstr("empty"));
+  PluginFailure failure;
+  EXPECT_FALSE(load_plugin("", &failure).has_value());
+  EXPECT_EQ(failure.kind, Kind::kInvalidPath);
+  EXPECT_THAT(failure.reason, HasSubstr("empty"));
 }
 
-TEST(LoadPlugin, NullReasonIsAllowed) {
+// The kind comes from where the failure was found, never from the wording:
+// a folder named "ABI" holding a text file is still "not a library".
+TEST(LoadPlugin, KindDoesNotDependOnThePath) {
+  const octet::test::TempDir dir;
+  const std::filesystem::path copy = dir.make_dir("ABI") / "liboctet_backend_notalib.so";
+  std::filesystem::copy_file(broken("notalib"), copy);
+  EXPECT_THAT(failure_reason(copy.string(), Kind::kNotALibrary), HasSubstr("ABI"));
+}
+
+TEST(LoadPlugin, NullFailureIsAllowed) {
   EXPECT_FALSE(load_plugin(broken("notalib"), nullptr).has_value());
   EXPECT_FALSE(load_plugin(broken("refuses"), nullptr).has_value());
 }

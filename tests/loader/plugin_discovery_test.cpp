@@ -8,7 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,6 +87,7 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
       {"noentry", "context_destroy"},
       {"badname", "[a-z0-9_]+"},
       {"halfmemory", "mem_alloc and mem_free"},
+      {"initfails", "initialize failed with OCTET_STATUS_OUT_OF_MEMORY"},
   };
   for (const auto& [kind, phrase] : expected) {
     const std::string path = std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";
@@ -114,6 +118,51 @@ TEST(PluginDiscovery, ExplicitLoadOfABrokenPluginFailsCleanly) {
   const std::string path = std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_refuses.so";
   EXPECT_EQ(octet_backend_load(path.c_str()), OCTET_STATUS_ABI_MISMATCH);
   EXPECT_THAT(octet_last_error_message(), HasSubstr(path));
+}
+
+std::string broken_plugin(const std::string& kind) {
+  return std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";
+}
+
+// octet_backend_load's status says what kind of failure it was, decided where
+// the failure was found: one broken plugin of each kind.
+TEST(PluginDiscovery, ExplicitLoadStatusFollowsTheKindOfFailure) {
+  const std::map<std::string, octet_status> expected = {
+      {"notalib", OCTET_STATUS_INVALID_ARGUMENT},   // not a shared library
+      {"nosymbol", OCTET_STATUS_NOT_FOUND},         // no entry symbol
+      {"refuses", OCTET_STATUS_ABI_MISMATCH},       // the entry refuses the host ABI
+      {"wrongmajor", OCTET_STATUS_ABI_MISMATCH},    // the table has another major
+      {"smalltable", OCTET_STATUS_INVALID_ARGUMENT},  // bad table
+      {"nulltable", OCTET_STATUS_INVALID_ARGUMENT},
+      {"noentry", OCTET_STATUS_INVALID_ARGUMENT},
+      {"badname", OCTET_STATUS_INVALID_ARGUMENT},
+      {"halfmemory", OCTET_STATUS_INVALID_ARGUMENT},  // fails the checks after initialize
+      // initialize's own status, although its message says "ABI".
+      {"initfails", OCTET_STATUS_OUT_OF_MEMORY},
+  };
+  for (const auto& [kind, status] : expected) {
+    const std::string path = broken_plugin(kind);
+    EXPECT_STREQ(octet_status_name(octet_backend_load(path.c_str())), octet_status_name(status)) << path;
+    EXPECT_THAT(octet_last_error_message(), HasSubstr(path));
+  }
+  const std::string missing = std::string(OCTET_TEST_BROKEN_DIR) + "/ABI/liboctet_backend_none.so";
+  EXPECT_EQ(octet_backend_load(missing.c_str()), OCTET_STATUS_NOT_FOUND);
+}
+
+// The status never comes from the wording: a text file in a folder named
+// "ABI" is not a library, whatever its path says.
+TEST(PluginDiscovery, ExplicitLoadStatusDoesNotDependOnThePath) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("octet-ABI-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path copy = dir / "liboctet_backend_notalib.so";
+  fs::copy_file(broken_plugin("notalib"), copy, fs::copy_options::overwrite_existing);
+  const octet_status status = octet_backend_load(copy.c_str());
+  const std::string message = octet_last_error_message();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  EXPECT_EQ(status, OCTET_STATUS_INVALID_ARGUMENT) << message;
+  EXPECT_THAT(message, HasSubstr("not a loadable shared library"));
 }
 
 }  // namespace

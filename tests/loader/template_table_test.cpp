@@ -30,9 +30,9 @@ void record(void* host_data, int32_t status, const char* message) {
 class TemplateTable : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string reason;
-    auto loaded = octet::core::load_plugin(OCTET_TEST_TEMPLATE_PLUGIN, &reason);
-    ASSERT_TRUE(loaded.has_value()) << reason;
+    octet::core::PluginFailure failure;
+    auto loaded = octet::core::load_plugin(OCTET_TEST_TEMPLATE_PLUGIN, &failure);
+    ASSERT_TRUE(loaded.has_value()) << failure.reason;
     plugin_ = *loaded;
     api_ = plugin_.api;
     host_.struct_size = sizeof host_;
