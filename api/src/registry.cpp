@@ -87,6 +87,30 @@ bool has_device_scaling(const octet_backend_api* api) {
 #undef OCTET_HAS
 }
 
+// Calls the plugin's shutdown() when it goes out of scope, unless the backend
+// was kept: a plugin whose initialize() completed may hold resources (a
+// driver, threads) that must be released before its library is unloaded, on
+// every path that drops it (a refused capability, an exception).
+class ShutdownUnlessKept {
+ public:
+  explicit ShutdownUnlessKept(const octet_backend_api* api) : api_(api) {}
+  ~ShutdownUnlessKept() {
+    if (api_ == nullptr || api_->shutdown == nullptr) return;
+    try {
+      api_->shutdown();
+    } catch (...) {
+      // A C entry should not throw; if a C++ plugin does, dropping it goes on.
+    }
+  }
+  ShutdownUnlessKept(const ShutdownUnlessKept&) = delete;
+  ShutdownUnlessKept& operator=(const ShutdownUnlessKept&) = delete;
+
+  void keep() { api_ = nullptr; }
+
+ private:
+  const octet_backend_api* api_;
+};
+
 }  // namespace
 
 octet_status load_failure_status(const PluginFailure& failure) {
@@ -164,6 +188,11 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
   caps.struct_size = sizeof(caps);
   clear_backend_message();
   int32_t status = api->initialize(&host_services(), &caps);
+  // Declared after `backend`, which holds the library: destroyed first, so
+  // shutdown() runs while the plugin is still loaded. A failed initialize()
+  // has cleaned up after itself; an unavailable backend stays registered.
+  std::optional<ShutdownUnlessKept> initialized;
+  if (status == OCTET_STATUS_SUCCESS || status == OCTET_STATUS_UNAVAILABLE) initialized.emplace(api);
   backend->device = caps.device != nullptr ? caps.device : "";
   caps.device = nullptr;
   backend->caps = caps;
@@ -199,6 +228,7 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
   backend->features = features_of(api, backend->caps);
   backend->device_scaling = has_device_scaling(api);
   backends_.push_back(std::move(backend));
+  if (initialized) initialized->keep();
   return std::nullopt;
 }
 

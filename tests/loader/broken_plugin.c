@@ -2,8 +2,27 @@
  * the defect, everything else is a valid table, so each library tests one
  * rule of the loader. */
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <octet/octet_backend.h>
+
+/* When OCTET_TEST_PLUGIN_LOG names a file, every plugin appends
+ * "<name> initialize", "<name> shutdown" and "<name> unload" (from the
+ * library's destructor) to it, so a test sees which of its entries the host
+ * called, and in what order with respect to unloading. */
+static void log_event(const char* event) {
+  const char* path = getenv("OCTET_TEST_PLUGIN_LOG");
+  if (path == NULL || *path == '\0') return;
+  FILE* log = fopen(path, "a");
+  if (log == NULL) return;
+  fprintf(log, "%s %s\n", BROKEN_NAME, event);
+  fclose(log);
+}
+
+__attribute__((destructor)) static void log_unload(void) { log_event("unload"); }
+
+static void broken_shutdown(void) { log_event("shutdown"); }
 
 struct octet_backend_context {
   int unused;
@@ -12,6 +31,7 @@ struct octet_backend_context {
 static struct octet_backend_context the_context;
 
 static int32_t broken_initialize(const octet_host_services* host, octet_backend_caps* caps) {
+  log_event("initialize");
 #if defined(BROKEN_INIT_FAILS)
   /* A real failure whose message happens to say "ABI": the host must return
    * the plugin's status, not guess one from the words. */
@@ -21,10 +41,22 @@ static int32_t broken_initialize(const octet_host_services* host, octet_backend_
   return OCTET_STATUS_OUT_OF_MEMORY;
 #else
   (void)host;
+  /* Each of these passes initialize() and then fails one of the host's
+   * checks of what it declared. */
 #if defined(BROKEN_HALF_MEMORY)
   /* Valid host capabilities, so that only the memory entries are at fault. */
   caps->memory_kind = OCTET_MEMORY_HOST;
   caps->alignment = 64;
+#elif defined(BROKEN_MEMORY_KIND)
+  caps->memory_kind = 99; /* neither host nor device */
+  caps->alignment = 64;
+#elif defined(BROKEN_ALIGNMENT)
+  caps->memory_kind = OCTET_MEMORY_HOST;
+  caps->alignment = 48;
+#elif defined(BROKEN_DEVICE_WITHOUT_MEMORY)
+  /* Device memory, but no mem_alloc, mem_free or copies to reach it. */
+  caps->memory_kind = OCTET_MEMORY_DEVICE;
+  caps->alignment = 256;
 #else
   (void)caps;
 #endif
@@ -76,6 +108,7 @@ static const octet_backend_api broken_api = {
     .name = TABLE_NAME,
     .version = "0",
     .initialize = broken_initialize,
+    .shutdown = broken_shutdown,
     .context_create = broken_context_create,
 #if !defined(BROKEN_MISSING_ENTRY)
     .context_destroy = broken_context_destroy,

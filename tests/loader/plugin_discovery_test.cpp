@@ -12,9 +12,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -88,6 +90,9 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
       {"badname", "[a-z0-9_]+"},
       {"halfmemory", "mem_alloc and mem_free"},
       {"initfails", "initialize failed with OCTET_STATUS_OUT_OF_MEMORY"},
+      {"memorykind", "unknown memory kind 99"},
+      {"alignment", "alignment 48"},
+      {"devicenomemory", "a device-memory backend must provide mem_alloc"},
   };
   for (const auto& [kind, phrase] : expected) {
     const std::string path = std::string(OCTET_TEST_BROKEN_DIR) + "/liboctet_backend_" + kind + ".so";
@@ -137,6 +142,9 @@ TEST(PluginDiscovery, ExplicitLoadStatusFollowsTheKindOfFailure) {
       {"noentry", OCTET_STATUS_INVALID_ARGUMENT},
       {"badname", OCTET_STATUS_INVALID_ARGUMENT},
       {"halfmemory", OCTET_STATUS_INVALID_ARGUMENT},  // fails the checks after initialize
+      {"memorykind", OCTET_STATUS_INVALID_ARGUMENT},
+      {"alignment", OCTET_STATUS_INVALID_ARGUMENT},
+      {"devicenomemory", OCTET_STATUS_INVALID_ARGUMENT},
       // initialize's own status, although its message says "ABI".
       {"initfails", OCTET_STATUS_OUT_OF_MEMORY},
   };
@@ -163,6 +171,62 @@ TEST(PluginDiscovery, ExplicitLoadStatusDoesNotDependOnThePath) {
   fs::remove_all(dir, ec);
   EXPECT_EQ(status, OCTET_STATUS_INVALID_ARGUMENT) << message;
   EXPECT_THAT(message, HasSubstr("not a loadable shared library"));
+}
+
+// Sets OCTET_TEST_PLUGIN_LOG (read by the broken plugins) to a fresh file for
+// the scope; lines() gives what the plugins wrote there.
+class PluginLog {
+ public:
+  PluginLog()
+      : path_(std::filesystem::temp_directory_path() /
+              ("octet-plugin-log-" + std::to_string(getpid()) + ".txt")) {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+    setenv("OCTET_TEST_PLUGIN_LOG", path_.c_str(), 1);
+  }
+  ~PluginLog() {
+    unsetenv("OCTET_TEST_PLUGIN_LOG");
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+  PluginLog(const PluginLog&) = delete;
+  PluginLog& operator=(const PluginLog&) = delete;
+
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    std::ifstream in(path_);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A plugin whose initialize() succeeded and which the host then refuses is
+// shut down before it is unloaded; one whose initialize() failed, or which
+// never reached it, is not.
+TEST(PluginDiscovery, RefusedAfterInitializeIsShutDownBeforeUnloading) {
+  size_t count = 0;
+  ASSERT_EQ(octet_backend_count(&count), OCTET_STATUS_SUCCESS);  // discovery is done before the log opens
+  using Events = std::vector<std::string>;
+  const std::map<std::string, Events> expected = {
+      {"halfmemory", {"initialize", "shutdown", "unload"}},
+      {"memorykind", {"initialize", "shutdown", "unload"}},
+      {"alignment", {"initialize", "shutdown", "unload"}},
+      {"devicenomemory", {"initialize", "shutdown", "unload"}},
+      {"initfails", {"initialize", "unload"}},  // a failed initialize cleans up itself
+      {"noentry", {"unload"}},                  // refused before initialize
+      {"smalltable", {"unload"}},
+  };
+  for (const auto& [kind, events] : expected) {
+    const PluginLog log;
+    const std::string path = broken_plugin(kind);
+    EXPECT_NE(octet_backend_load(path.c_str()), OCTET_STATUS_SUCCESS) << path;
+    Events want;
+    for (const std::string& event : events) want.push_back(kind + " " + event);
+    EXPECT_EQ(log.lines(), want) << path;
+  }
 }
 
 }  // namespace

@@ -44,8 +44,9 @@ TEST(PluginFilesIn, KeepsOnlyPluginNamedRegularFilesSortedByName) {
 TEST(PluginFilesIn, BrokenPluginsFolderListsEveryBrokenPlugin) {
   const std::string d = OCTET_TEST_BROKEN_DIR;
   std::vector<std::string> expected;
-  for (const char* kind : {"badname", "halfmemory", "initfails", "noentry", "nosymbol", "notalib",
-                           "nulltable", "refuses", "smalltable", "wrongmajor"}) {
+  for (const char* kind : {"alignment", "badname", "devicenomemory", "halfmemory", "initfails",
+                           "memorykind", "noentry", "nosymbol", "notalib", "nulltable", "refuses",
+                           "smalltable", "wrongmajor"}) {
     expected.push_back(d + "/liboctet_backend_" + kind + ".so");
   }
   EXPECT_EQ(plugin_files_in(d), expected);
