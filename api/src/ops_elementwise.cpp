@@ -89,13 +89,7 @@ OCTET_API octet_status octet_amax(octet_context* context, const octet_tensor* in
     const TensorState& in = tensor_arg(input, ctx, "input");
     require(amax != nullptr, "argument 'amax' is NULL");
     require_high_precision(in, "input");
-    require_entry(ctx, ctx.api().amax != nullptr, "amax");
-    Buffer result(context->state, sizeof(float), OCTET_MEMORY_WORKSPACE);
-    octet_matrix_view view = in.rowwise_view();
-    call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
-    float value = 0.0f;
-    result.copy_to_host(&value, sizeof(value));
-    *amax = value;
+    *amax = amax_on_backend(context->state, in);
   });
 }
 

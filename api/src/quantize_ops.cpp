@@ -84,6 +84,17 @@ octet_quantize_options quantize_defaults() {
   return o;
 }
 
+float amax_on_backend(const std::shared_ptr<ContextState>& context, const TensorState& in) {
+  const ContextState& ctx = *context;
+  require_entry(ctx, ctx.api().amax != nullptr, "amax");
+  Buffer result(context, sizeof(float), OCTET_MEMORY_WORKSPACE);
+  octet_matrix_view view = in.rowwise_view();
+  call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
+  float value = 0.0f;
+  result.copy_to_host(&value, sizeof(value));
+  return value;
+}
+
 octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
   return read_versioned(options, quantize_defaults(), "options");
 }

@@ -29,4 +29,10 @@ void quantize_into(const std::shared_ptr<ContextState>& ctx, const TensorState& 
 
 octet_quantize_options read_quantize_options(const octet_quantize_options* options);
 
+// The amax of `in`'s rowwise copy, computed by the context's backend into
+// its workspace memory and copied back to the host (octet_amax, current
+// scaling in quantizers). Fails with UNSUPPORTED when the backend has no
+// amax entry.
+float amax_on_backend(const std::shared_ptr<ContextState>& ctx, const TensorState& in);
+
 }  // namespace octet::core

@@ -41,17 +41,6 @@ void require_output_format(const RecipeState& r, int32_t role, const TensorState
           " (see octet_recipe_tensor_format)");
 }
 
-float amax_on_backend(const std::shared_ptr<ContextState>& context, const TensorState& in) {
-  const ContextState& ctx = *context;
-  require_entry(ctx, ctx.api().amax != nullptr, "amax");
-  Buffer result(context, sizeof(float), OCTET_MEMORY_WORKSPACE);
-  octet_matrix_view view = in.rowwise_view();
-  call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, static_cast<float*>(result.data())); });
-  float value = 0.0f;
-  result.copy_to_host(&value, sizeof(value));
-  return value;
-}
-
 // ---- residency --------------------------------------------------------------
 
 size_t state_floats(const QuantizerState& q) { return 2 + q.history.size(); }
