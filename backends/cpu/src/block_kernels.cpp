@@ -38,15 +38,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-const unsigned char* element_at(const octet_matrix_view& v, int64_t r, int64_t c) {
-  return static_cast<const unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-unsigned char* element_at_mut(const octet_matrix_view& v, int64_t r, int64_t c) {
-  return static_cast<unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-
 bool is_nan(float x) { return (bits_of(x) & 0x7FFFFFFFu) > 0x7F800000u; }
 bool is_finite(float x) { return (bits_of(x) & 0x7F800000u) != 0x7F800000u; }
 
@@ -175,7 +166,7 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
     for (int64_t t = 0; t < total; ++t) {
       const int64_t r = t / per_row, c0 = (t % per_row) * kChunk;
       const int64_t w = std::min(kChunk, in.cols - c0);
-      k.widen(element_at(in, r, c0), in.dtype, w, values);
+      k.widen(element_ptr(in, r, c0), in.dtype, w, values);
       for (int64_t i = 0; i < w; ++i) codes[i] = encode_fp8(values[i] * scale, p, sat);
       count(values, w, scale, false, codes, dtype, c);
     }
@@ -242,10 +233,10 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
       const int64_t h = std::min(rb * br, rows - r0), w = std::min(gb * bc, cols - c0);
       // Gather the region's FP32 values, values[i * w + j] = x'[r0 + i, c0 + j].
       if (!transposed) {
-        for (int64_t i = 0; i < h; ++i) k.widen(element_at(in, r0 + i, c0), in.dtype, w, values + i * w);
+        for (int64_t i = 0; i < h; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, w, values + i * w);
       } else {
         for (int64_t j = 0; j < w; ++j) {
-          k.widen(element_at(in, c0 + j, r0), in.dtype, h, column);
+          k.widen(element_ptr(in, c0 + j, r0), in.dtype, h, column);
           for (int64_t i = 0; i < h; ++i) values[i * w + j] = column[i];
         }
       }
@@ -333,7 +324,7 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
     for (int64_t t = 0; t < total; ++t) {
       const int64_t r = t / per_row, c0 = (t % per_row) * kChunk;
       const int64_t w = std::min(kChunk, in.cols - c0);
-      k.widen(element_at(in, r, c0), in.dtype, w, values);
+      k.widen(element_ptr(in, r, c0), in.dtype, w, values);
       for (int64_t j = 0; j < w;) {
         const int64_t c = c0 + j;
         const int64_t len = std::min(w - j, bc - c % bc);
@@ -349,7 +340,7 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
         }
         j += len;
       }
-      k.narrow(values, w, out.dtype, true, element_at_mut(out, r, c0));
+      k.narrow(values, w, out.dtype, true, element_ptr_mut(out, r, c0));
     }
   }
   return OCTET_STATUS_SUCCESS;
@@ -428,9 +419,9 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   float* b = ws.b.get(element_count(n, k));
   if (k > 0) {
 #pragma omp parallel for schedule(static) if (m * k >= 16384)
-    for (int64_t i = 0; i < m; ++i) rk.widen(element_at(args->a, i, 0), args->a.dtype, k, a + i * k);
+    for (int64_t i = 0; i < m; ++i) rk.widen(element_ptr(args->a, i, 0), args->a.dtype, k, a + i * k);
 #pragma omp parallel for schedule(static) if (n * k >= 16384)
-    for (int64_t j = 0; j < n; ++j) rk.widen(element_at(args->b, j, 0), args->b.dtype, k, b + j * k);
+    for (int64_t j = 0; j < n; ++j) rk.widen(element_ptr(args->b, j, 0), args->b.dtype, k, b + j * k);
   }
   std::vector<float> bias_values;
   if (has_bias) {
@@ -484,7 +475,7 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
         float* v = acc + i * w;
         for (int64_t j = 0; j < w; ++j) v[j] = alpha * v[j];
         if (beta != 0.0f) {
-          rk.widen(element_at(d, i0 + i, j0), d.dtype, w, old);
+          rk.widen(element_ptr(d, i0 + i, j0), d.dtype, w, old);
           for (int64_t j = 0; j < w; ++j) v[j] = v[j] + beta * old[j];
         }
         if (has_bias) {
@@ -493,7 +484,7 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
         if (has_gelu) {
           for (int64_t j = 0; j < w; ++j) v[j] = gelu(v[j]);
         }
-        rk.narrow(v, w, d.dtype, true, element_at_mut(d, i0 + i, j0));
+        rk.narrow(v, w, d.dtype, true, element_ptr_mut(d, i0 + i, j0));
       }
     }
   }

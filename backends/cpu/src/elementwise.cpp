@@ -25,15 +25,6 @@ namespace {
 
 constexpr int64_t kChunk = 2048;  // elements per segment (fits L1 as FP32)
 
-const unsigned char* element_ptr(const octet_matrix_view& v, int64_t r, int64_t c) {
-  return static_cast<const unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-unsigned char* element_ptr_mut(const octet_matrix_view& v, int64_t r, int64_t c) {
-  return static_cast<unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-
 // Calls body(r, c0, width, float_buffer) for every segment of a rows x cols
 // matrix, in parallel (static schedule). Each thread has its own buffer.
 template <typename Body>

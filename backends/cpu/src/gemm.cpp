@@ -46,18 +46,13 @@ namespace {
 
 constexpr const char* kKernel = "gemm";
 
-const unsigned char* at(const octet_matrix_view& v, int64_t r, int64_t c) {
-  return static_cast<const unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-
 // panel[i*k + kk] = operand'[i, kk] as FP32, for i < outer.
 void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transposed, int64_t outer,
                  int64_t k, float* panel) {
   if (!transposed) {
     const bool parallel = outer * k >= 16384;
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < outer; ++i) rk.widen(at(v, i, 0), v.dtype, k, panel + i * k);
+    for (int64_t i = 0; i < outer; ++i) rk.widen(element_ptr(v, i, 0), v.dtype, k, panel + i * k);
     return;
   }
   // Stored [k, outer]: widen tiles of stored rows, write them transposed.
@@ -71,7 +66,7 @@ void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transpos
     for (int64_t t = 0; t < k_tiles * o_tiles; ++t) {
       const int64_t k0 = (t / o_tiles) * kTile, o0 = (t % o_tiles) * kTile;
       const int64_t kh = std::min(kTile, k - k0), ow = std::min(kTile, outer - o0);
-      for (int64_t r = 0; r < kh; ++r) rk.widen(at(v, k0 + r, o0), v.dtype, ow, tile + r * kTile);
+      for (int64_t r = 0; r < kh; ++r) rk.widen(element_ptr(v, k0 + r, o0), v.dtype, ow, tile + r * kTile);
       for (int64_t i = 0; i < ow; ++i) {
         float* dst = panel + (o0 + i) * k + k0;
         for (int64_t r = 0; r < kh; ++r) dst[r] = tile[r * kTile + i];
@@ -213,9 +208,9 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
       if (beta != 0.0f) {
         const float* old;
         if (d.dtype == OCTET_DTYPE_FP32) {
-          old = reinterpret_cast<const float*>(at(d, i, 0));
+          old = reinterpret_cast<const float*>(element_ptr(d, i, 0));
         } else {
-          rk.widen(at(d, i, 0), d.dtype, n, row_buffer);
+          rk.widen(element_ptr(d, i, 0), d.dtype, n, row_buffer);
           old = row_buffer;
         }
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[j];
@@ -227,9 +222,7 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
         for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
       }
       if (!direct) {
-        rk.narrow(v, n, d.dtype, true,
-                  static_cast<unsigned char*>(d.data) +
-                      static_cast<std::size_t>(i * d.ld) * dtype_size(d.dtype));
+        rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
       }
     }
   }

@@ -12,7 +12,21 @@
 #include <memory>
 #include <new>
 
+#include "checks.hpp"  // dtype_size
+
 namespace octet_cpu {
+
+// Address of element (r, c) of a matrix view: row r starts r * ld elements
+// in. The one definition every kernel file uses; the _mut form is for output
+// views (a const view over data the kernel writes).
+inline const unsigned char* element_ptr(const octet_matrix_view& v, int64_t r, int64_t c) {
+  return static_cast<const unsigned char*>(v.data) +
+         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
+}
+inline unsigned char* element_ptr_mut(const octet_matrix_view& v, int64_t r, int64_t c) {
+  return static_cast<unsigned char*>(v.data) +
+         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
+}
 
 // a * b elements (a, b >= 0) as a size_t; std::bad_alloc (reported as
 // OCTET_STATUS_OUT_OF_MEMORY) when the product does not fit.
