@@ -92,40 +92,4 @@ int32_t check_shape(const char* kernel, const char* name, const octet_matrix_vie
                     std::to_string(cols) + " (" + rule + ")");
 }
 
-namespace {
-
-int64_t floor_div(int64_t a, int64_t b) {  // b > 0
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-}  // namespace
-
-bool views_overlap(const octet_matrix_view& a, const octet_matrix_view& b) {
-  if (a.rows <= 0 || a.cols <= 0 || b.rows <= 0 || b.cols <= 0) return false;
-  if (a.data == nullptr || b.data == nullptr) return false;
-  const int64_t esa = static_cast<int64_t>(dtype_size(a.dtype));
-  const int64_t esb = static_cast<int64_t>(dtype_size(b.dtype));
-  if (esa == 0 || esb == 0) return false;
-  // Byte offsets relative to the lower of the two starts (no pointer
-  // arithmetic across objects).
-  const std::uintptr_t pa = reinterpret_cast<std::uintptr_t>(a.data);
-  const std::uintptr_t pb = reinterpret_cast<std::uintptr_t>(b.data);
-  const std::uintptr_t base = pa < pb ? pa : pb;
-  const int64_t oa = static_cast<int64_t>(pa - base), ob = static_cast<int64_t>(pb - base);
-  const int64_t la = a.ld * esa, wa = a.cols * esa, lb = b.ld * esb, wb = b.cols * esb;
-  // Whole spans first: [start, start + (rows - 1) * ld + cols).
-  const int64_t ea = oa + (a.rows - 1) * la + wa, eb = ob + (b.rows - 1) * lb + wb;
-  if (ea <= ob || eb <= oa) return false;
-  // Row by row: does row i of a, [s, s + wa), meet a row j of b,
-  // [ob + j * lb, ob + j * lb + wb)? The first candidate j is the first
-  // whose end passes s; it meets the row when it starts before s + wa.
-  for (int64_t i = 0; i < a.rows; ++i) {
-    const int64_t s = oa + i * la;
-    int64_t j = floor_div(s - ob - wb, lb) + 1;
-    if (j < 0) j = 0;
-    if (j < b.rows && ob + j * lb < s + wa) return true;
-  }
-  return false;
-}
-
 }  // namespace octet::ref

@@ -38,10 +38,4 @@ inline std::size_t element_index(const octet_matrix_view& view, int64_t row, int
          static_cast<std::size_t>(col);
 }
 
-// Whether two matrix views share any byte of memory: exact for strided
-// views (rows of one that fall between the rows of the other do not count),
-// so views interleaved in one buffer without a common element do not
-// overlap. Empty views overlap nothing.
-bool views_overlap(const octet_matrix_view& a, const octet_matrix_view& b);
-
 }  // namespace octet::ref

@@ -65,11 +65,11 @@ int32_t fused_quantize(const octet_quantize_args* q, int32_t dtype, int64_t rows
 // change a value still to be read, and is refused naming both arguments.
 int32_t check_grad_input_aliasing(const char* kernel, const octet_matrix_view& x, const octet_matrix_view& dy,
                                   const octet_matrix_view& dx) {
-  if (views_overlap(dx, x))
+  if (octet_matrix_views_overlap(&dx, &x))
     return report(OCTET_STATUS_INVALID_ARGUMENT,
                   std::string(kernel) + ": args->grad_input shares memory with args->input (dx may not overlap x)");
   const bool same = dx.data == dy.data && dx.dtype == dy.dtype && (dx.ld == dy.ld || dx.rows <= 1);
-  if (!same && views_overlap(dx, dy))
+  if (!same && octet_matrix_views_overlap(&dx, &dy))
     return report(OCTET_STATUS_INVALID_ARGUMENT,
                   std::string(kernel) +
                       ": args->grad_input partially overlaps args->grad_output (dx may be dy itself, with the "

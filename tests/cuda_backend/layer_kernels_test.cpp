@@ -260,6 +260,71 @@ TEST(CudaLayerKernels, NormBackwardBitForBit) {
         }
 }
 
+// The aliasing rule of octet_norm_backward_args: dx may be dy itself (both
+// sides run in place here; the reference's in-place result equals its
+// separate-buffer result, tests/reference), any other overlap is refused.
+TEST(CudaLayerKernels, NormBackwardInPlaceOverDyAndTheOverlapRule) {
+  OCTET_REQUIRE_CUDA_TABLE();
+  Table& cuda = Table::cuda();
+  Table ref = Table::reference();
+  const Shape shapes[] = {{64, 8192, 0}, {37, 130, 0}, {1, 7, 0}};
+  for (const Shape& sh : shapes)
+    for (int32_t kind : {OCTET_NORM_LAYERNORM, OCTET_NORM_RMSNORM})
+      for (int32_t dtype : kDtypes) {
+        SCOPED_TRACE("in place " + shape_name(sh) + " kind " + std::to_string(kind) + " dtype " +
+                     std::to_string(dtype));
+        Pair x = matrix(ref, dtype, sh.rows, sh.cols, sh.cols, 31, true);
+        Pair dy = matrix(ref, dtype, sh.rows, sh.cols, sh.cols, 32, false);
+        Pair gamma = matrix(ref, dtype, 1, sh.cols, sh.cols, 33, false);
+        std::vector<float> mean(size_t(sh.rows), 0.1f), rstd(size_t(sh.rows), 2.0f);
+        DeviceBuffer mean_d(mean.data(), mean.size() * 4), rstd_d(rstd.data(), rstd.size() * 4);
+        Pair dgamma = floats(sh.cols, -3.0f), dbeta = floats(sh.cols, -3.0f);
+        for (bool cuda_side : {false, true}) {
+          octet_norm_backward_args a{};
+          a.struct_size = sizeof a;
+          a.kind = kind;
+          a.input = cuda_side ? x.cuda_view() : x.ref_view();
+          a.grad_output = cuda_side ? dy.cuda_view() : dy.ref_view();
+          a.gamma = cuda_side ? gamma.cuda_view() : gamma.ref_view();
+          a.mean = cuda_side ? static_cast<const float*>(mean_d.get()) : mean.data();
+          a.rstd = cuda_side ? static_cast<const float*>(rstd_d.get()) : rstd.data();
+          a.grad_input = a.grad_output;  // in place
+          a.dgamma_out = cuda_side ? dgamma.cuda_floats() : dgamma.ref_floats();
+          a.dbeta_out = cuda_side ? dbeta.cuda_floats() : dbeta.ref_floats();
+          Table& t = cuda_side ? cuda : ref;
+          ASSERT_EQ(t.api().norm_backward(t.context(), &a), OCTET_STATUS_SUCCESS) << t.last_error();
+        }
+        sync(cuda);
+        dy.expect_equal("dx written over dy");
+        dgamma.expect_equal("dgamma");
+        dbeta.expect_equal("dbeta");
+
+        if (sh.rows < 2) continue;
+        octet_norm_backward_args a{};
+        a.struct_size = sizeof a;
+        a.kind = kind;
+        a.input = x.cuda_view();
+        a.grad_output = dy.cuda_view();
+        a.gamma = gamma.cuda_view();
+        a.mean = static_cast<const float*>(mean_d.get());
+        a.rstd = static_cast<const float*>(rstd_d.get());
+        a.dgamma_out = dgamma.cuda_floats();
+        a.dbeta_out = dbeta.cuda_floats();
+        // One row off dy: overlaps without being dy.
+        a.grad_input = cuda_test::view(dy.cuda_bytes() + sh.cols * cuda_test::element_bytes(dtype), dtype,
+                                       sh.rows - 1, sh.cols, sh.cols);
+        a.input.rows = a.grad_output.rows = sh.rows - 1;
+        cuda.clear_errors();
+        EXPECT_EQ(cuda.api().norm_backward(cuda.context(), &a), OCTET_STATUS_INVALID_ARGUMENT);
+        EXPECT_NE(cuda.last_error().find("partially overlaps args->grad_output"), std::string::npos)
+            << cuda.last_error();
+        a.grad_input = a.input;  // dx over x
+        cuda.clear_errors();
+        EXPECT_EQ(cuda.api().norm_backward(cuda.context(), &a), OCTET_STATUS_INVALID_ARGUMENT);
+        EXPECT_NE(cuda.last_error().find("shares memory with args->input"), std::string::npos) << cuda.last_error();
+      }
+}
+
 void run_activation(Table& ref, Table& cuda, int32_t kind, Pair& x, Pair& dy, Pair& y, Pair& dx) {
   for (bool cuda_side : {false, true}) {
     octet_activation_args a{};

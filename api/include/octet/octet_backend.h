@@ -96,6 +96,42 @@ typedef struct octet_matrix_view {
   int64_t ld;
 } octet_matrix_view;
 
+/* 1 when two views share at least one byte of memory, else 0 (empty views
+ * and NULL data share nothing). Exact for strided views: two views
+ * interleaved in one buffer without a common element do not overlap. For
+ * the aliasing rules below (octet_norm_backward_args); header-only, so every
+ * plugin applies the same test. */
+static inline int octet_matrix_views_overlap(const octet_matrix_view* a, const octet_matrix_view* b) {
+  int64_t esa, esb, oa, ob, la, lb, wa, wb, i;
+  uintptr_t pa, pb, base;
+  if (a->rows <= 0 || a->cols <= 0 || b->rows <= 0 || b->cols <= 0) return 0;
+  if (a->data == NULL || b->data == NULL) return 0;
+  esa = a->dtype == OCTET_DTYPE_FP32 ? 4 : (a->dtype == OCTET_DTYPE_BF16 || a->dtype == OCTET_DTYPE_FP16) ? 2 : 1;
+  esb = b->dtype == OCTET_DTYPE_FP32 ? 4 : (b->dtype == OCTET_DTYPE_BF16 || b->dtype == OCTET_DTYPE_FP16) ? 2 : 1;
+  /* Byte offsets from the lower start (no pointer arithmetic across objects). */
+  pa = (uintptr_t)a->data;
+  pb = (uintptr_t)b->data;
+  base = pa < pb ? pa : pb;
+  oa = (int64_t)(pa - base);
+  ob = (int64_t)(pb - base);
+  la = a->ld * esa;
+  wa = a->cols * esa;
+  lb = b->ld * esb;
+  wb = b->cols * esb;
+  /* Whole spans first: [start, start + (rows - 1) * ld + cols). */
+  if (oa + (a->rows - 1) * la + wa <= ob || ob + (b->rows - 1) * lb + wb <= oa) return 0;
+  /* Row by row: row i of a is [s, s + wa); the first row j of b whose end
+   * passes s meets it when it starts before s + wa. */
+  for (i = 0; i < a->rows; ++i) {
+    const int64_t s = oa + i * la;
+    const int64_t t = s - ob - wb; /* j = floor(t / lb) + 1 */
+    int64_t j = (t >= 0 ? t / lb : -((-t + lb - 1) / lb)) + 1;
+    if (j < 0) j = 0;
+    if (j < b->rows && ob + j * lb < s + wa) return 1;
+  }
+  return 0;
+}
+
 typedef struct octet_quantize_args {
   size_t struct_size;
   octet_matrix_view input;        /* FP32/BF16/FP16, rows x cols */

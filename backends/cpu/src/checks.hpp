@@ -29,10 +29,4 @@ int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype);
 int32_t require_shape(const char* kernel, const char* name, const octet_matrix_view& v,
                       int64_t rows, int64_t cols, const char* rule);
 
-// Whether two matrix views share any byte of memory: exact for strided
-// views (rows of one that fall between the rows of the other do not count),
-// so views interleaved in one buffer without a common element do not
-// overlap. Empty views overlap nothing.
-bool views_overlap(const octet_matrix_view& a, const octet_matrix_view& b);
-
 }  // namespace octet_cpu

@@ -96,6 +96,17 @@ int32_t cuda_norm_backward(octet_backend_context* context, const octet_norm_back
     check_shape("args->grad_output", args->grad_output, x.rows, x.cols, "same rows x cols as the input");
     check_view("args->grad_input", &args->grad_input, kHighPrecision, kHighPrecisionNames);
     check_shape("args->grad_input", args->grad_input, x.rows, x.cols, "same rows x cols as the input");
+    // The aliasing rule of octet_norm_backward_args. In place (dx is dy) is
+    // safe here: the column sums read dy in a kernel queued before the row
+    // kernel, which reads each element of x and dy before writing it in dx.
+    const octet_matrix_view& dy = args->grad_output;
+    const octet_matrix_view& dx = args->grad_input;
+    require(!octet_matrix_views_overlap(&dx, &x),
+            "args->grad_input shares memory with args->input (dx may not overlap x)");
+    const bool in_place = dx.data == dy.data && dx.dtype == dy.dtype && (dx.ld == dy.ld || dx.rows <= 1);
+    require(in_place || !octet_matrix_views_overlap(&dx, &dy),
+            "args->grad_input partially overlaps args->grad_output (dx may be dy itself, with the same data, dtype "
+            "and ld, or not overlap it)");
     check_vector("args->gamma", args->gamma, x.cols);
     require(args->rstd != nullptr, "args->rstd is NULL (the forward's rstd, one float per row)");
     if (args->kind == OCTET_NORM_LAYERNORM) {

@@ -140,7 +140,7 @@ OCTET_CUDA_HD float norm_input_grad(float x, float dy, float gamma, float mean, 
 }
 // dgamma += dy * x_hat
 OCTET_CUDA_HD float dgamma_step(float dgamma, float x, float dy, float mean, float rstd, bool layernorm) {
-  return host_add(host_mul(dy, normalized(x, mean, rstd, layernorm)), dgamma);
+  return host_add(host_mul(normalized(x, mean, rstd, layernorm), dy), dgamma);
 }
 
 // ---- element storage --------------------------------------------------
