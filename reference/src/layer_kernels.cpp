@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "argument_checks.hpp"
@@ -220,6 +221,10 @@ int32_t activation(const octet_activation_args* args, bool backward) {
   if (!backward) {
     if (int32_t s = check_matrix(kernel, "args->output", args->output, DtypeClass::HighPrecision)) return s;
     if (int32_t s = check_shape(kernel, "args->output", args->output, rows, n, "rows x n")) return s;
+    if (octet_matrix_views_overlap(&args->output, &x))
+      return report(OCTET_STATUS_INVALID_ARGUMENT,
+                    std::string(kernel) + ": args->output shares memory with args->input (an activation's outputs "
+                                          "may not overlap its inputs)");
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < n; ++c) {
         const float a = at(x, r, c);
@@ -231,6 +236,12 @@ int32_t activation(const octet_activation_args* args, bool backward) {
   if (int32_t s = check_shape(kernel, "args->grad_output", args->grad_output, rows, n, "rows x n")) return s;
   if (int32_t s = check_matrix(kernel, "args->grad_input", args->grad_input, DtypeClass::HighPrecision)) return s;
   if (int32_t s = check_shape(kernel, "args->grad_input", args->grad_input, rows, x.cols, "same as input")) return s;
+  for (const auto& [other, name] : {std::pair<const octet_matrix_view*, const char*>{&x, "args->input"},
+                                    {&args->grad_output, "args->grad_output"}}) {
+    if (octet_matrix_views_overlap(&args->grad_input, other))
+      return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->grad_input shares memory with " +
+                                                       name + " (an activation's outputs may not overlap its inputs)");
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < n; ++c) {
       const float dy = at(args->grad_output, r, c), a = at(x, r, c);

@@ -325,6 +325,36 @@ TEST(CudaLayerKernels, NormBackwardInPlaceOverDyAndTheOverlapRule) {
       }
 }
 
+// An activation's outputs may not share memory with its inputs.
+TEST(CudaLayerKernels, ActivationOutputsMayNotOverlapInputs) {
+  OCTET_REQUIRE_CUDA_TABLE();
+  Table& cuda = Table::cuda();
+  const int64_t rows = 5, cols = 8;
+  DeviceBuffer shared(size_t(3 * rows * cols) * sizeof(float));
+  float* base = static_cast<float*>(shared.get());
+  for (int32_t kind : {OCTET_ACTIVATION_GELU, OCTET_ACTIVATION_SWIGLU}) {
+    const int64_t n = kind == OCTET_ACTIVATION_SWIGLU ? cols / 2 : cols;
+    octet_activation_args a{};
+    a.struct_size = sizeof a;
+    a.kind = kind;
+    a.input = cuda_test::view(base, OCTET_DTYPE_FP32, rows, cols);
+    a.output = cuda_test::view(base, OCTET_DTYPE_FP32, rows, n, cols);
+    cuda.clear_errors();
+    EXPECT_EQ(cuda.api().activation_forward(cuda.context(), &a), OCTET_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(cuda.last_error().find("args->output shares memory with args->input"), std::string::npos)
+        << cuda.last_error();
+    a.output = octet_matrix_view{};
+    a.grad_output = cuda_test::view(base + rows * cols, OCTET_DTYPE_FP32, rows, n);
+    a.grad_input = cuda_test::view(base + rows * cols, OCTET_DTYPE_FP32, rows, cols);
+    cuda.clear_errors();
+    EXPECT_EQ(cuda.api().activation_backward(cuda.context(), &a), OCTET_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(cuda.last_error().find("args->grad_input shares memory with args->grad_output"), std::string::npos)
+        << cuda.last_error();
+    a.grad_input = cuda_test::view(base + 2 * rows * cols, OCTET_DTYPE_FP32, rows, cols);
+    EXPECT_EQ(cuda.api().activation_backward(cuda.context(), &a), OCTET_STATUS_SUCCESS) << cuda.last_error();
+  }
+}
+
 void run_activation(Table& ref, Table& cuda, int32_t kind, Pair& x, Pair& dy, Pair& y, Pair& dx) {
   for (bool cuda_side : {false, true}) {
     octet_activation_args a{};

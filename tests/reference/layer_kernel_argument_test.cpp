@@ -356,5 +356,53 @@ TEST_F(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
   EXPECT_EQ(dgamma, dgamma2);
 }
 
+// An activation's outputs may not share memory with its inputs (rows run in
+// parallel in a threaded backend; octet_activation_args): refused, naming
+// both arguments, with nothing written. Separate buffers in one allocation
+// are fine.
+TEST_F(LayerKernelArguments, ActivationOutputsMayNotOverlapInputs) {
+  if (api_->activation_forward == nullptr || api_->activation_backward == nullptr)
+    GTEST_SKIP() << "this table has no activation kernels";
+  const int64_t rows = 5, cols = 8;
+  for (int32_t kind : {OCTET_ACTIVATION_GELU, OCTET_ACTIVATION_SWIGLU}) {
+    const int64_t n = kind == OCTET_ACTIVATION_SWIGLU ? cols / 2 : cols;
+    // One buffer: x (rows x cols) at the start, room after it.
+    TestMatrix shared(OCTET_DTYPE_FP32, 3 * rows, cols, cols);
+    std::mt19937 rng(11);
+    fill_finite(shared, rng);
+    const std::vector<unsigned char> before = shared.bytes;
+    float* base = reinterpret_cast<float*>(shared.bytes.data());
+    const octet_matrix_view x{base, OCTET_DTYPE_FP32, 0, rows, cols, cols};
+    const octet_matrix_view dy{base + rows * cols, OCTET_DTYPE_FP32, 0, rows, n, n};
+    SCOPED_TRACE(kind == OCTET_ACTIVATION_SWIGLU ? "swiglu" : "gelu");
+
+    octet_activation_args a{};
+    a.struct_size = sizeof a;
+    a.kind = kind;
+    a.input = x;
+    a.output = octet_matrix_view{base + 1, OCTET_DTYPE_FP32, 0, rows, n, cols};  // inside x
+    expect_failure(api_->activation_forward(context_, &a), OCTET_STATUS_INVALID_ARGUMENT,
+                   {"activation_forward", "args->output", "args->input"});
+    a.output = x;  // exactly in place
+    a.output.cols = n;
+    expect_failure(api_->activation_forward(context_, &a), OCTET_STATUS_INVALID_ARGUMENT,
+                   {"activation_forward", "args->output", "args->input"});
+
+    a.output = octet_matrix_view{};
+    a.grad_output = dy;
+    a.grad_input = x;  // over x
+    expect_failure(api_->activation_backward(context_, &a), OCTET_STATUS_INVALID_ARGUMENT,
+                   {"activation_backward", "args->grad_input", "args->input"});
+    a.grad_input = octet_matrix_view{base + rows * cols, OCTET_DTYPE_FP32, 0, rows, cols, cols};  // over dy
+    expect_failure(api_->activation_backward(context_, &a), OCTET_STATUS_INVALID_ARGUMENT,
+                   {"activation_backward", "args->grad_input", "args->grad_output"});
+    EXPECT_EQ(shared.bytes, before);
+
+    // The rest of the buffer, past dy: no overlap, accepted.
+    a.grad_input = octet_matrix_view{base + 2 * rows * cols, OCTET_DTYPE_FP32, 0, rows, cols, cols};
+    EXPECT_EQ(api_->activation_backward(context_, &a), OCTET_STATUS_SUCCESS);
+  }
+}
+
 }  // namespace
 }  // namespace octet::test

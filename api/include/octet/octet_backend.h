@@ -322,6 +322,9 @@ typedef struct octet_norm_backward_args {
 /* Activations, FP32 math, results rounded to the output dtype. tanhf and
  * expf are octet_math_tanhf and octet_math_expf (<octet/octet_math.h>), not
  * the platform's libm, here and in the GEMM's GELU epilogue.
+ * Aliasing: output (forward) and grad_input (backward) may not share memory
+ * with input or grad_output (octet_matrix_views_overlap); a backend refuses
+ * such a call with INVALID_ARGUMENT naming both.
  *   GELU (tanh form, as the GEMM epilogue): input and output rows x n;
  *     y = 0.5f * x * (1 + tanhf(0.7978845608f * (x + 0.044715f * x^3)))
  *   SwiGLU: input rows x 2n = [a | b], output rows x n;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checks.hpp"
@@ -359,6 +360,12 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
     const octet_matrix_view y = args->output;
     if (int32_t s = require_matrix(kernel, "args->output", y, Accept::HighPrecision)) return s;
     if (int32_t s = require_shape(kernel, "args->output", y, rows, n, "rows x n")) return s;
+    // Rows run in parallel: an output overlapping the input would race.
+    if (octet_matrix_views_overlap(&y, &x)) {
+      return report(OCTET_STATUS_INVALID_ARGUMENT,
+                    std::string(kernel) + ": args->output shares memory with args->input (an activation's "
+                                          "outputs may not overlap its inputs)");
+    }
     const int64_t per_thread = x.cols + n + 1;
     std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
 #pragma omp parallel for schedule(static) if (parallel)
@@ -385,12 +392,20 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
   if (int32_t s = require_shape(kernel, "args->grad_input", dx, rows, x.cols, "same as input")) {
     return s;
   }
+  // Rows run in parallel: a grad_input overlapping an input would race.
+  for (const auto& [other, name] : {std::pair<const octet_matrix_view*, const char*>{&x, "args->input"},
+                                    {&dy, "args->grad_output"}}) {
+    if (octet_matrix_views_overlap(&dx, other)) {
+      return report(OCTET_STATUS_INVALID_ARGUMENT,
+                    std::string(kernel) + ": args->grad_input shares memory with " + name +
+                        " (an activation's outputs may not overlap its inputs)");
+    }
+  }
   const int64_t per_thread = 2 * x.cols + n + 1;
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
     float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-    // Copies (not views): dx may share memory with x or dy.
     float* in = buffer;
     float* g = buffer + x.cols;
     float* out = g + n;

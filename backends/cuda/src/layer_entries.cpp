@@ -134,6 +134,8 @@ int32_t activation(octet_backend_context* context, const octet_activation_args* 
     if (!backward) {
       check_view("args->output", &args->output, kHighPrecision, kHighPrecisionNames);
       check_shape("args->output", args->output, x.rows, n, swiglu ? "rows x cols/2 of the input" : "rows x cols of the input");
+      require(!octet_matrix_views_overlap(&args->output, &x),
+              "args->output shares memory with args->input (an activation's outputs may not overlap its inputs)");
       bind(context, "activation_forward");
     } else {
       check_view("args->grad_output", &args->grad_output, kHighPrecision, kHighPrecisionNames);
@@ -141,6 +143,11 @@ int32_t activation(octet_backend_context* context, const octet_activation_args* 
                   swiglu ? "rows x cols/2 of the input" : "rows x cols of the input");
       check_view("args->grad_input", &args->grad_input, kHighPrecision, kHighPrecisionNames);
       check_shape("args->grad_input", args->grad_input, x.rows, x.cols, "same rows x cols as the input");
+      require(!octet_matrix_views_overlap(&args->grad_input, &x),
+              "args->grad_input shares memory with args->input (an activation's outputs may not overlap its inputs)");
+      require(!octet_matrix_views_overlap(&args->grad_input, &args->grad_output),
+              "args->grad_input shares memory with args->grad_output (an activation's outputs may not overlap its "
+              "inputs)");
       bind(context, "activation_backward");
     }
     check_cuda(launch_activation(*args, backward, context->stream),
