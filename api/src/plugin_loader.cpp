@@ -45,15 +45,6 @@ bool has_affixes(const std::string& name, const std::string& prefix,
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_valid_backend_name(const char* name) {
-  if (name == nullptr || *name == '\0') return false;
-  for (const char* c = name; *c != '\0'; ++c) {
-    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // Absolute, lexically normal, without a trailing separator, so that the
 // paths reported for plugins are stable and comparable.
 fs::path tidy_absolute(const fs::path& path) {
@@ -235,6 +226,15 @@ void append_if_new_directory(std::vector<std::string>* out, const fs::path& dir)
 }
 
 }  // namespace
+
+bool is_valid_backend_name(const char* name) {
+  if (name == nullptr || *name == '\0') return false;
+  for (const char* c = name; *c != '\0'; ++c) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 const char* plugin_failure_kind_name(PluginFailureKind kind) {
   switch (kind) {

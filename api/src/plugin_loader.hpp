@@ -69,4 +69,7 @@ std::vector<std::string> plugin_search_directories();
 // directory gives an empty list.
 std::vector<std::string> plugin_files_in(const std::string& dir);
 
+// A backend name: [a-z0-9_]+ (checked for plugins and the embedded reference).
+bool is_valid_backend_name(const char* name);
+
 }  // namespace octet::core

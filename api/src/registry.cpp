@@ -30,15 +30,6 @@ const octet_host_services& host_services() {
   return services;
 }
 
-bool valid_name(const char* name) {
-  if (name == nullptr || *name == '\0') return false;
-  for (const char* c = name; *c != '\0'; ++c) {
-    bool ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Optional entries count only when they lie inside the plugin's table.
@@ -171,7 +162,7 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
     return std::optional<PluginFailure>(PluginFailure{kind, std::move(reason)});
   };
   if (api->initialize == nullptr) return failure(Kind::kBadTable, "table has no initialize entry");
-  if (!valid_name(api->name)) return failure(Kind::kBadTable, "backend name must match [a-z0-9_]+");
+  if (!is_valid_backend_name(api->name)) return failure(Kind::kBadTable, "backend name must match [a-z0-9_]+");
   for (const auto& existing : backends_)
     if (existing->name == api->name)
       return failure(Kind::kDuplicateName, concat("a backend named '", api->name,

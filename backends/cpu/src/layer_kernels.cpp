@@ -34,21 +34,12 @@ namespace {
 constexpr int64_t kColumnBlock = 512;      // columns per block of the column sums
 constexpr int64_t kParallelElements = 16384;  // smaller problems run on one thread
 
-const unsigned char* row_ptr(const octet_matrix_view& v, int64_t r, int64_t c = 0) {
-  return static_cast<const unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-unsigned char* row_ptr_mut(const octet_matrix_view& v, int64_t r, int64_t c = 0) {
-  return static_cast<unsigned char*>(v.data) +
-         static_cast<std::size_t>(r * v.ld + c) * dtype_size(v.dtype);
-}
-
 // The FP32 values of `n` elements of row r from column c: the data itself
 // when it is FP32, else widened (exactly) into `buffer`.
 const float* values(const RowKernels& k, const octet_matrix_view& v, int64_t r, int64_t c,
                     int64_t n, float* buffer) {
-  if (v.dtype == OCTET_DTYPE_FP32) return reinterpret_cast<const float*>(row_ptr(v, r, c));
-  k.widen(row_ptr(v, r, c), v.dtype, n, buffer);
+  if (v.dtype == OCTET_DTYPE_FP32) return reinterpret_cast<const float*>(element_ptr(v, r, c));
+  k.widen(element_ptr(v, r, c), v.dtype, n, buffer);
   return buffer;
 }
 
@@ -214,7 +205,7 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
       const float* g = gamma.data();
       for (int64_t c = 0; c < cols; ++c) y[c] = (xr[c] * rstd) * g[c];
     }
-    if (rounded.data != nullptr) k.narrow(y, cols, rounded.dtype, true, row_ptr_mut(rounded, r));
+    if (rounded.data != nullptr) k.narrow(y, cols, rounded.dtype, true, element_ptr_mut(rounded, r, 0));
     if (mean_out != nullptr) mean_out[r] = mean;
     if (rstd_out != nullptr) rstd_out[r] = rstd;
   }
@@ -305,8 +296,8 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xhat = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
     float* g = xhat + cols;
-    k.widen(row_ptr(x, r), x.dtype, cols, xhat);
-    k.widen(row_ptr(dy, r), dy.dtype, cols, g);
+    k.widen(element_ptr(x, r, 0), x.dtype, cols, xhat);
+    k.widen(element_ptr(dy, r, 0), dy.dtype, cols, g);
     const float s = rstd[r];
     const float m = layernorm ? mean[r] : 0.0f;
     const float* gm = gamma.data();
@@ -327,7 +318,7 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
     } else {
       for (int64_t c = 0; c < cols; ++c) g[c] = s * (g[c] - xhat[c] * mean_gx);
     }
-    k.narrow(g, cols, dx.dtype, true, row_ptr_mut(dx, r));
+    k.narrow(g, cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
   }
   std::copy(dgamma.begin(), dgamma.end(), args->dgamma_out);
   if (args->dbeta_out != nullptr) std::copy(dbeta.begin(), dbeta.end(), args->dbeta_out);
@@ -381,7 +372,7 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
       } else {
         for (int64_t c = 0; c < n; ++c) out[c] = gelu(in[c]);
       }
-      k.narrow(out, n, y.dtype, true, row_ptr_mut(y, r));
+      k.narrow(out, n, y.dtype, true, element_ptr_mut(y, r, 0));
     }
     return OCTET_STATUS_SUCCESS;
   }
@@ -409,8 +400,8 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
     float* in = buffer;
     float* g = buffer + x.cols;
     float* out = g + n;
-    k.widen(row_ptr(x, r), x.dtype, x.cols, in);
-    k.widen(row_ptr(dy, r), dy.dtype, n, g);
+    k.widen(element_ptr(x, r, 0), x.dtype, x.cols, in);
+    k.widen(element_ptr(dy, r, 0), dy.dtype, n, g);
     if (swiglu) {
       for (int64_t c = 0; c < n; ++c) {
         const float d = g[c], a = in[c], b = in[c + n], s = sigmoid(a);
@@ -420,7 +411,7 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
     } else {
       for (int64_t c = 0; c < n; ++c) out[c] = g[c] * gelu_derivative(in[c]);
     }
-    k.narrow(out, x.cols, dx.dtype, true, row_ptr_mut(dx, r));
+    k.narrow(out, x.cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
   }
   return OCTET_STATUS_SUCCESS;
 }
@@ -479,12 +470,12 @@ int32_t accumulate_kernel(const octet_matrix_view* x, const octet_matrix_view* y
   for (int64_t r = 0; r < rows; ++r) {
     float* a = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
     float* b = a + cols;
-    k.widen(row_ptr(in, r), in.dtype, cols, a);
+    k.widen(element_ptr(in, r, 0), in.dtype, cols, a);
     if (accumulate != 0) {
-      k.widen(row_ptr(out, r), out.dtype, cols, b);
+      k.widen(element_ptr(out, r, 0), out.dtype, cols, b);
       for (int64_t c = 0; c < cols; ++c) a[c] = a[c] + b[c];
     }
-    k.narrow(a, cols, out.dtype, true, row_ptr_mut(out, r));
+    k.narrow(a, cols, out.dtype, true, element_ptr_mut(out, r, 0));
   }
   return OCTET_STATUS_SUCCESS;
 }
