@@ -30,30 +30,6 @@ std::vector<float> history_of(const octet_quantizer* q, size_t n) {
   return h;
 }
 
-std::vector<uint8_t> save(const octet_quantizer* q) {
-  size_t size = 0;
-  EXPECT_EQ(octet_quantizer_save(q, nullptr, 0, &size), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  std::vector<uint8_t> bytes(size);
-  EXPECT_EQ(octet_quantizer_save(q, bytes.data(), bytes.size(), &size), OCTET_STATUS_SUCCESS)
-      << octet_last_error_message();
-  return bytes;
-}
-
-// Whether a backend of that name is registered (plugin discovery included);
-// when the cpu plugin was built, it is loaded from its build path if the
-// default discovery did not find it.
-bool backend_registered(const char* name) {
-  size_t count = 0;
-  if (octet_backend_count(&count) != OCTET_STATUS_SUCCESS) return false;
-  for (size_t i = 0; i < count; ++i) {
-    octet_backend_info info{};
-    info.struct_size = sizeof(info);
-    if (octet_backend_get_info(i, &info) == OCTET_STATUS_SUCCESS && std::string(info.name) == name)
-      return info.available != 0;
-  }
-  return false;
-}
-
 bool cpu_backend_available() {
   if (backend_registered("cpu")) return true;
 #ifdef OCTET_CPU_PLUGIN_PATH

@@ -33,18 +33,6 @@ uint32_t bits(float f) {
   return b;
 }
 
-bool backend_registered(const char* name) {
-  size_t count = 0;
-  if (octet_backend_count(&count) != OCTET_STATUS_SUCCESS) return false;
-  for (size_t i = 0; i < count; ++i) {
-    octet_backend_info info{};
-    info.struct_size = sizeof(info);
-    if (octet_backend_get_info(i, &info) == OCTET_STATUS_SUCCESS && std::string(info.name) == name)
-      return info.available != 0;
-  }
-  return false;
-}
-
 bool load_backend(const char* name, const char* path) {
   if (backend_registered(name)) return true;
   if (path == nullptr) return false;
@@ -248,14 +236,6 @@ std::vector<Snapshot> steps_on(octet_context* ctx, octet_quantizer* q, int first
     out.push_back(snapshot(q));
   }
   return out;
-}
-
-std::vector<uint8_t> save(const octet_quantizer* q) {
-  size_t size = 0;
-  EXPECT_EQ(octet_quantizer_save(q, nullptr, 0, &size), OCTET_STATUS_SUCCESS);
-  std::vector<uint8_t> bytes(size);
-  EXPECT_EQ(octet_quantizer_save(q, bytes.data(), bytes.size(), &size), OCTET_STATUS_SUCCESS);
-  return bytes;
 }
 
 TEST(DeviceState, CheckpointRoundTripMidTrace) {

@@ -99,4 +99,25 @@ uint8_t fp8_encode_sat(float x, int32_t dtype) {
   return uint8_t(best | (std::signbit(x) ? 0x80 : 0));
 }
 
+std::vector<uint8_t> save(const octet_quantizer* q) {
+  size_t size = 0;
+  EXPECT_EQ(octet_quantizer_save(q, nullptr, 0, &size), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  std::vector<uint8_t> bytes(size);
+  EXPECT_EQ(octet_quantizer_save(q, bytes.data(), bytes.size(), &size), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  return bytes;
+}
+
+bool backend_registered(const char* name) {
+  size_t count = 0;
+  if (octet_backend_count(&count) != OCTET_STATUS_SUCCESS) return false;
+  for (size_t i = 0; i < count; ++i) {
+    octet_backend_info info{};
+    info.struct_size = sizeof(info);
+    if (octet_backend_get_info(i, &info) == OCTET_STATUS_SUCCESS && std::string(info.name) == name)
+      return info.available != 0;
+  }
+  return false;
+}
+
 }  // namespace recipes_test

@@ -42,4 +42,9 @@ double fp8_value(uint8_t code, int32_t dtype);
 uint8_t fp8_encode_sat(float x, int32_t dtype);
 float fp8_max(int32_t dtype);
 
+// octet_quantizer_save into a vector of the size it asks for.
+std::vector<uint8_t> save(const octet_quantizer* q);
+// Whether a backend of that name is registered and available.
+bool backend_registered(const char* name);
+
 }  // namespace recipes_test
