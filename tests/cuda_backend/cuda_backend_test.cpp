@@ -254,9 +254,11 @@ TEST_F(CudaBackendDevice, CapabilitiesFollowTheArchitecture) {
   ASSERT_TRUE(find_cuda(&info));
   EXPECT_EQ(info.memory_kind, OCTET_MEMORY_DEVICE);
   EXPECT_NE(std::string(info.device).find("(SM "), std::string::npos) << info.device;
-  const bool blackwell = probe().major >= 10;
-  EXPECT_EQ(info.native_columnwise, blackwell ? 1 : 0);
-  EXPECT_EQ(info.fp8_gemm_layouts, blackwell ? uint32_t(OCTET_GEMM_LAYOUT_ALL) : uint32_t(OCTET_GEMM_LAYOUT_TN));
+  // Every FP8 layout on SM 10.x/11.x; TN only on SM 9.x and 12.x (cuBLASLt's
+  // FP8 rule for Hopper and Blackwell GeForce), as arch.hpp says.
+  const bool all_layouts = probe().major == 10 || probe().major == 11;
+  EXPECT_EQ(info.native_columnwise, all_layouts ? 1 : 0);
+  EXPECT_EQ(info.fp8_gemm_layouts, all_layouts ? uint32_t(OCTET_GEMM_LAYOUT_ALL) : uint32_t(OCTET_GEMM_LAYOUT_TN));
   for (int32_t dtype : kAllDtypes) EXPECT_NE(info.dtypes & OCTET_DTYPE_BIT(dtype), 0u) << dtype;
   EXPECT_NE(info.features & OCTET_FEATURE_FUSED_CAST_TRANSPOSE, 0u);
   EXPECT_NE(info.features & OCTET_FEATURE_GEMM_FP8, 0u);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "arch.hpp"
 #include "checks.hpp"
 #include "context.hpp"
 #include "entries.hpp"
@@ -28,7 +29,7 @@ char g_device_name[320] = "no CUDA device";
 #define OCTET_CUDA_HOLDS(struct_size, type, field) \
   (offsetof(type, field) + sizeof(((type*)nullptr)->field) <= (struct_size))
 
-void fill_caps(octet_backend_caps* caps, bool blackwell_class) {
+void fill_caps(octet_backend_caps* caps, const ArchProfile& arch) {
   const size_t size = caps->struct_size;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, device)) caps->device = g_device_name;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
@@ -39,17 +40,29 @@ void fill_caps(octet_backend_caps* caps, bool blackwell_class) {
     // tensor cores, cuBLASLt's block-scaled FP8): on Hopper the exact kernel
     // would run it on CUDA cores, which no one should choose unknowingly.
     caps->scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
-                          (blackwell_class ? uint32_t(OCTET_SCALING_MXFP8_1X32) : 0u);
+                          (arch.mxfp8 ? uint32_t(OCTET_SCALING_MXFP8_1X32) : 0u);
   }
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = blackwell_class ? 1 : 0;
+  // TN-only architectures (SM 9.x, 12.x: arch.hpp) get TN copies from the core.
+  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = arch.fp8_all_layouts ? 1 : 0;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fp8_gemm_layouts)) {
-    caps->fp8_gemm_layouts = blackwell_class ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
+    caps->fp8_gemm_layouts = arch.fp8_all_layouts ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
   }
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, alignment)) caps->alignment = 256;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fused_cast_transpose)) caps->fused_cast_transpose = 1;
 }
 
 int32_t unavailable(const std::string& reason) { return report(OCTET_STATUS_UNAVAILABLE, reason); }
+
+// True unless src is ordinary pageable host memory (cudaMemoryTypeUnregistered),
+// i.e. when a cudaMemcpyAsync from it may still read it after returning.
+bool source_needs_wait(const void* src) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, src) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;  // unknown: be safe
+  }
+  return attributes.type != cudaMemoryTypeUnregistered;
+}
 
 int32_t cuda_initialize(const octet_host_services* host, octet_backend_caps* caps) {
   if (host == nullptr || caps == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
@@ -89,7 +102,7 @@ int32_t cuda_initialize(const octet_host_services* host, octet_backend_caps* cap
                                 cuda_error_text(error),
                                 "); rebuild with CMAKE_CUDA_ARCHITECTURES including its SM (e.g. 90a, 100a, 120a)"));
     }
-    fill_caps(caps, properties.major >= 10);
+    fill_caps(caps, arch_profile(properties.major));
     return OCTET_STATUS_SUCCESS;
   } catch (...) {
     return report(OCTET_STATUS_INTERNAL, "cuda initialize: unexpected exception");
@@ -149,9 +162,16 @@ int32_t cuda_copy_from_host(octet_backend_context* context, void* dst, const voi
     if (bytes == 0) return;
     require(dst != nullptr && src != nullptr, dst == nullptr ? "dst" : "src", " is NULL");
     bind(context, "copy_from_host");
-    // From pageable memory the copy has been staged when the call returns,
-    // so the caller may reuse src at once.
+    // From pageable memory the copy has been staged when cudaMemcpyAsync
+    // returns, so the caller may reuse src at once. From page-locked memory
+    // (cudaMallocHost, cudaHostRegister) or managed memory it is a DMA that
+    // runs when the stream gets there: wait for it, as the caller may
+    // overwrite or free src as soon as this returns (octet.h's copies are
+    // synchronous for the caller).
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream), "cudaMemcpyAsync (to device)");
+    if (source_needs_wait(src)) {
+      check_cuda(cudaStreamSynchronize(context->stream), "cudaStreamSynchronize after the copy from page-locked memory");
+    }
   });
 }
 

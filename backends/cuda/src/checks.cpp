@@ -1,5 +1,6 @@
 #include "checks.hpp"
 
+#include <cstdint>
 #include <cstring>
 
 #include "errors.hpp"
@@ -75,6 +76,12 @@ void check_view(const char* arg, const octet_matrix_view* view, uint32_t allowed
           " must have rows >= 0, cols >= 0 and ld >= cols (it has rows ", view->rows, ", cols ", view->cols, ", ld ",
           view->ld, ")");
   require(view->data != nullptr || view->rows == 0 || view->cols == 0, arg, ".data is NULL");
+  // A misaligned 2- or 4-byte load faults on the device
+  // (cudaErrorMisalignedAddress), a sticky error that ends the process's
+  // CUDA context: refuse it here instead.
+  const size_t width = dtype_bytes(view->dtype);
+  require(view->rows == 0 || view->cols == 0 || reinterpret_cast<uintptr_t>(view->data) % width == 0, arg, ".data (",
+          view->data, ") is not aligned to its ", width, "-byte ", dtype_label(view->dtype), " elements");
 }
 
 void check_same_shape(const octet_matrix_view& a, const octet_matrix_view& b, const char* names) {

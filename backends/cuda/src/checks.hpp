@@ -18,7 +18,7 @@ size_t dtype_bytes(int32_t dtype);  // 0 for unknown dtypes
 const char* dtype_label(int32_t dtype);
 
 // dtype in `allowed` (named `allowed_names`), rows, cols >= 0, ld >= cols,
-// data present when not empty.
+// data present and aligned to the element size when not empty.
 void check_view(const char* arg, const octet_matrix_view* view, uint32_t allowed, const char* allowed_names);
 void check_same_shape(const octet_matrix_view& a, const octet_matrix_view& b, const char* names);
 

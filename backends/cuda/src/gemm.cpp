@@ -31,7 +31,8 @@
 //   2. acc = alpha * sa * sb * P Q into an FP32 workspace by cuBLASLt, then
 //      the exact epilogue kernel (beta * D, bias, GELU, rounding to D).
 //   3. the scalar kernel in the reference's order (ragged leading dimensions,
-//      E5M2 x E5M2, mixed high-precision inputs, K = 0, misaligned data).
+//      E5M2 x E5M2, mixed high-precision inputs, K = 0, misaligned data,
+//      high-precision operands with scale_inv pointers: gemm_paths.hpp).
 #include <octet/octet_backend.h>
 
 #include <cublasLt.h>
@@ -40,9 +41,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "arch.hpp"
 #include "checks.hpp"
 #include "context.hpp"
 #include "errors.hpp"
+#include "gemm_paths.hpp"
 #include "kernels.hpp"
 
 namespace octet_cuda {
@@ -268,16 +271,15 @@ void check_gemm_args(const octet_gemm_args& args, bool& fp8) {
 void run_gemm(octet_backend_context* context, const octet_gemm_args& args) {
   bool fp8 = false;
   check_gemm_args(args, fp8);
-  if (fp8 && device_info().major == 9 && (args.trans_a != 0 || args.trans_b != 0)) {
-    fail(OCTET_STATUS_UNSUPPORTED, "FP8 GEMM layout ", layout_name(args.trans_a, args.trans_b),
-         " is not supported on SM 9.x: Hopper runs FP8 GEMMs in the TN layout only (both operands K-contiguous, "
-         "trans_a = trans_b = 0)");
+  if (fp8 && !arch_profile(device_info().major).fp8_all_layouts && (args.trans_a != 0 || args.trans_b != 0)) {
+    fail(OCTET_STATUS_UNSUPPORTED, "FP8 GEMM layout ", layout_name(args.trans_a, args.trans_b), " is not supported on SM ",
+         device_info().major, ".", device_info().minor,
+         ": cuBLASLt runs FP8 GEMMs there in the TN layout only (both operands K-contiguous, trans_a = trans_b = 0; "
+         "caps.fp8_gemm_layouts = TN)");
   }
   if (args.m == 0 || args.n == 0) return;
 
-  const bool lt_eligible = args.k > 0 && (!fp8 || !(args.a.dtype == OCTET_DTYPE_E5M2 && args.b.dtype == OCTET_DTYPE_E5M2)) &&
-                           (fp8 || args.a.dtype == args.b.dtype);
-  if (lt_eligible) {
+  if (cublaslt_eligible(args, fp8)) {
     const Plan plan = plan_of(args, fp8);
     const uint64_t m = uint64_t(args.m), n = uint64_t(args.n);
     // Path 1: everything in one cuBLASLt call.

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "errors.hpp"
 
 namespace octet_cuda {
@@ -16,6 +18,9 @@ size_t Pool::rounded(size_t bytes) {
 
 void* Pool::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
+  // rounded() would wrap around to a small size (0 for SIZE_MAX): no device
+  // has half the address space.
+  if (bytes > (SIZE_MAX >> 1)) fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of device memory");
   const size_t size = rounded(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   // Reuse a free block of exactly this size, or one at most twice as large.
