@@ -22,6 +22,14 @@ void autocast_note_use(ContextState& ctx, const std::shared_ptr<QuantizerState>&
     ctx.autocast_used.push_back(q);
 }
 
+bool has_communicator(const ContextState& ctx) { return ctx.communicator.allreduce_max != nullptr; }
+
+void communicator_allreduce_max(const ContextState& ctx, float* values, size_t count, const char* consequence) {
+  const octet_status s = ctx.communicator.allreduce_max(values, count, ctx.communicator.user_data);
+  if (s != OCTET_STATUS_SUCCESS)
+    fail(s, "the communicator's allreduce_max returned ", octet_status_name(s), "; ", consequence);
+}
+
 namespace {
 
 // The end-of-step work of the outermost scope. All or nothing: the reduced
@@ -47,7 +55,7 @@ void finish_step(ContextState& ctx, const std::vector<std::shared_ptr<QuantizerS
     Entry e{q.get(), r, q->resident != nullptr && !update_needs_host(*r), r->delayed.reduce_amax != 0, 0.0f, {}};
     entries.push_back(std::move(e));
   }
-  const bool reducing = ctx.communicator.struct_size != 0 && ctx.communicator.allreduce_max != nullptr;
+  const bool reducing = has_communicator(ctx);
   // Host copies: every host-path quantizer, and the amax of every reduced
   // one (a download leaves the device the truth: nothing changes yet).
   for (Entry& e : entries) {
@@ -65,10 +73,7 @@ void finish_step(ContextState& ctx, const std::vector<std::shared_ptr<QuantizerS
     for (const Entry& e : entries)
       if (e.reduced) amaxes.push_back(e.amax);
     if (!amaxes.empty()) {
-      octet_status s = ctx.communicator.allreduce_max(amaxes.data(), amaxes.size(), ctx.communicator.user_data);
-      if (s != OCTET_STATUS_SUCCESS)
-        fail(s, "the communicator's allreduce_max returned ", octet_status_name(s),
-             "; the scope is closed but no scale was updated");
+      communicator_allreduce_max(ctx, amaxes.data(), amaxes.size(), "the scope is closed but no scale was updated");
       size_t k = 0;
       for (Entry& e : entries) {
         if (!e.reduced) continue;

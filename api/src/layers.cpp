@@ -387,7 +387,7 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
       const std::shared_ptr<QuantizerState>& q = quantizer(u, OCTET_ROLE_GRADIENT);
       const UsedScale scale = quantizer_prepare(ctx, *q, *r, dy, t->state);
       sums = bias_sums(ctx, dy, &qa);
-      quantizer_commit(*ctx, q, r, t->state, scale, nullptr);
+      quantizer_commit(ctx, q, r, t->state, scale, nullptr);
       dy_q = t;
     } else {
       if (bias != nullptr) sums = bias_sums(ctx, dy, nullptr);
@@ -505,7 +505,7 @@ NormOut norm_forward(LayerState& L, const Precision& p, bool training, const Ten
     }
   }
   call_backend(c, "norm_forward", [&] { return c.api().norm_forward(c.handle, &a); });
-  if (q) quantizer_commit(*ctx, quantizer(u, OCTET_ROLE_INPUT), p.recipe, q->state, scale, nullptr);
+  if (q) quantizer_commit(ctx, quantizer(u, OCTET_ROLE_INPUT), p.recipe, q->state, scale, nullptr);
   out.input.hp = &out.y->state;
   out.input.owned = out.y;
   out.input.quantized = q;

@@ -295,9 +295,6 @@ extern "C" OCTET_API octet_status(octet_gemm_options_init)(octet_gemm_options* o
 
 extern "C" OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options, size_t struct_size) {
   return guarded("octet_gemm_options_init_sized", [&] {
-    require(options != nullptr, "argument 'options' is NULL");
-    require(struct_size >= offsetof(octet_gemm_options, trans_a), "argument 'struct_size' (", struct_size,
-            ") cannot hold even octet_gemm_options.struct_size");
-    write_defaults(gemm_defaults(), options, struct_size);
+    init_sized(options, gemm_defaults(), struct_size);
   });
 }

@@ -119,6 +119,20 @@ void resize_history_anywhere(QuantizerState& q, size_t length) {
   push_host_write(q);
 }
 
+namespace {
+
+// Current scaling with reduce_amax: the amax every process uses.
+bool reduces_amax(const ContextState& ctx, const RecipeState& r) {
+  return r.kind == OCTET_RECIPE_CURRENT && r.current.reduce_amax != 0 && has_communicator(ctx);
+}
+
+float allreduce_amax(const ContextState& ctx, float amax) {
+  communicator_allreduce_max(ctx, &amax, 1, "nothing was quantized and the quantizer is unchanged");
+  return amax;
+}
+
+}  // namespace
+
 UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, QuantizerState& q, const RecipeState& r,
                             const TensorState& in, TensorState& out) {
   const ContextState& ctx = *context;
@@ -126,15 +140,30 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
   if (r.per_tensor() && device_path(ctx, r)) {
     used.on_device = true;
     if (r.kind == OCTET_RECIPE_DELAYED) {
-      make_resident(q, context, size_t(r.delayed.amax_history_len));
-      // [scale, scale_inv] of the state into the tensor's SCALE, SCALE_INV.
-      copy_floats(ctx, static_cast<const float*>(q.resident->state.data()), out.scalar(kScale), 2);
+      // [scale, scale_inv] into the tensor's SCALE, SCALE_INV: from the
+      // state when it is resident here (whatever its history length, which
+      // the commit adjusts), else from the host.
+      if (q.resident && q.resident->ctx.get() == context.get()) {
+        copy_floats(ctx, static_cast<const float*>(q.resident->state.data()), out.scalar(kScale), 2);
+      } else {
+        sync_host(q);
+        const float pair[2] = {q.scale, q.scale_inv};
+        out.scalars.copy_from_host(pair, sizeof pair, sizeof(float) * kScale);
+      }
       return used;
     }
-    make_resident(q, context, 1);
     require_entry(ctx, ctx.api().amax != nullptr, "amax");
     octet_matrix_view view = in.rowwise_view();
     call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, out.scalar(kAmax)); });
+    if (reduces_amax(ctx, r)) {
+      // The one host round trip of this path: the communicator works on
+      // host floats.
+      float amax = 0.0f;
+      out.scalars.copy_to_host(&amax, sizeof amax, sizeof(float) * kAmax);
+      used.amax_reduced = true;
+      used.reduced_amax = allreduce_amax(ctx, amax);
+      out.scalars.copy_from_host(&used.reduced_amax, sizeof(float), sizeof(float) * kAmax);
+    }
     octet_scale_from_amax_args a{};
     a.struct_size = sizeof(a);
     a.amax = out.scalar(kAmax);
@@ -150,33 +179,42 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
   if (!r.per_tensor()) return used;  // block recipes: scales per block, from the data
   used.host = q.scale;
   if (r.kind == OCTET_RECIPE_STATIC) used.host = r.fixed.scale;
-  if (r.kind == OCTET_RECIPE_CURRENT)
-    used.host = current_scale(amax_on_backend(context, in), fp8_max_of(out.dtype), r.current.amax_epsilon,
-                              r.current.power_of_two_scales != 0);
+  if (r.kind == OCTET_RECIPE_CURRENT) {
+    float amax = amax_on_backend(context, in);
+    if (reduces_amax(ctx, r)) {
+      used.amax_reduced = true;
+      used.reduced_amax = amax = allreduce_amax(ctx, amax);
+    }
+    used.host = current_scale(amax, fp8_max_of(out.dtype), r.current.amax_epsilon, r.current.power_of_two_scales != 0);
+  }
   out.scalars.copy_from_host(&used.host, sizeof(float), sizeof(float) * kScale);
   return used;
 }
 
-void quantizer_commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& state,
+void quantizer_commit(const std::shared_ptr<ContextState>& context, const std::shared_ptr<QuantizerState>& state,
                       const std::shared_ptr<const RecipeState>& recipe, const TensorState& out, const UsedScale& used,
                       const octet_quantize_stats* observed) {
   QuantizerState& q = *state;
   const RecipeState& r = *recipe;
   if (used.on_device) {
-    const ContextState& home = *q.resident->ctx;
-    float* device_state = static_cast<float*>(q.resident->state.data());
+    const ContextState& ctx = *context;
     if (r.kind == OCTET_RECIPE_DELAYED) {
-      float* slot = device_state + 2 + q.current;
-      call_backend(home, "amax_record", [&] { return home.api().amax_record(home.handle, out.scalar(kAmax), slot); });
+      make_resident(q, context, size_t(r.delayed.amax_history_len));
+      float* slot = static_cast<float*>(q.resident->state.data()) + 2 + q.current;
+      call_backend(ctx, "amax_record", [&] { return ctx.api().amax_record(ctx.handle, out.scalar(kAmax), slot); });
     } else {
       // Current scaling keeps no history: [scale, scale_inv, amax] of the
-      // tensor is the state [scale, scale_inv, history[0]].
-      copy_floats(home, out.scalar(kScale), device_state, 3);
+      // tensor is the state [scale, scale_inv, history[0]]; with a reduced
+      // amax, that one is history[0].
+      make_resident(q, context, 1);
+      float* device_state = static_cast<float*>(q.resident->state.data());
+      copy_floats(ctx, out.scalar(kScale), device_state, used.amax_reduced ? 2 : 3);
+      if (used.amax_reduced) q.resident->state.copy_from_host(&used.reduced_amax, sizeof(float), sizeof(float) * 2);
     }
     q.host_current = false;
   } else {
-    float amax = 0.0f;
-    out.scalars.copy_to_host(&amax, sizeof(amax), sizeof(float) * kAmax);
+    float amax = used.reduced_amax;
+    if (!used.amax_reduced) out.scalars.copy_to_host(&amax, sizeof(amax), sizeof(float) * kAmax);
     if (r.kind == OCTET_RECIPE_DELAYED) {
       q.resize_history(size_t(r.delayed.amax_history_len));
       q.record(amax);
@@ -195,7 +233,7 @@ void quantizer_commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& 
     q.observed_total += observed->total_count;
   }
   q.last_recipe = recipe;
-  autocast_note_use(ctx, state);
+  autocast_note_use(*context, state);
 }
 
 UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
@@ -208,7 +246,7 @@ UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::
   quantize_into(ctx, in, out, usages, saturate, r->block_params(),
                 (stats != nullptr || observe) ? &collected : nullptr);
   // Committed only once the quantize succeeded.
-  quantizer_commit(*ctx, q, r, out, used, observe ? &collected : nullptr);
+  quantizer_commit(ctx, q, r, out, used, observe ? &collected : nullptr);
   if (stats != nullptr) *stats = collected;
   return used;
 }

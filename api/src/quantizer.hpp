@@ -78,19 +78,28 @@ void resize_history_anywhere(QuantizerState& q, size_t length);
 struct UsedScale {
   bool on_device = false;
   float host = 1.0f;
+  // Current scaling with reduce_amax and a communicator: the scale came from
+  // this all-reduced amax, which the quantizer records instead of the
+  // tensor's own (the output's AMAX stays the tensor's own).
+  bool amax_reduced = false;
+  float reduced_amax = 0.0f;
 };
 
 // Phase 1: puts the scale this quantize uses into out's SCALE (per-tensor
 // recipes; block recipes compute theirs from the data). Current scaling
-// computes it from `in`. On a backend with the scaling entries, delayed and
-// current scaling run on the device (the state becomes resident there).
+// computes it from `in` (all-reducing the amax first when its recipe has
+// reduce_amax and the context a communicator). Changes no quantizer state
+// beyond moving it to the host: a failure between the phases leaves the
+// quantizer as it was.
 UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& ctx, QuantizerState& q, const RecipeState& r,
                             const TensorState& in, TensorState& out);
 // Phase 2, after the kernel that wrote out's codes, SCALE_INV and AMAX
 // succeeded: records the quantize in the quantizer (amax into the history,
 // the scale, the observation counts of a static recipe with observe = 1)
-// and notes the quantizer in the open autocast scope.
-void quantizer_commit(ContextState& ctx, const std::shared_ptr<QuantizerState>& q,
+// and notes the quantizer in the open autocast scope. On a backend with the
+// scaling entries, delayed and current scaling keep the state there
+// (resident on `ctx`, its history resized to the recipe's here).
+void quantizer_commit(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
                       const std::shared_ptr<const RecipeState>& r, const TensorState& out, const UsedScale& used,
                       const octet_quantize_stats* observed);
 // Both phases around quantize_into: the one quantize-through-a-quantizer of

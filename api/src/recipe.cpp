@@ -3,6 +3,7 @@
 #include "recipe.hpp"
 
 #include <cmath>
+#include <cstddef>
 
 namespace octet::core {
 namespace {
@@ -149,8 +150,21 @@ extern "C" {
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options) {
   return guarded("octet_delayed_scaling_options_init", [&] { init(options, delayed_defaults()); });
 }
-OCTET_API octet_status octet_current_scaling_options_init(octet_current_scaling_options* options) {
-  return guarded("octet_current_scaling_options_init", [&] { init(options, current_defaults()); });
+// The struct as ABI 1.1-1.4 callers know it: it ends where the 1.5 fields
+// begin (after its tail padding, reserved_padding). The unsized symbol must
+// never write past that.
+constexpr size_t kCurrentOptionsSize14 = offsetof(octet_current_scaling_options, reduce_amax);
+
+OCTET_API octet_status(octet_current_scaling_options_init)(octet_current_scaling_options* options) {
+  return guarded("octet_current_scaling_options_init", [&] {
+    require(options != nullptr, "argument 'options' is NULL");
+    write_defaults(current_defaults(), options, kCurrentOptionsSize14);
+  });
+}
+OCTET_API octet_status octet_current_scaling_options_init_sized(octet_current_scaling_options* options,
+                                                                size_t struct_size) {
+  return guarded("octet_current_scaling_options_init_sized",
+                 [&] { init_sized(options, current_defaults(), struct_size); });
 }
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options) {
   return guarded("octet_static_scaling_options_init", [&] { init(options, static_defaults()); });
@@ -180,6 +194,7 @@ OCTET_API octet_status octet_recipe_create_current(const octet_current_scaling_o
     require_format(o.format);
     require_epsilon(o.amax_epsilon);
     require_flag(o.power_of_two_scales, "power_of_two_scales");
+    require_flag(o.reduce_amax, "reduce_amax");
     create(recipe, [&](RecipeState& r) {
       r.kind = OCTET_RECIPE_CURRENT;
       r.format = o.format;

@@ -47,4 +47,13 @@ void write_defaults(T defaults, T* out, size_t size) {
   std::memcpy(out, &defaults, defaults.struct_size);
 }
 
+// The body of an _init_sized function: the caller says how large its struct
+// is (its sizeof), so an older caller's shorter struct is never overrun.
+template <typename T>
+void init_sized(T* out, T defaults, size_t size) {
+  require(out != nullptr, "argument 'options' is NULL");
+  require(size >= sizeof(size_t), "argument 'struct_size' (", size, ") cannot hold even the struct_size field");
+  write_defaults(defaults, out, size);
+}
+
 }  // namespace octet::core

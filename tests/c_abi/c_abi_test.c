@@ -399,7 +399,17 @@ typedef struct {
   int32_t epilogue;
 } gemm_args_abi12;
 
+typedef struct {
+  size_t struct_size;
+  int32_t format;
+  float amax_epsilon;
+  int32_t power_of_two_scales;
+} current_scaling_options_abi14;
+
 static void check_appended_fields_start_past_old_sizes(void) {
+  CHECK(offsetof(octet_current_scaling_options, reduce_amax) >= sizeof(current_scaling_options_abi14));
+  CHECK(offsetof(octet_current_scaling_options, power_of_two_scales) ==
+        offsetof(current_scaling_options_abi14, power_of_two_scales));
   CHECK(offsetof(octet_gemm_options, fast_accumulation) >= sizeof(gemm_options_abi13));
   CHECK(offsetof(octet_gemm_options, epilogue) == offsetof(gemm_options_abi13, epilogue));
   CHECK(offsetof(octet_backend_caps, fp8_gemm_output) >= sizeof(backend_caps_abi12));

@@ -10,6 +10,8 @@
 //    and all ranks hold bit-identical scales (gathered and compared);
 //  - quantizers with reduce_amax = 0 hold the scale from their LOCAL history,
 //    and ranks differ exactly where their local windows differ.
+// Then current scaling with and without reduce_amax: each quantize's scale
+// is fp8_max over the global (resp. local) amax of that very tensor.
 // Each rank generates every rank's data deterministically, so expectations
 // need no communication. Exit status 0 on every rank means success.
 #include <mpi.h>
@@ -289,6 +291,48 @@ int main(int argc, char** argv) {
   quantize(ctx, qs[3], data(g_rank, kSteps, 3));
   OK(octet_autocast_end(ctx));
   CHECK(world.counts.size() == before, "a scope without reduced quantizers called the communicator");
+
+  // Current scaling with reduce_amax = 1 (docs/recipes.md, "Current scaling
+  // across processes"): each quantize all-reduces this tensor's amax, so
+  // every rank quantizes with fp8_max / (max over ranks); with 0, its own.
+  for (int reduce = 0; reduce <= 1; ++reduce) {
+    octet_current_scaling_options cu;
+    OK(octet_current_scaling_options_init(&cu));
+    cu.format = OCTET_FORMAT_HYBRID;
+    cu.reduce_amax = reduce;
+    octet_recipe* current = nullptr;
+    OK(octet_recipe_create_current(&cu, &current));
+    Tracked t;
+    t.role = OCTET_ROLE_GRADIENT;
+    OK(octet_quantizer_create(current, t.role, &t.q));
+    for (int step = 0; step < kSteps; ++step) {
+      const size_t calls_before = world.counts.size();
+      const float used = quantize(ctx, t, data(g_rank, step, 7));
+      float global = 0.0f;
+      for (int r = 0; r < size; ++r) global = std::max(global, peak(r, step, 7));
+      const float want = t.fp8_max() / (reduce ? global : peak(g_rank, step, 7));
+      CHECK(used == want, "current, reduce_amax %d, step %d: scale %.9g, expected %.9g", reduce, step,
+            double(used), double(want));
+      CHECK(world.counts.size() == calls_before + size_t(reduce), "current, reduce_amax %d: %zu calls", reduce,
+            world.counts.size() - calls_before);
+      if (reduce) CHECK(world.counts.back() == 1u, "current: reduced %zu amaxes in one call", world.counts.back());
+      const uint32_t mine = bits(used);
+      std::vector<uint32_t> all(static_cast<size_t>(size));
+      MPI_Allgather(&mine, 1, MPI_UINT32_T, all.data(), 1, MPI_UINT32_T, MPI_COMM_WORLD);
+      for (int r = 0; r < size; ++r) {
+        const uint32_t theirs = bits(t.fp8_max() / (reduce ? global : peak(r, step, 7)));
+        CHECK(all[size_t(r)] == theirs, "current, reduce_amax %d, step %d: rank %d's scale", reduce, step, r);
+      }
+      CHECK(bits(info_of(t.q).amax) == bits(reduce ? global : peak(g_rank, step, 7)),
+            "current, reduce_amax %d, step %d: recorded amax %.9g", reduce, step, double(info_of(t.q).amax));
+    }
+    octet_quantizer_destroy(t.q);
+    octet_recipe_destroy(current);
+  }
+  // The data tells local from global: on some step the ranks' peaks differ.
+  bool differ = false;
+  for (int step = 0; step < kSteps; ++step) differ = differ || peak(0, step, 7) != peak(1, step, 7);
+  CHECK(differ, "test data: the ranks' peaks of tensor 7 never differ");
 
   for (Tracked& t : qs) octet_quantizer_destroy(t.q);
   octet_recipe_destroy(reduced);

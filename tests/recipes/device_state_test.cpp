@@ -33,13 +33,6 @@ uint32_t bits(float f) {
   return b;
 }
 
-bool load_backend(const char* name, const char* path) {
-  if (backend_registered(name)) return true;
-  if (path == nullptr) return false;
-  octet_backend_load(path);
-  return backend_registered(name);
-}
-
 bool cpu_available() {
 #ifdef OCTET_CPU_PLUGIN_PATH
   return load_backend("cpu", OCTET_CPU_PLUGIN_PATH);

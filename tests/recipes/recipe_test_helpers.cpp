@@ -120,4 +120,11 @@ bool backend_registered(const char* name) {
   return false;
 }
 
+bool load_backend(const char* name, const char* path) {
+  if (backend_registered(name)) return true;
+  if (path == nullptr) return false;
+  octet_backend_load(path);
+  return backend_registered(name);
+}
+
 }  // namespace recipes_test

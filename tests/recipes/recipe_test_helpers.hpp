@@ -46,5 +46,8 @@ float fp8_max(int32_t dtype);
 std::vector<uint8_t> save(const octet_quantizer* q);
 // Whether a backend of that name is registered and available.
 bool backend_registered(const char* name);
+// Registered and available, loading the plugin at `path` (may be NULL) if
+// it is not yet.
+bool load_backend(const char* name, const char* path);
 
 }  // namespace recipes_test

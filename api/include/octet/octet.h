@@ -52,7 +52,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 4
+#define OCTET_ABI_MINOR 5
 
 typedef struct octet_version {
   uint32_t major;
@@ -639,12 +639,23 @@ typedef struct octet_delayed_scaling_options {
                                   context's communicator before an update */
 } octet_delayed_scaling_options;
 
-/* Current scaling. Defaults: format HYBRID, amax_epsilon 0, power_of_two 0. */
+/* Current scaling. Defaults: format HYBRID, amax_epsilon 0, power_of_two 0,
+ * reduce_amax 0. */
 typedef struct octet_current_scaling_options {
   size_t struct_size;
   int32_t format;              /* E4M3, E5M2 or HYBRID */
   float amax_epsilon;          /* >= 0: amax = max(amax, epsilon) */
   int32_t power_of_two_scales; /* 1: round the scale down to a power of two */
+  /* ABI 1.5. New fields start past the 1.1-1.4 struct's size (24 bytes on
+   * LP64), never in its tail padding, which older callers leave unset. */
+  int32_t reserved_padding;    /* ignored */
+  int32_t reduce_amax;         /* 1: before each quantize, all-reduce (MAX) the
+                                  tensor's amax through the context's
+                                  communicator (if one is set), so every
+                                  process uses the same scale: one
+                                  allreduce_max call of count 1 per quantize,
+                                  which every process must make in the same
+                                  order (docs/recipes.md) */
 } octet_current_scaling_options;
 
 /* Static scaling (the clip path). Defaults: format HYBRID, scale 1,
@@ -679,10 +690,20 @@ typedef struct octet_block_scaling_options {
 
 /* Fill *options with the defaults (struct_size set to sizeof). */
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
-OCTET_API octet_status octet_current_scaling_options_init(octet_current_scaling_options* options);
+OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scaling_options* options);
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
 OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options);
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options);
+
+/* The exported octet_current_scaling_options_init (ABI 1.1) writes the
+ * 1.1-1.4 struct only, for binaries built before 1.5; code compiled against
+ * this header calls the sized form (ABI 1.5), which writes min(struct_size,
+ * the library's size) bytes, through the macro below (docs/abi.md, "Growing
+ * a struct that has an _init"). */
+OCTET_API octet_status octet_current_scaling_options_init_sized(octet_current_scaling_options* options,
+                                                                size_t struct_size);
+#define octet_current_scaling_options_init(options) \
+  octet_current_scaling_options_init_sized((options), sizeof(*(options)))
 
 /* options NULL: the defaults. A bad option gives INVALID_ARGUMENT naming it. */
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options,

@@ -191,6 +191,8 @@ class CurrentScalingOptions(_c.Structure):
         ("format", _i32),
         ("amax_epsilon", _f32),
         ("power_of_two_scales", _i32),
+        ("reserved_padding", _i32),  # ABI 1.5
+        ("reduce_amax", _i32),
     ]
 
 
@@ -241,7 +243,7 @@ INIT_FUNCTIONS = [
     (QuantizeOptions, "octet_quantize_options_init"),
     (GemmOptions, "octet_gemm_options_init_sized"),
     (DelayedScalingOptions, "octet_delayed_scaling_options_init"),
-    (CurrentScalingOptions, "octet_current_scaling_options_init"),
+    (CurrentScalingOptions, "octet_current_scaling_options_init_sized"),
     (LinearOptions, "octet_linear_options_init"),
 ]
 
@@ -280,6 +282,7 @@ SIGNATURES = {
     "octet_gemm": (_i32, [_p, _p, _p, _p, _P(GemmOptions)]),
     "octet_delayed_scaling_options_init": (_i32, [_P(DelayedScalingOptions)]),
     "octet_current_scaling_options_init": (_i32, [_P(CurrentScalingOptions)]),
+    "octet_current_scaling_options_init_sized": (_i32, [_P(CurrentScalingOptions), _sz]),
     "octet_recipe_create_delayed": (_i32, [_P(DelayedScalingOptions), _P(_p)]),
     "octet_recipe_create_current": (_i32, [_P(CurrentScalingOptions), _P(_p)]),
     "octet_recipe_destroy": (None, [_p]),
@@ -367,7 +370,7 @@ class Library:
         room = max(_c.sizeof(cls), 1024)
         buf = (_c.c_ubyte * room)()
         s = cls.from_buffer(buf)  # keeps buf alive
-        if init_name.endswith("_sized"):  # ABI 1.4: told the room it may fill
+        if init_name.endswith("_sized"):  # ABI 1.4+: told the room it may fill
             self.call(init_name, _c.byref(s), room)
         else:
             self.call(init_name, _c.byref(s))

@@ -450,7 +450,7 @@ def test_linear_step_through_the_declarations(lib, kind):
     t, k, n = 4, 8, 6
     rec = ctypes.c_void_p()
     if kind == "current":
-        o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init")
+        o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init_sized")
         assert o.format == A.FORMAT_HYBRID and o.amax_epsilon == 0.0
         lib.call("octet_recipe_create_current", ctypes.byref(o), ctypes.byref(rec))
     else:
