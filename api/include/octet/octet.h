@@ -736,12 +736,15 @@ OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, in
 /* Quantizers: scaling state of one tensor role (ABI 1.1)                    */
 /* ------------------------------------------------------------------------ */
 
-/* A quantizer holds, on the host, the state of one role: amax history,
- * scale, scale_inv, update count, and (static recipe) observations. It is
- * not tied to a context: its state is portable across backends. Recipe
- * NULL: the quantizer follows the innermost autocast scope of the context it
- * quantizes on (and fails outside any scope). The recipe's delayed-scaling
- * update is computed by the core on the host (a few floats per quantizer). */
+/* A quantizer holds the state of one role: amax history, scale, scale_inv,
+ * update count, and (static recipe) observations. It is not tied to a
+ * context: its state is portable across backends. Recipe NULL: the
+ * quantizer follows the innermost autocast scope of the context it
+ * quantizes on (and fails outside any scope). Delayed and current scaling
+ * keep the state, and run the scale update, in the backend's memory where
+ * the backend has the scaling kernels (the reference, cuda), else on the
+ * host; reads and writes through these functions see the same values either
+ * way (docs/recipes.md, "Where the scaling state lives"). */
 typedef struct octet_quantizer octet_quantizer;
 
 OCTET_API octet_status octet_quantizer_create(const octet_recipe* recipe, int32_t role,
@@ -750,7 +753,8 @@ OCTET_API void octet_quantizer_destroy(octet_quantizer* quantizer);
 
 /* Quantizes input into output with the quantizer's recipe: delayed and
  * static use the stored scale; current scaling computes the scale from the
- * input's amax first; MXFP8 and block recipes scale per block. The output's
+ * input's amax first (all-reduced across processes with reduce_amax and a
+ * communicator); MXFP8 and block recipes scale per block. The output's
  * dtype and scaling mode must be those of octet_recipe_tensor_format. The
  * input's amax is recorded (delayed: into the current history slot, as the
  * max with what the step recorded so far). stats may be NULL. */
