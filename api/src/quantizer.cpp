@@ -152,17 +152,17 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
       }
       return used;
     }
-    require_entry(ctx, ctx.api().amax != nullptr, "amax");
-    octet_matrix_view view = in.rowwise_view();
-    call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, out.scalar(kAmax)); });
     if (reduces_amax(ctx, r)) {
-      // The one host round trip of this path: the communicator works on
-      // host floats.
-      float amax = 0.0f;
-      out.scalars.copy_to_host(&amax, sizeof amax, sizeof(float) * kAmax);
+      // The one host round trip of this path (the communicator works on host
+      // floats), done before `out` is touched: a failing communicator
+      // leaves the output as it was.
       used.amax_reduced = true;
-      used.reduced_amax = allreduce_amax(ctx, amax);
+      used.reduced_amax = allreduce_amax(ctx, amax_on_backend(context, in));
       out.scalars.copy_from_host(&used.reduced_amax, sizeof(float), sizeof(float) * kAmax);
+    } else {
+      require_entry(ctx, ctx.api().amax != nullptr, "amax");
+      octet_matrix_view view = in.rowwise_view();
+      call_backend(ctx, "amax", [&] { return ctx.api().amax(ctx.handle, &view, out.scalar(kAmax)); });
     }
     octet_scale_from_amax_args a{};
     a.struct_size = sizeof(a);

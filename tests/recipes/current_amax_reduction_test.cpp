@@ -223,9 +223,19 @@ TEST(CurrentAmaxReduction, AFailingCommunicatorChangesNothingInTheQuantizer) {
     world.fail_with = OCTET_STATUS_BACKEND_ERROR;
     set_world(ctx.get(), &world);
     ASSERT_EQ(octet_autocast_begin(ctx.get(), current.get()), OCTET_STATUS_SUCCESS);
+    const std::vector<uint8_t> codes_before = read_bytes(out.get(), OCTET_COMPONENT_DATA, 4);
+    std::vector<float> scalars_before;
+    for (int32_t c : {OCTET_COMPONENT_SCALE, OCTET_COMPONENT_SCALE_INV, OCTET_COMPONENT_AMAX})
+      scalars_before.push_back(read_floats(out.get(), c, 1)[0]);
     EXPECT_EQ(octet_quantizer_quantize(ctx.get(), q.get(), in.get(), out.get(), nullptr, nullptr),
               OCTET_STATUS_BACKEND_ERROR)
         << backend;
+    // The output is untouched (octet.h's rule for failures).
+    EXPECT_EQ(read_bytes(out.get(), OCTET_COMPONENT_DATA, 4), codes_before) << backend;
+    std::vector<float> scalars_after;
+    for (int32_t c : {OCTET_COMPONENT_SCALE, OCTET_COMPONENT_SCALE_INV, OCTET_COMPONENT_AMAX})
+      scalars_after.push_back(read_floats(out.get(), c, 1)[0]);
+    EXPECT_EQ(scalars_after, scalars_before) << backend;
     const std::string message = octet_last_error_message();
     EXPECT_NE(message.find("allreduce_max"), std::string::npos) << message;
     EXPECT_NE(message.find("OCTET_STATUS_BACKEND_ERROR"), std::string::npos) << message;
