@@ -1,0 +1,401 @@
+"""Core of the package: errors, codecs, backends, tensors and contexts.
+
+Re-exported by octet/__init__.py; see there for an overview.
+"""
+
+import ctypes as _c
+import threading as _threading
+import weakref as _weakref
+
+import numpy as _np
+
+from . import _lib
+from ._lib import lib as _libc
+
+FP32, BF16, FP16, E4M3, E5M2, E8M0 = 1, 2, 3, 10, 12, 14
+ROWWISE, COLUMNWISE, BOTH = 1, 2, 3
+DATA, COLUMNWISE_DATA, SCALE, SCALE_INV, AMAX = 0, 1, 2, 3, 4
+ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV = 5, 6
+# Scaling modes of a quantized tensor (octet_tensor_desc.scaling_mode).
+SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
+_MEMORY_CATEGORY_COUNT = 5
+_PROFILES = {"native": 0, "hopper-like": 1, "blackwell-like": 2}
+# Host representation of each dtype: FP8 and BF16 as raw codes.
+_NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8}
+
+
+class OctetError(RuntimeError):
+    """A failed Octet call: .status (int), .status_name and the message."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = _libc.octet_status_name(status).decode()
+        super().__init__(f"{self.status_name}: {message}")
+
+
+# A Python exception raised inside a callback the library called (a recipe's
+# amax/scale callback, a communicator) cannot cross the C frames: the
+# callback returns a non-success status instead and parks the exception
+# here, and the _check of the C call that failed chains it (__cause__).
+_callback_errors = _threading.local()
+
+# What a callback returns when the Python code raised (an OctetError raised
+# by the callback returns its own status).
+_CALLBACK_FAILURE_STATUS = 5  # OCTET_STATUS_BACKEND_ERROR
+
+
+def _callback_failed(exc):
+    """Records exc (raised by a Python callback) and returns the status the
+    callback hands back to the library."""
+    _callback_errors.pending = exc
+    if isinstance(exc, OctetError):
+        return exc.status
+    return _CALLBACK_FAILURE_STATUS
+
+
+def _check(status):
+    pending = getattr(_callback_errors, "pending", None)
+    _callback_errors.pending = None
+    if status != 0:
+        message = _libc.octet_last_error_message().decode()
+        if pending is not None:
+            message += f" (a Python callback raised {type(pending).__name__}: {pending})"
+        raise OctetError(status, message) from pending
+
+
+def _lib_dtype_name(dtype):
+    return {FP32: "fp32", BF16: "bf16", FP16: "fp16", E4M3: "e4m3", E5M2: "e5m2", E8M0: "e8m0"}.get(dtype, str(dtype))
+
+
+def _text(b):
+    return b.decode() if b is not None else ""
+
+
+def library_version():
+    v = _libc.octet_library_version()
+    return (v.major, v.minor, v.patch)
+
+
+def abi_version():
+    v = _libc.octet_abi_version()
+    return (v.major, v.minor)
+
+
+def fp8_encode(values, dtype, saturate=True):
+    """FP32 values -> FP8 codes (uint8), exactly as numerics.md section 2."""
+    src = _np.array(values, dtype=_np.float32, order="C")  # keeps 0-d scalars 0-d
+    out = _np.empty(src.shape, dtype=_np.uint8)
+    _check(_libc.octet_fp8_encode_array(src.ctypes.data, out.ctypes.data, src.size, dtype, int(bool(saturate))))
+    return out
+
+
+def fp8_decode(codes, dtype):
+    """FP8 codes (uint8) -> FP32 values (exact)."""
+    src = _np.array(codes, dtype=_np.uint8, order="C")
+    out = _np.empty(src.shape, dtype=_np.float32)
+    _check(_libc.octet_fp8_decode_array(src.ctypes.data, out.ctypes.data, src.size, dtype))
+    return out
+
+
+def _info_dict(info):
+    return {
+        "name": _text(info.name),
+        "version": _text(info.version),
+        "device": _text(info.device),
+        "path": _text(info.path),
+        "memory": "device" if info.memory_kind == 1 else "host",
+        "available": bool(info.available),
+        "unavailable_reason": _text(info.unavailable_reason),
+        "native_columnwise": bool(info.native_columnwise),
+        "fp8_gemm_layouts": info.fp8_gemm_layouts,
+        "features": info.features,
+        "alignment": info.alignment,
+    }
+
+
+def backends():
+    """Registered backends, reference first, as dicts."""
+    count = _c.c_size_t()
+    _check(_libc.octet_backend_count(_c.byref(count)))
+    result = []
+    for i in range(count.value):
+        info = _lib.BackendInfo(struct_size=_c.sizeof(_lib.BackendInfo))
+        _check(_libc.octet_backend_get_info(i, _c.byref(info)))
+        result.append(_info_dict(info))
+    return result
+
+
+def backend_failures():
+    """Plugins that failed to load: list of (path, reason)."""
+    count = _c.c_size_t()
+    _check(_libc.octet_backend_failure_count(_c.byref(count)))
+    result = []
+    for i in range(count.value):
+        f = _lib.BackendFailure(struct_size=_c.sizeof(_lib.BackendFailure))
+        _check(_libc.octet_backend_get_failure(i, _c.byref(f)))
+        result.append((_text(f.path), _text(f.reason)))
+    return result
+
+
+class Tensor:
+    """A tensor in a context's backend memory (owned; freed by close/GC).
+
+    A borrowed tensor (a layer's parameter or gradient) belongs to its owner:
+    close() only forgets it, and it becomes unusable when the owner closes."""
+
+    def __init__(self, context, handle, dtype, shape, usages, scaling_mode=0, owner=None):
+        self._handle = None
+        self._context = context  # keeps the context handle alive for our calls
+        self._owner = owner      # borrowed: the object that owns the handle
+        self._handle = handle
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.usages = usages
+        self.scaling_mode = scaling_mode or (SCALING_PER_TENSOR if usages else 0)
+
+    @classmethod
+    def _borrowed(cls, context, handle, owner):
+        info = _lib.TensorInfo(struct_size=_c.sizeof(_lib.TensorInfo))
+        _check(_libc.octet_tensor_get_info(handle, _c.byref(info)))
+        shape = tuple(info.shape[i] for i in range(info.ndim))
+        return cls(context, handle, info.dtype, shape, info.usages, info.scaling_mode if info.usages else 0, owner)
+
+    def __repr__(self):
+        state = "" if self._handle else ", closed"
+        return f"Tensor(shape={self.shape}, dtype={_lib_dtype_name(self.dtype)}{state})"
+
+    @property
+    def handle(self):
+        if not self._handle:
+            raise ValueError("tensor is closed")
+        return self._handle
+
+    def close(self):
+        if self._handle:
+            if self._owner is None:
+                _libc.octet_tensor_destroy(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def info(self):
+        """octet_tensor_get_info as a dict (sizes in bytes, block shape, ...)."""
+        info = _lib.TensorInfo(struct_size=_c.sizeof(_lib.TensorInfo))
+        _check(_libc.octet_tensor_get_info(self.handle, _c.byref(info)))
+        result = {name: getattr(info, name) for name, _ in _lib.TensorInfo._fields_ if name != "struct_size"}
+        result["shape"] = tuple(info.shape[i] for i in range(info.ndim))
+        return result
+
+    def component(self, which=DATA):
+        """Copies one component to the host: DATA/COLUMNWISE_DATA as the
+        dtype's host representation, SCALE/SCALE_INV/AMAX as a float,
+        ROWWISE_SCALE_INV/COLUMNWISE_SCALE_INV (block-scaled tensors) as the
+        scale grid (uint8 E8M0 codes for MXFP8, float32 otherwise)."""
+        if which in (ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV):
+            info = self.info()
+            rows, cols = int(_np.prod(self.shape[:-1])), self.shape[-1]
+            if which == COLUMNWISE_SCALE_INV:
+                rows, cols = cols, rows
+            grid = (-(-rows // info["block_rows"]), -(-cols // info["block_cols"]))
+            out = _np.empty(grid, dtype=_np.uint8 if info["scale_inv_dtype"] == E8M0 else _np.float32)
+            _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
+            return out
+        if which in (SCALE, SCALE_INV, AMAX):
+            value = _c.c_float()
+            _check(_libc.octet_tensor_copy_to_host(self.handle, which, _c.byref(value), 4))
+            return value.value
+        shape = self.shape if which == DATA else (self.shape[-1], int(_np.prod(self.shape[:-1])))
+        out = _np.empty(shape, dtype=_NUMPY[self.dtype])
+        _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
+        return out
+
+    def numpy(self):
+        """The data as the dtype's host representation (FP8/BF16: raw codes)."""
+        return self.component(DATA)
+
+    def set_scale(self, scale):
+        value = _c.c_float(scale)
+        _check(_libc.octet_tensor_copy_from_host(self.handle, SCALE, _c.byref(value), 4))
+
+
+class Context:
+    """A context on one backend ("auto", "reference", "cpu", ...)."""
+
+    def __init__(self, backend="auto", profile="native"):
+        self._handle = None
+        if profile not in _PROFILES:
+            raise ValueError(f"profile must be one of {sorted(_PROFILES)}")
+        options = _lib.ContextOptions()
+        _check(_libc.octet_context_options_init(_c.byref(options)))
+        options.backend = backend.encode()
+        options.capability_profile = _PROFILES[profile]
+        handle = _c.c_void_p()
+        _check(_libc.octet_context_create(_c.byref(options), _c.byref(handle)))
+        self._handle = handle
+        # Python objects the C context may call or hold while it lives: the
+        # communicator's callback and the recipes of autocast scopes (their
+        # callbacks). Kept past close(): tensors and layers keep the C
+        # context alive, and they hold this object.
+        self._communicator = None
+        self._scope_recipes = {}
+        self._scope_stack = []  # the recipes of the open scopes, innermost last
+
+    @property
+    def handle(self):
+        if not self._handle:
+            raise ValueError("context is closed")
+        return self._handle
+
+    def close(self):
+        if self._handle:
+            _libc.octet_context_destroy(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def info(self):
+        info = _lib.BackendInfo(struct_size=_c.sizeof(_lib.BackendInfo))
+        _check(_libc.octet_context_get_info(self.handle, _c.byref(info)))
+        return _info_dict(info)
+
+    def empty(self, shape, dtype, usages=0, scaling_mode=0):
+        """An uninitialised tensor. FP8 with usages != 0 makes a quantized
+        tensor, per-tensor scaled unless scaling_mode names a block mode
+        (SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128)."""
+        shape = tuple(int(n) for n in shape)
+        if not 1 <= len(shape) <= _lib.MAX_DIMS:
+            raise ValueError(f"shape must have 1..{_lib.MAX_DIMS} dimensions")
+        desc = _lib.TensorDesc(struct_size=_c.sizeof(_lib.TensorDesc), dtype=dtype, ndim=len(shape), usages=usages,
+                               scaling_mode=scaling_mode)
+        for i, n in enumerate(shape):
+            desc.shape[i] = n
+        handle = _c.c_void_p()
+        _check(_libc.octet_tensor_create(self.handle, _c.byref(desc), _c.byref(handle)))
+        return Tensor(self, handle, dtype, shape, usages, scaling_mode)
+
+    def synchronize(self):
+        """Waits until all work queued on the context has finished."""
+        _check(_libc.octet_context_synchronize(self.handle))
+
+    def memory_stats(self):
+        """Bytes the context holds: {category: {"current": n, "peak": n}},
+        plus "total" (octet_context_get_memory_stats)."""
+        stats = _lib.MemoryStats(struct_size=_c.sizeof(_lib.MemoryStats))
+        _check(_libc.octet_context_get_memory_stats(self.handle, _c.byref(stats)))
+        result = {}
+        for i in range(_MEMORY_CATEGORY_COUNT):
+            name = _libc.octet_memory_category_name(i).decode()
+            result[name] = {"current": stats.current_bytes[i], "peak": stats.peak_bytes[i]}
+        result["total"] = {"current": stats.current_total, "peak": stats.peak_total}
+        return result
+
+    def reset_peak_memory(self):
+        _check(_libc.octet_context_reset_peak_memory(self.handle))
+
+    def autocast(self, recipe):
+        """`with ctx.autocast(recipe): ...` opens an autocast scope (see
+        octet.autocast)."""
+        from .autocast import Autocast
+        return Autocast(self, recipe)
+
+    def autocast_state(self):
+        """(depth, recipe in effect or None) of the context's scopes."""
+        from .autocast import autocast_state
+        return autocast_state(self)
+
+    def set_communicator(self, allreduce_max):
+        """Sets the cross-process reduction: allreduce_max(values) replaces
+        the float32 array `values` in place by the element-wise max over all
+        processes; None removes it (see octet.autocast.set_communicator)."""
+        from .autocast import set_communicator
+        set_communicator(self, allreduce_max)
+
+    def tensor(self, array, dtype=None):
+        """Uploads a NumPy array: float32 -> FP32, float16 -> FP16; pass
+        dtype=BF16/E4M3/E5M2 for uint16/uint8 arrays of raw codes."""
+        array = _np.ascontiguousarray(array)
+        if dtype is None:
+            dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(array.dtype)
+            if dtype is None:
+                raise TypeError(f"cannot infer an Octet dtype from {array.dtype}; pass dtype=")
+        if dtype not in _NUMPY:
+            raise ValueError(f"unknown Octet dtype {dtype}")
+        host = _np.dtype(_NUMPY[dtype])
+        # Float values are never taken as raw codes (a cast would truncate
+        # them to integers silently): encode them first (fp8_encode).
+        if _np.issubdtype(host, _np.integer) and not _np.issubdtype(array.dtype, _np.integer):
+            raise TypeError(f"a {array.dtype} array cannot hold {_lib_dtype_name(dtype)} data: "
+                            f"pass {host} (raw codes for BF16/FP8)")
+        array = _np.ascontiguousarray(array, dtype=host)
+        t = self.empty(array.shape, dtype)
+        _check(_libc.octet_tensor_copy_from_host(t.handle, DATA, array.ctypes.data, array.nbytes))
+        return t
+
+    def _as_tensor(self, x):
+        return x if isinstance(x, Tensor) else self.tensor(x)
+
+    def amax(self, x):
+        value = _c.c_float()
+        _check(_libc.octet_amax(self.handle, self._as_tensor(x).handle, _c.byref(value)))
+        return value.value
+
+    def quantize(self, x, dtype=E4M3, scale=1.0, usages=BOTH, saturate=True):
+        """q = fp8(x * scale) for the usages asked; returns the quantized tensor."""
+        x = self._as_tensor(x)
+        q = self.empty(x.shape, dtype, usages)
+        q.set_scale(scale)
+        options = _lib.QuantizeOptions()
+        _check(_libc.octet_quantize_options_init(_c.byref(options)))
+        options.saturate = int(bool(saturate))
+        _check(_libc.octet_quantize(self.handle, x.handle, q.handle, _c.byref(options)))
+        return q
+
+    def dequantize(self, q, dtype=FP32):
+        out = self.empty(q.shape, dtype)
+        _check(_libc.octet_dequantize(self.handle, q.handle, out.handle))
+        return out
+
+    def convert(self, x, dtype, saturate=True):
+        x = self._as_tensor(x)
+        out = self.empty(x.shape, dtype)
+        _check(_libc.octet_convert(self.handle, x.handle, out.handle, int(bool(saturate))))
+        return out
+
+    def gemm(self, a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, bias=None, out=None, out_dtype=FP32,
+             fast_accumulation=False, saturate_output=True):
+        """D = alpha * sa * sb * A' B'^T + beta * D + bias (octet_gemm).
+
+        `out` may be a quantized FP8 tensor (per-tensor scaling, its SCALE set):
+        D is then fp8(result * SCALE), with SCALE_INV and AMAX written
+        (saturating unless saturate_output is False; beta must be 0).
+        fast_accumulation lets a GPU backend accumulate FP8 products with
+        reduced precision."""
+        a, b = self._as_tensor(a), self._as_tensor(b)
+        m = a.shape[-1] if trans_a else int(_np.prod(a.shape[:-1]))
+        n = b.shape[-1] if trans_b else int(_np.prod(b.shape[:-1]))
+        if out is None:
+            out = self.empty((m, n), out_dtype)
+        options = _lib.GemmOptions()
+        _check(_libc.octet_gemm_options_init_sized(_c.byref(options), _c.sizeof(options)))
+        options.trans_a, options.trans_b = int(trans_a), int(trans_b)
+        options.fast_accumulation = int(bool(fast_accumulation))
+        options.saturate_output = int(bool(saturate_output))
+        options.alpha, options.beta = alpha, beta
+        bias_tensor = self._as_tensor(bias) if bias is not None else None
+        options.bias = bias_tensor.handle if bias_tensor is not None else None
+        _check(_libc.octet_gemm(self.handle, a.handle, b.handle, out.handle, _c.byref(options)))
+        return out
