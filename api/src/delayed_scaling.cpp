@@ -2,7 +2,10 @@
 // scaling rule (3.2) on the host fields of a quantizer, and the dispatch of
 // the update to the backend's delayed_scaling_update (plugin ABI 1.3) when
 // the state is resident there: apply_scale_update is the rule that kernel
-// reproduces bit for bit, and the host path of every other backend.
+// reproduces bit for bit, and the host path of every other backend. Its FP32
+// operations are octet_math.h's, as in that kernel (defined NaN results).
+#include <octet/octet_math.h>
+
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -38,7 +41,7 @@ void QuantizerState::record(float amax) {
 float current_scale(float amax, float fp8_max, float epsilon, bool power_of_two) {
   amax = std::fmax(amax, epsilon);
   if (std::isnan(amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
-  float scale = fp8_max / amax;
+  float scale = octet_math_div(fp8_max, amax);
   if (std::isinf(scale)) scale = FLT_MAX;
   if (power_of_two) {
     uint32_t bits;
@@ -86,11 +89,11 @@ void apply_scale_update(QuantizerState& q, const RecipeState& recipe) {
     } else if (std::isfinite(amax) && amax > 0.0f) {
       float candidate;
       if (o.power_of_two_scales) {
-        const float ratio = fp8_max / amax;
+        const float ratio = octet_math_div(fp8_max, amax);
         const int exponent = std::isinf(ratio) ? 127 : std::ilogb(ratio);
         candidate = std::ldexp(1.0f, exponent - o.margin);
       } else {
-        candidate = std::ldexp(fp8_max, -o.margin) / amax;
+        candidate = octet_math_div(std::ldexp(fp8_max, -o.margin), amax);
         if (std::isinf(candidate)) candidate = FLT_MAX;
       }
       if (candidate > 0.0f) scale = candidate;  // an underflow to 0 keeps the old scale
@@ -99,7 +102,7 @@ void apply_scale_update(QuantizerState& q, const RecipeState& recipe) {
   // Commit: nothing above changed the state.
   q.update_count = count;
   q.scale = scale;
-  q.scale_inv = 1.0f / scale;
+  q.scale_inv = octet_math_div(1.0f, scale);
   q.current = (q.current + 1) % q.history.size();
   q.history[q.current] = 0.0f;
 }

@@ -1,7 +1,10 @@
 // Block-scaled quantization (numerics.md section "Block scaling"): MXFP8
 // 1x32 blocks with E8M0 scales, and 1x128 / 128x128 blocks with FP32
 // scales; plus the statistics variant of per-tensor quantize. The kernel
-// knows block shapes and rounding rules, never recipes.
+// knows block shapes and rounding rules, never recipes. FP32 arithmetic
+// through octet_math.h (defined NaN results, numerics.md "NaN results").
+#include <octet/octet_math.h>
+
 #include <cfloat>
 #include <algorithm>
 #include <cmath>
@@ -31,7 +34,7 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   if (rounding == 0) {  // RCEIL
     // A finite non-zero amax whose quotient underflows to 0 still gets the
     // smallest scale (0x00, 2^-127), never the NaN code zero would encode to.
-    const float quotient = block_amax / fp8_max(format);
+    const float quotient = octet_math_div(block_amax, fp8_max(format));
     return quotient == 0.0f ? 0x00 : e8m0_encode(quotient, true);
   }
   // FLOOR (OCP): 2^(floor(log2 amax) - emax_elem); floor(log2) of the FP32
@@ -49,7 +52,7 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
 float fp32_block_scale(float block_amax, Fp8Format format, float epsilon, bool power_of_two) {
   const float amax = std::fmax(block_amax, epsilon);  // NaN amax stays NaN only if epsilon is NaN
   if (std::isnan(block_amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
-  float scale = fp8_max(format) / amax;
+  float scale = octet_math_div(fp8_max(format), amax);
   if (std::isinf(scale)) scale = FLT_MAX;
   if (power_of_two) {
     uint32_t bits;
@@ -93,7 +96,7 @@ int32_t quantize_matrix_with_statistics(const octet_quantize_args* args,
     for (int64_t c = 0; c < input.cols; ++c) {
       float x = 0.0f;
       load_element(input.data, input.dtype, element_index(input, r, c), &x);
-      const float scaled = x * scale;
+      const float scaled = octet_math_mul(x, scale);
       counter.count(x, scaled, fp8_encode(scaled, format, args->saturate != 0), format);
     }
   }
@@ -168,7 +171,7 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
         static_cast<uint8_t*>(args->scale_inv_out)[block] = scale_code;
       } else {
         scale = fp32_block_scale(block_amax, format, args->amax_epsilon, args->power_of_two != 0);
-        static_cast<float*>(args->scale_inv_out)[block] = 1.0f / scale;
+        static_cast<float*>(args->scale_inv_out)[block] = octet_math_div(1.0f, scale);
       }
       const float divisor = args->scale_dtype == OCTET_DTYPE_E8M0 ? e8m0_decode(scale_code) : 0.0f;
       for (int64_t r = r0; r < r1; ++r) {
@@ -177,12 +180,12 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
           float scaled;
           uint8_t code;
           if (args->scale_dtype == OCTET_DTYPE_E8M0) {
-            scaled = x / divisor;
+            scaled = octet_math_div(x, divisor);
             // A NaN scale makes the whole block NaN, each code keeping x's sign.
             code = scale_code == 0xFF ? static_cast<uint8_t>(std::signbit(x) ? 0xFF : 0x7F)
                                       : fp8_encode(scaled, format, true);
           } else {
-            scaled = x * scale;
+            scaled = octet_math_mul(x, scale);
             code = fp8_encode(scaled, format, true);
           }
           args->out[static_cast<std::size_t>(r * cols + c)] = code;
@@ -229,7 +232,7 @@ int32_t block_dequantize_matrix(const octet_block_dequantize_args* args) {
       float decoded = 0.0f;
       load_element(in.data, in.dtype, element_index(in, r, c), &decoded);
       store_element(args->output.data, args->output.dtype, element_index(args->output, r, c),
-                    decoded * scale_inv, true);
+                    octet_math_mul(decoded, scale_inv), true);
     }
   }
   return OCTET_STATUS_SUCCESS;

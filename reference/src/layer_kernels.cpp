@@ -1,7 +1,9 @@
 // Kernels of the layers (plugin ABI 1.2): LayerNorm/RMSNorm forward and
 // backward, GELU/SwiGLU forward and backward, bias gradient, accumulate.
-// Plain loops in FP32 in the order octet_backend.h states; -ffp-contract=off
-// keeps every multiply and add separately rounded.
+// Plain loops in FP32 in the order octet_backend.h states, every operation
+// through octet_math.h: separately rounded, and with defined NaN results
+// (the first NaN operand in the order written here, quieted, else the
+// default NaN 0xFFC00000; numerics.md "NaN results").
 #include <octet/octet_math.h>
 
 #include <cmath>
@@ -78,14 +80,31 @@ int32_t check_grad_input_aliasing(const char* kernel, const octet_matrix_view& x
   return OCTET_STATUS_SUCCESS;
 }
 
-float gelu(float x) { return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))); }
+// The FP32 operations, named short so that each expression below reads as
+// octet_backend.h writes it (operands in the same order, left to right).
+constexpr auto& add = octet_math_add;
+constexpr auto& sub = octet_math_sub;
+constexpr auto& mul = octet_math_mul;
+constexpr auto& div = octet_math_div;
 
-float gelu_derivative(float x) {
-  const float t = octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
+// tanh(0.7978845608 * (x + 0.044715 * x * x * x))
+float gelu_tanh(float x) {
+  const float cube = mul(mul(mul(0.044715f, x), x), x);
+  return octet_math_tanhf(mul(0.7978845608f, add(x, cube)));
 }
 
-float sigmoid(float a) { return 1.0f / (1.0f + octet_math_expf(-a)); }
+// 0.5 * x * (1 + t)
+float gelu(float x) { return mul(mul(0.5f, x), add(1.0f, gelu_tanh(x))); }
+
+// 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608 * (1 + 3 * 0.044715 * x * x)
+float gelu_derivative(float x) {
+  const float t = gelu_tanh(x);
+  const float poly = add(1.0f, mul(mul(3.0f * 0.044715f, x), x));  // 3 * 0.044715: one FP32 constant
+  return add(mul(0.5f, add(1.0f, t)), mul(mul(mul(mul(0.5f, x), sub(1.0f, mul(t, t))), 0.7978845608f), poly));
+}
+
+// 1 / (1 + e^-a)
+float sigmoid(float a) { return div(1.0f, add(1.0f, octet_math_expf(-a))); }
 
 }  // namespace
 
@@ -119,26 +138,26 @@ int32_t norm_forward(const octet_norm_forward_args* args) {
     float mean = 0.0f, rstd = 0.0f;
     if (layernorm) {
       float sum = 0.0f;
-      for (int64_t c = 0; c < cols; ++c) sum += at(x, r, c);
-      mean = sum / n;
+      for (int64_t c = 0; c < cols; ++c) sum = add(sum, at(x, r, c));
+      mean = div(sum, n);
       float var = 0.0f;
       for (int64_t c = 0; c < cols; ++c) {
-        const float d = at(x, r, c) - mean;
-        var += d * d;
+        const float d = sub(at(x, r, c), mean);
+        var = add(var, mul(d, d));
       }
-      rstd = 1.0f / std::sqrt(var / n + args->epsilon);
+      rstd = div(1.0f, octet_math_sqrtf(add(div(var, n), args->epsilon)));
     } else {
       float ms = 0.0f;
       for (int64_t c = 0; c < cols; ++c) {
         const float v = at(x, r, c);
-        ms += v * v;
+        ms = add(ms, mul(v, v));
       }
-      rstd = 1.0f / std::sqrt(ms / n + args->epsilon);
+      rstd = div(1.0f, octet_math_sqrtf(add(div(ms, n), args->epsilon)));
     }
     for (int64_t c = 0; c < cols; ++c) {
-      float y = layernorm ? ((at(x, r, c) - mean) * rstd) * at(args->gamma, 0, c)
-                          : (at(x, r, c) * rstd) * at(args->gamma, 0, c);
-      if (layernorm && args->beta.data != nullptr) y = y + at(args->beta, 0, c);
+      float y = layernorm ? mul(mul(sub(at(x, r, c), mean), rstd), at(args->gamma, 0, c))
+                          : mul(mul(at(x, r, c), rstd), at(args->gamma, 0, c));
+      if (layernorm && args->beta.data != nullptr) y = add(y, at(args->beta, 0, c));
       if (args->output.data != nullptr) put(args->output, r, c, y);
       if (!rounded.empty()) put(dense, r, c, y);
     }
@@ -183,19 +202,19 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
     const float mean = layernorm ? args->mean[r] : 0.0f;
     float sum_g = 0.0f, sum_gx = 0.0f;
     for (int64_t c = 0; c < cols; ++c) {
-      xhat[size_t(c)] = layernorm ? (at(x, r, c) - mean) * rstd : at(x, r, c) * rstd;
+      xhat[size_t(c)] = layernorm ? mul(sub(at(x, r, c), mean), rstd) : mul(at(x, r, c), rstd);
       dyr[size_t(c)] = at(dy, r, c);
-      g[size_t(c)] = dyr[size_t(c)] * at(args->gamma, 0, c);
-      sum_g += g[size_t(c)];
-      sum_gx += g[size_t(c)] * xhat[size_t(c)];
+      g[size_t(c)] = mul(dyr[size_t(c)], at(args->gamma, 0, c));
+      sum_g = add(sum_g, g[size_t(c)]);
+      sum_gx = add(sum_gx, mul(g[size_t(c)], xhat[size_t(c)]));
     }
-    const float mean_g = sum_g / n, mean_gx = sum_gx / n;
+    const float mean_g = div(sum_g, n), mean_gx = div(sum_gx, n);
     for (int64_t c = 0; c < cols; ++c) {
-      const float inner = layernorm ? g[size_t(c)] - mean_g - xhat[size_t(c)] * mean_gx
-                                    : g[size_t(c)] - xhat[size_t(c)] * mean_gx;
-      put(dx, r, c, rstd * inner);
-      dgamma[size_t(c)] += dyr[size_t(c)] * xhat[size_t(c)];
-      dbeta[size_t(c)] += dyr[size_t(c)];
+      const float inner = layernorm ? sub(sub(g[size_t(c)], mean_g), mul(xhat[size_t(c)], mean_gx))
+                                    : sub(g[size_t(c)], mul(xhat[size_t(c)], mean_gx));
+      put(dx, r, c, mul(rstd, inner));
+      dgamma[size_t(c)] = add(dgamma[size_t(c)], mul(dyr[size_t(c)], xhat[size_t(c)]));
+      dbeta[size_t(c)] = add(dbeta[size_t(c)], dyr[size_t(c)]);
     }
   }
   for (int64_t c = 0; c < cols; ++c) {
@@ -228,7 +247,7 @@ int32_t activation(const octet_activation_args* args, bool backward) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < n; ++c) {
         const float a = at(x, r, c);
-        put(args->output, r, c, swiglu ? (a * sigmoid(a)) * at(x, r, c + n) : gelu(a));
+        put(args->output, r, c, swiglu ? mul(mul(a, sigmoid(a)), at(x, r, c + n)) : gelu(a));
       }
     return OCTET_STATUS_SUCCESS;
   }
@@ -246,12 +265,12 @@ int32_t activation(const octet_activation_args* args, bool backward) {
     for (int64_t c = 0; c < n; ++c) {
       const float dy = at(args->grad_output, r, c), a = at(x, r, c);
       if (!swiglu) {
-        put(args->grad_input, r, c, dy * gelu_derivative(a));
+        put(args->grad_input, r, c, mul(dy, gelu_derivative(a)));
         continue;
       }
       const float b = at(x, r, c + n), s = sigmoid(a);
-      put(args->grad_input, r, c, dy * b * (s * (1.0f + a * (1.0f - s))));
-      put(args->grad_input, r, c + n, dy * (a * s));
+      put(args->grad_input, r, c, mul(mul(dy, b), mul(s, add(1.0f, mul(a, sub(1.0f, s))))));
+      put(args->grad_input, r, c + n, mul(dy, mul(a, s)));
     }
   return OCTET_STATUS_SUCCESS;
 }
@@ -266,7 +285,7 @@ int32_t bias_gradient(const octet_bias_gradient_args* args) {
   if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
   std::vector<float> sums(size_t(dy.cols), 0.0f);
   for (int64_t r = 0; r < dy.rows; ++r)
-    for (int64_t c = 0; c < dy.cols; ++c) sums[size_t(c)] += at(dy, r, c);
+    for (int64_t c = 0; c < dy.cols; ++c) sums[size_t(c)] = add(sums[size_t(c)], at(dy, r, c));
   if (args->quantize != nullptr) {
     octet_quantize_args q = *args->quantize;
     q.input = dy;
@@ -284,7 +303,7 @@ int32_t accumulate_matrix(const octet_matrix_view* x, const octet_matrix_view* y
   if (int32_t s = check_matrix(kernel, "y", *y, DtypeClass::HighPrecision)) return s;
   if (int32_t s = check_shape(kernel, "y", *y, x->rows, x->cols, "same rows x cols as x")) return s;
   for (int64_t r = 0; r < x->rows; ++r)
-    for (int64_t c = 0; c < x->cols; ++c) put(*y, r, c, accumulate ? at(*x, r, c) + at(*y, r, c) : at(*x, r, c));
+    for (int64_t c = 0; c < x->cols; ++c) put(*y, r, c, accumulate ? add(at(*x, r, c), at(*y, r, c)) : at(*x, r, c));
   return OCTET_STATUS_SUCCESS;
 }
 

@@ -3,6 +3,9 @@
 // state [scale, scale_inv, history...], and the amax record of one step.
 // With these the core keeps quantizer state in backend memory; the
 // reference's results are the oracle the device backends are compared with.
+// FP32 arithmetic through octet_math.h (defined NaN results).
+#include <octet/octet_math.h>
+
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -55,7 +58,7 @@ int32_t scale_from_amax(const octet_scale_from_amax_args* args) {
   const float amax = std::fmax(*args->amax, args->epsilon);
   float scale = 1.0f;
   if (!(std::isnan(amax) || std::isinf(amax) || amax == 0.0f)) {
-    scale = args->fp8_max / amax;
+    scale = octet_math_div(args->fp8_max, amax);
     if (std::isinf(scale)) scale = FLT_MAX;
     if (args->power_of_two != 0) {
       uint32_t bits;
@@ -65,7 +68,7 @@ int32_t scale_from_amax(const octet_scale_from_amax_args* args) {
     }
   }
   *args->scale_out = scale;
-  if (args->scale_inv_out != nullptr) *args->scale_inv_out = 1.0f / scale;
+  if (args->scale_inv_out != nullptr) *args->scale_inv_out = octet_math_div(1.0f, scale);
   return OCTET_STATUS_SUCCESS;
 }
 
@@ -111,17 +114,17 @@ int32_t delayed_scaling_update(const octet_delayed_scaling_update_args* args) {
   if (args->recompute != 0 && std::isfinite(amax) && amax > 0.0f) {
     float candidate;
     if (args->power_of_two != 0) {
-      const float ratio = args->fp8_max / amax;
+      const float ratio = octet_math_div(args->fp8_max, amax);
       const int exponent = std::isinf(ratio) ? 127 : std::ilogb(ratio);
       candidate = std::ldexp(1.0f, exponent - args->margin);
     } else {
-      candidate = std::ldexp(args->fp8_max, -args->margin) / amax;
+      candidate = octet_math_div(std::ldexp(args->fp8_max, -args->margin), amax);
       if (std::isinf(candidate)) candidate = FLT_MAX;
     }
     if (candidate > 0.0f) scale = candidate;  // an underflow to 0 keeps the old scale
   }
   state[0] = scale;
-  state[1] = 1.0f / scale;
+  state[1] = octet_math_div(1.0f, scale);
   history[(args->current + 1) % n] = 0.0f;
   return OCTET_STATUS_SUCCESS;
 }

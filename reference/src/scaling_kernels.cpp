@@ -1,5 +1,8 @@
 // Per-tensor scaled conversions between high precision and FP8
-// (numerics.md section 3): quantize and dequantize.
+// (numerics.md section 3): quantize and dequantize. FP32 arithmetic through
+// octet_math.h, whose NaN results are defined (numerics.md, "NaN results").
+#include <octet/octet_math.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -46,12 +49,12 @@ int32_t quantize_matrix(const octet_quantize_args* args) {
       float x = 0.0f;
       load_element(input.data, input.dtype, element_index(input, r, c), &x);
       if (!std::isnan(x)) amax = std::max(amax, std::fabs(x));  // NaN (signalling too) ignored, inf counts
-      const uint8_t code = fp8_encode(x * scale, format, saturate);
+      const uint8_t code = fp8_encode(octet_math_mul(x, scale), format, saturate);
       if (args->rowwise_out != nullptr) args->rowwise_out[r * input.cols + c] = code;
       if (args->columnwise_out != nullptr) args->columnwise_out[c * input.rows + r] = code;
     }
   }
-  if (args->scale_inv_out != nullptr) *args->scale_inv_out = 1.0f / scale;
+  if (args->scale_inv_out != nullptr) *args->scale_inv_out = octet_math_div(1.0f, scale);
   if (args->amax_out != nullptr) *args->amax_out = amax;
   return OCTET_STATUS_SUCCESS;
 }
@@ -80,7 +83,7 @@ int32_t dequantize_matrix(const octet_dequantize_args* args) {
       float decoded = 0.0f;
       load_element(input.data, input.dtype, element_index(input, r, c), &decoded);
       store_element(args->output.data, args->output.dtype,
-                    element_index(args->output, r, c), decoded * scale_inv, true);
+                    element_index(args->output, r, c), octet_math_mul(decoded, scale_inv), true);
     }
   }
   return OCTET_STATUS_SUCCESS;

@@ -1,9 +1,9 @@
 // The NaN bits of the element-wise kernels (elementwise.cu): quantize's
 // x * scale and 1 / scale, and dequantize's decode(q) * scale_inv, use
-// host_float_ops.cuh so that a GPU writes the reference host's NaNs. Here
-// those very operations, compiled for the host, are compared with the
-// reference's table on inputs where two different NaNs meet, which pins the
-// operand order the device code must use.
+// host_float_ops.cuh so that a GPU writes the reference's NaNs (octet_math.h's
+// rule). Here those very operations, compiled for the host, are compared with
+// the reference's table on inputs where two different NaNs meet, which checks
+// that the device code names the operands in the reference's order.
 #include <octet/octet_backend.h>
 
 #include <gtest/gtest.h>
@@ -87,7 +87,7 @@ TEST(CudaElementwiseMathOnHost, DequantizeNaNsAreTheReferences) {
       ASSERT_EQ(ref.api->dequantize(ref.context, &args), OCTET_STATUS_SUCCESS);
       for (size_t c = 0; c < codes.size(); ++c) {
         const float q = octet_cuda::fp8_decode(codes[c], dtype == OCTET_DTYPE_E4M3);
-        EXPECT_EQ(bits_of(octet_cuda::host_mul(scale_inv, q)), bits_of(out[c]))
+        EXPECT_EQ(bits_of(octet_cuda::host_mul(q, scale_inv)), bits_of(out[c]))
             << std::hex << "code 0x" << c << " scale_inv 0x" << scale_bits;
       }
     }

@@ -1,4 +1,5 @@
-/* Octet's own tanhf and expf: the transcendental functions of the GELU and
+/* Octet's own tanhf and expf, and FP32 + - * / sqrt with defined NaN results
+ * (below). tanhf and expf are the transcendental functions of the GELU and
  * SwiGLU kernels (octet_backend.h, plugin ABI 1.2, and the GEMM's GELU
  * epilogue). Every backend that must reproduce the reference's bits calls
  * these instead of its platform's libm, whose last bits differ between
@@ -15,7 +16,25 @@
  * next to a rounding midpoint (tests/reference/octet_math_test.cpp sweeps
  * the FP32 line against long double).
  *
- * NaN inputs return the input quieted (sign and payload kept), as x86 does. */
+ * NaN inputs return the input quieted (sign and payload kept), as x86 does.
+ *
+ * FP32 arithmetic with defined NaN results: octet_math_add, octet_math_sub,
+ * octet_math_mul, octet_math_div, octet_math_sqrtf. Each is one IEEE
+ * operation rounded to nearest even (on the device __fadd_rn and friends, so
+ * nothing is contracted into a multiply-add; on the host each result is also
+ * read by the NaN check, which keeps a compiler from fusing it). When the
+ * IEEE result is NaN, the result is:
+ *   - the first NaN operand in argument order, quieted (sign and payload
+ *     kept, quiet bit 0x00400000 set): octet_math_add(a, b) with both a and b
+ *     NaN returns a quieted, whatever b is (signalling or not);
+ *   - otherwise (an invalid operation on non-NaN operands: inf - inf,
+ *     0 * inf, 0 / 0, inf / inf, sqrt of a negative number) the default NaN
+ *     0xFFC00000, which is negative.
+ * That is x86 SSE's rule, with "first" fixed by the call instead of by the
+ * compiler (which may swap the operands of a + or *), and it holds on any
+ * host (AArch64's default NaN is 0x7FC00000) and on the device (a GPU returns
+ * one canonical NaN). The FP8/BF16/FP16 encoders keep a NaN's sign, so every
+ * FP32 operation whose NaN can reach an encoded result goes through these. */
 #ifndef OCTET_OCTET_MATH_H
 #define OCTET_OCTET_MATH_H
 
@@ -127,6 +146,70 @@ OCTET_MATH_FN float octet_math_expf(float x) {
     const double scale = octet_math_pow2_(k);
     return (float)fma(p, scale, scale); /* 2^k (1 + p), rounded once to binary64, then to FP32 */
   }
+}
+
+/* ---- FP32 arithmetic with defined NaN results (rule at the top) ---- */
+
+OCTET_MATH_FN int octet_math_is_nan_(uint32_t bits) { return (bits & 0x7FFFFFFFu) > 0x7F800000u; }
+
+/* The NaN result of an operation on a and b whose IEEE result is NaN (for
+ * sqrt, a and a): the first NaN operand quieted, else the default NaN. */
+OCTET_MATH_FN float octet_math_nan_result(float a, float b) {
+  const uint32_t a_bits = octet_math_bits_(a);
+  const uint32_t b_bits = octet_math_bits_(b);
+  if (octet_math_is_nan_(a_bits)) return octet_math_float_(a_bits | 0x00400000u);
+  if (octet_math_is_nan_(b_bits)) return octet_math_float_(b_bits | 0x00400000u);
+  return octet_math_float_(0xFFC00000u);
+}
+
+/* r, or the rule's NaN when r is NaN. */
+OCTET_MATH_FN float octet_math_defined_nan_(float r, float a, float b) {
+  return octet_math_is_nan_(octet_math_bits_(r)) ? octet_math_nan_result(a, b) : r;
+}
+
+/* a + b */
+OCTET_MATH_FN float octet_math_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return octet_math_defined_nan_(__fadd_rn(a, b), a, b);
+#else
+  return octet_math_defined_nan_(a + b, a, b);
+#endif
+}
+
+/* a - b */
+OCTET_MATH_FN float octet_math_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return octet_math_defined_nan_(__fsub_rn(a, b), a, b);
+#else
+  return octet_math_defined_nan_(a - b, a, b);
+#endif
+}
+
+/* a * b */
+OCTET_MATH_FN float octet_math_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return octet_math_defined_nan_(__fmul_rn(a, b), a, b);
+#else
+  return octet_math_defined_nan_(a * b, a, b);
+#endif
+}
+
+/* a / b */
+OCTET_MATH_FN float octet_math_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return octet_math_defined_nan_(__fdiv_rn(a, b), a, b);
+#else
+  return octet_math_defined_nan_(a / b, a, b);
+#endif
+}
+
+/* sqrt(a), correctly rounded (IEEE requires it; so do sqrtf and __fsqrt_rn). */
+OCTET_MATH_FN float octet_math_sqrtf(float a) {
+#if defined(__CUDA_ARCH__)
+  return octet_math_defined_nan_(__fsqrt_rn(a), a, a);
+#else
+  return octet_math_defined_nan_(sqrtf(a), a, a);
+#endif
 }
 
 #endif /* OCTET_OCTET_MATH_H */

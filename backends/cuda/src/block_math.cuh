@@ -6,7 +6,7 @@
 // tests/cuda_backend/block_math_host_test.cpp checks these very functions
 // against the reference on the host.
 //
-// NaN bits: host_float_ops.cuh (the x86 NaN results on both sides).
+// NaN bits: host_float_ops.cuh (octet_math.h's NaN results on both sides).
 #pragma once
 
 #include <octet/octet_math.h>
@@ -112,9 +112,9 @@ OCTET_CUDA_HD float block_scale_inv(const void* grid, bool e8m0, int64_t index) 
   return e8m0 ? e8m0_decode(static_cast<const uint8_t*>(grid)[index]) : static_cast<const float*>(grid)[index];
 }
 
-// decode(code) * scale_inv; of two NaNs the reference keeps the scale's.
+// decode(code) * scale_inv (of two NaNs, the decoded code's).
 OCTET_CUDA_HD float block_dequantize_value(uint8_t code, bool e4m3, float scale_inv) {
-  return host_mul(scale_inv, fp8_decode(code, e4m3));
+  return host_mul(fp8_decode(code, e4m3), scale_inv);
 }
 
 // ---- block GEMM (numerics.md 5) ----

@@ -152,8 +152,8 @@ __global__ void dequantize_kernel(octet_matrix_view in, const float* scale_inv_p
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / in.cols, c = i - r * in.cols;
     const float q = fp8_decode(static_cast<const uint8_t*>(in.data)[r * in.ld + c], e4m3);
-    // Of two NaNs, scale_inv's survives: the reference build's operand order.
-    store_from_float(out.data, out.dtype, r * out.ld + c, host_mul(scale_inv, q), true);
+    // decode(q) * scale_inv, operands in the reference's order (NaN bits).
+    store_from_float(out.data, out.dtype, r * out.ld + c, host_mul(q, scale_inv), true);
   }
 }
 

@@ -5,20 +5,17 @@
 // Two things make the reference's bits hard to reproduce on a GPU, and both
 // are handled here rather than hoped away:
 //
-// 1. NaN results. The reference runs on x86-64 (SSE scalar arithmetic): an
-//    operation with a NaN operand returns that operand quieted (the first
-//    operand when both are NaN), and an invalid operation (inf - inf, 0 * inf,
-//    0 / 0, sqrt(-1)) returns the "default NaN" 0xFFC00000, which is
-//    negative. A GPU returns the canonical NaN 0x7FFFFFFF instead. The sign
-//    survives into FP8/BF16/FP16 codes (0xFF vs 0x7F), so every FP32
-//    operation below goes through host_add/host_sub/host_mul/host_div/host_sqrt, which give the
-//    x86 result whenever the IEEE result is NaN. Which operand comes first
-//    is the compiler's choice for + and * (it may swap them): the operands
-//    below are written in the order the compiled reference uses (read off
-//    its results, two different NaNs meeting at each operation), which is
-//    why some products read "rstd * x" where the header writes "x * rstd".
-//    Values are the same either way; only which NaN survives differs. The
-//    host test checks every such site against the reference.
+// 1. NaN results. An operation whose IEEE result is NaN returns the first
+//    NaN operand quieted, else the default NaN 0xFFC00000 (negative):
+//    octet_math.h's rule, which the reference computes with. A GPU returns
+//    one canonical NaN instead, and the sign survives into FP8/BF16/FP16
+//    codes (0xFF vs 0x7F), so every FP32 operation below goes through
+//    host_add/host_sub/host_mul/host_div/host_sqrt (octet_math.h's). Which
+//    operand is first is written in the reference's source
+//    (reference/src/layer_kernels.cpp), in the order octet_backend.h states
+//    each formula; the operands below are named in that same order. Values
+//    are the same either way; only which NaN survives differs. The host test
+//    checks every such site against the reference.
 //
 // 2. tanhf and expf are octet_math_tanhf / octet_math_expf
 //    (<octet/octet_math.h>), the functions the reference and the cpu backend
@@ -41,7 +38,7 @@
 namespace octet_cuda {
 namespace lmath {
 
-// ---- FP32 operations: host_float_ops.cuh (x86 NaN results) ------------
+// ---- FP32 operations: host_float_ops.cuh (octet_math.h NaN results) ----
 
 
 // ---- activations (octet_backend.h, each operation left to right) --------
@@ -74,7 +71,7 @@ OCTET_CUDA_HD float sigmoid(float a) { return host_div(1.0f, host_add(1.0f, octe
 OCTET_CUDA_HD float swiglu(float a, float b) { return host_mul(host_mul(a, sigmoid(a)), b); }
 
 // dx = dy * gelu'(x)
-OCTET_CUDA_HD float gelu_backward(float dy, float x) { return host_mul(gelu_derivative(x), dy); }
+OCTET_CUDA_HD float gelu_backward(float dy, float x) { return host_mul(dy, gelu_derivative(x)); }
 
 // da = dy * b * (s * (1 + a * (1 - s))); db = dy * (a * s)
 struct SwigluGrad {
@@ -84,7 +81,7 @@ struct SwigluGrad {
 OCTET_CUDA_HD SwigluGrad swiglu_backward(float dy, float a, float b) {
   const float s = sigmoid(a);
   SwigluGrad g;
-  g.da = host_mul(host_mul(s, host_add(1.0f, host_mul(a, host_sub(1.0f, s)))), host_mul(b, dy));
+  g.da = host_mul(host_mul(dy, b), host_mul(s, host_add(1.0f, host_mul(a, host_sub(1.0f, s)))));
   g.db = host_mul(dy, host_mul(a, s));
   return g;
 }
@@ -96,10 +93,10 @@ OCTET_CUDA_HD float sum_step(float sum, float v) { return host_add(sum, v); }
 // One step of the LayerNorm variance: var + (x - mean)^2.
 OCTET_CUDA_HD float variance_step(float var, float x, float mean) {
   const float d = host_sub(x, mean);
-  return host_add(host_mul(d, d), var);
+  return host_add(var, host_mul(d, d));
 }
 // One step of the RMSNorm mean square: ms + x * x.
-OCTET_CUDA_HD float square_step(float ms, float x) { return host_add(host_mul(x, x), ms); }
+OCTET_CUDA_HD float square_step(float ms, float x) { return host_add(ms, host_mul(x, x)); }
 // sum / cols (cols as FP32, as the reference converts it).
 OCTET_CUDA_HD float mean_of(float sum, int64_t cols) { return host_div(sum, static_cast<float>(cols)); }
 // 1 / sqrtf(var_sum / cols + epsilon) (LayerNorm var sum, RMSNorm square sum).
@@ -108,7 +105,7 @@ OCTET_CUDA_HD float rstd_of(float sum, int64_t cols, float epsilon) {
 }
 // x_hat = (x - mean) * rstd (LayerNorm) or x * rstd (RMSNorm).
 OCTET_CUDA_HD float normalized(float x, float mean, float rstd, bool layernorm) {
-  return layernorm ? host_mul(host_sub(x, mean), rstd) : host_mul(rstd, x);
+  return layernorm ? host_mul(host_sub(x, mean), rstd) : host_mul(x, rstd);
 }
 // y = x_hat * gamma (+ beta for LayerNorm with beta).
 OCTET_CUDA_HD float norm_output(float x, float mean, float rstd, float gamma, bool layernorm, bool has_beta,
@@ -128,19 +125,19 @@ OCTET_CUDA_HD void backward_row_step(BackwardSums& s, float x, float dy, float g
   const float xhat = normalized(x, mean, rstd, layernorm);
   const float g = host_mul(dy, gamma);
   s.sum_g = host_add(s.sum_g, g);
-  s.sum_gx = host_add(host_mul(g, xhat), s.sum_gx);
+  s.sum_gx = host_add(s.sum_gx, host_mul(g, xhat));
 }
 // dx = rstd * (g - mean_g - x_hat * mean_gx)   (RMSNorm: no mean_g term)
 OCTET_CUDA_HD float norm_input_grad(float x, float dy, float gamma, float mean, float rstd, float mean_g,
                                     float mean_gx, bool layernorm) {
   const float xhat = normalized(x, mean, rstd, layernorm);
   const float g = host_mul(dy, gamma);
-  const float inner = layernorm ? host_sub(host_sub(g, mean_g), host_mul(mean_gx, xhat)) : host_sub(g, host_mul(mean_gx, xhat));
-  return host_mul(inner, rstd);
+  const float inner = layernorm ? host_sub(host_sub(g, mean_g), host_mul(xhat, mean_gx)) : host_sub(g, host_mul(xhat, mean_gx));
+  return host_mul(rstd, inner);
 }
 // dgamma += dy * x_hat
 OCTET_CUDA_HD float dgamma_step(float dgamma, float x, float dy, float mean, float rstd, bool layernorm) {
-  return host_add(host_mul(normalized(x, mean, rstd, layernorm), dy), dgamma);
+  return host_add(dgamma, host_mul(dy, normalized(x, mean, rstd, layernorm)));
 }
 
 // ---- element storage --------------------------------------------------
