@@ -11,7 +11,8 @@ Beyond tensors and GEMMs (docs/python.md):
     MXFP8Scaling, BlockScaling;
   - quantizers (octet.quantizers): Quantizer(recipe, role);
   - autocast scopes and the communicator (octet.autocast):
-    `with ctx.autocast(recipe):`, ctx.set_communicator(fn).
+    `with ctx.autocast(recipe):`, ctx.set_communicator(fn);
+  - layers (octet.layers): Linear, LayerNormLinear, LayerNormMLP.
 
 Every failure of the library raises OctetError with the library's status and
 message; bad Python arguments raise TypeError/ValueError before any C call.
@@ -28,3 +29,5 @@ from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FO
                       CurrentScaling, DelayedScaling, MXFP8Scaling, Recipe, StaticScaling)
 from .quantizers import Quantizer, QuantizerInfo
 from .autocast import Autocast, autocast, autocast_state, set_communicator
+from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,
+                     WEIGHTS_HIGH_PRECISION, Layer, LayerNormLinear, LayerNormMLP, Linear, Saved)

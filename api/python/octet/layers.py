@@ -1,0 +1,385 @@
+"""Layers: Linear, LayerNormLinear, LayerNormMLP (docs/layers.md).
+
+    layer = octet.Linear(ctx, 64, 32, params_dtype=octet.FP32)
+    layer.set_parameter("weight", w); layer.set_parameter("bias", b)
+    with ctx.autocast(octet.DelayedScaling()):
+        y, saved = layer.forward(x, training=True)
+        dx = layer.backward(saved, dy)
+    dw = layer.get_gradient("weight")
+
+Options are keywords mirroring octet_linear_options (and the LayerNorm
+structs); one left out (None) keeps the library's `_init` default. Inputs
+and gradients are NumPy arrays (float arrays are converted to the
+parameter dtype; results come back as float32 arrays) or Tensors of the
+layer's context in the parameter dtype (results come back as Tensors).
+"""
+
+import ctypes as _c
+import weakref as _weakref
+
+import numpy as _np
+
+from . import _lib
+from ._core import BF16, FP32, Context, Tensor, _check, _lib_dtype_name
+from ._lib import lib as _libc
+from .quantizers import Quantizer
+from .recipes import Recipe, _enum, _role
+
+NORM_LAYERNORM, NORM_RMSNORM = 0, 1
+ACTIVATION_GELU, ACTIVATION_SWIGLU = 0, 1
+WEIGHTS_HIGH_PRECISION, WEIGHTS_FP8_ONLY = 0, 1
+_NORMS = {"layernorm": NORM_LAYERNORM, "rmsnorm": NORM_RMSNORM}
+_ACTIVATIONS = {"gelu": ACTIVATION_GELU, "swiglu": ACTIVATION_SWIGLU}
+_STORAGE = {"high_precision": WEIGHTS_HIGH_PRECISION, "fp8_only": WEIGHTS_FP8_ONLY}
+_PARAMS_DTYPES = {"fp32": FP32, "bf16": BF16}
+
+_LINEAR_KEYWORDS = ("bias", "params_dtype", "weight_storage", "recipe", "save_original_input", "minimize_memory",
+                    "weight_cache", "skip_weight_allocation")
+
+
+def _features(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < 1:
+        raise ValueError(f"{what} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def _linear_options(in_features, out_features, options):
+    unknown = sorted(set(options) - set(_LINEAR_KEYWORDS))
+    if unknown:
+        raise TypeError(f"unknown layer option(s) {', '.join(unknown)}; the options are {', '.join(_LINEAR_KEYWORDS)}")
+    o = _lib.LinearOptions()
+    _check(_libc.octet_linear_options_init(_c.byref(o)))
+    o.in_features = in_features
+    o.out_features = out_features
+    recipe = options.get("recipe")
+    if recipe is not None:
+        if not isinstance(recipe, Recipe):
+            raise TypeError(f"recipe must be an octet Recipe or None; got {type(recipe).__name__}")
+        o.recipe = recipe.handle
+    if options.get("params_dtype") is not None:
+        o.params_dtype = _enum(options["params_dtype"], _PARAMS_DTYPES, "params_dtype")
+    if options.get("weight_storage") is not None:
+        o.weight_storage = _enum(options["weight_storage"], _STORAGE, "weight_storage")
+    for name in ("bias", "save_original_input", "minimize_memory", "weight_cache", "skip_weight_allocation"):
+        if options.get(name) is not None:
+            setattr(o, name, int(bool(options[name])))
+    return o
+
+
+class Saved:
+    """What a training forward kept for its backward (octet_saved). Consumed
+    by Layer.backward; close() drops it without a backward."""
+
+    def __init__(self, layer, handle, input_shape, output_shape, keep):
+        self._handle = handle
+        self._layer = layer
+        self.input_shape = input_shape
+        self.output_shape = output_shape
+        self._keep = keep  # tensors the C side borrows until backward
+
+    @property
+    def consumed(self):
+        return not self._handle.value
+
+    def close(self):
+        if self._handle.value:
+            _libc.octet_saved_destroy(self._handle)
+            self._handle = _c.c_void_p()
+        self._keep = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Layer:
+    """Common part of the layers (create one of the subclasses)."""
+
+    def _create(self, ctx, create, options, recipe):
+        self._handle = None
+        if not isinstance(ctx, Context):
+            raise TypeError(f"ctx must be an octet Context; got {type(ctx).__name__}")
+        self.context = ctx
+        self.recipe = recipe
+        self._recipes = {id(recipe): recipe} if recipe is not None else {}
+        self._borrowed = _weakref.WeakSet()
+        self._lent = {}
+        handle = _c.c_void_p()
+        _check(create(ctx.handle, _c.byref(options), _c.byref(handle)))
+        self._handle = handle
+        count = _c.c_size_t()
+        _check(_libc.octet_layer_parameter_count(handle, _c.byref(count)))
+        names = []
+        for i in range(count.value):
+            name = _c.c_char_p()
+            _check(_libc.octet_layer_parameter_name(handle, i, _c.byref(name)))
+            names.append(name.value.decode())
+        self.parameter_names = tuple(names)
+
+    @property
+    def handle(self):
+        if not getattr(self, "_handle", None):
+            raise ValueError("layer is closed")
+        return self._handle
+
+    def close(self):
+        """Destroys the layer; its borrowed tensors and quantizers become
+        unusable (saved handles stay valid to close)."""
+        if getattr(self, "_handle", None):
+            for borrowed in list(self._borrowed):
+                borrowed._handle = None
+            _libc.octet_layer_destroy(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    # -- parameters ---------------------------------------------------------
+
+    def _index(self, name):
+        if isinstance(name, str):
+            if name not in self.parameter_names:
+                raise KeyError(f"{type(self).__name__} has no parameter {name!r}; "
+                               f"it has {', '.join(self.parameter_names)}")
+            return self.parameter_names.index(name)
+        if isinstance(name, (int, _np.integer)) and not isinstance(name, bool) and 0 <= name < len(self.parameter_names):
+            return int(name)
+        raise KeyError(f"parameter must be one of {', '.join(self.parameter_names)} (or its index); got {name!r}")
+
+    def _borrow_tensor(self, getter, name):
+        handle = _c.c_void_p()
+        _check(getter(self.handle, self._index(name), _c.byref(handle)))
+        t = Tensor._borrowed(self.context, handle, self)
+        self._borrowed.add(t)
+        return t
+
+    def parameter(self, name):
+        """The parameter tensor (borrowed: valid while the layer is open)."""
+        return self._borrow_tensor(_libc.octet_layer_get_parameter, name)
+
+    def gradient(self, name):
+        """The parameter's gradient tensor (borrowed; zero-filled if asked
+        before the first backward)."""
+        return self._borrow_tensor(_libc.octet_layer_get_gradient, name)
+
+    def get_parameter(self, name):
+        """A float32 NumPy copy of the parameter."""
+        return _host_float32(self.context, self.parameter(name))
+
+    def get_gradient(self, name):
+        """A float32 NumPy copy of the parameter's gradient."""
+        return _host_float32(self.context, self.gradient(name))
+
+    def set_parameter(self, name, values):
+        """Copies values (array of the parameter's shape; floats are rounded
+        to the parameter dtype) into the parameter. With the weight cache on,
+        call new_step() afterwards."""
+        target = self.parameter(name)
+        source = _as_tensor(self.context, values, target.dtype, f"parameter {name!r}", target.shape)
+        _check(_libc.octet_convert(self.context.handle, source.handle, target.handle, 1))  # same dtype: a copy
+
+    def set_weight(self, name, weight):
+        """skip_weight_allocation: lends `weight` (a Tensor [out, in] in the
+        parameter dtype) as the weight matrix for the next forwards. The
+        layer (and the saved handles of forwards using it) keep a reference."""
+        if not isinstance(weight, Tensor):
+            raise TypeError(f"weight must be an octet Tensor (it is borrowed, not copied); got {type(weight).__name__}")
+        index = self._index(name)
+        _check(_libc.octet_layer_set_weight(self.handle, index, weight.handle))
+        self._lent[index] = weight
+
+    def load_weight(self, name, values):
+        """FP8-only weights: quantizes a high-precision matrix (array or
+        Tensor of the weight's shape) into the stored FP8 weight."""
+        index = self._index(name)
+        source = _as_tensor(self.context, values, self.params_dtype, f"weight {name!r}")
+        _check(_libc.octet_layer_load_weight(self.handle, index, source.handle))
+
+    def new_step(self):
+        """The optimizer stepped: cached FP8 weights are quantized again."""
+        _check(_libc.octet_layer_new_step(self.handle))
+
+    def quantizer(self, role, linear=0):
+        """The quantizer of `role` ("input", "weight", "gradient") of linear
+        0 (the only one, or FC1) or 1 (FC2); borrowed."""
+        if isinstance(linear, bool) or not isinstance(linear, (int, _np.integer)) or linear < 0:
+            raise ValueError(f"linear must be 0 or 1; got {linear!r}")
+        handle = _c.c_void_p()
+        _check(_libc.octet_layer_get_quantizer(self.handle, int(linear), _role(role), _c.byref(handle)))
+        q = Quantizer._borrowed(handle, self, self._recipes)
+        self._borrowed.add(q)
+        return q
+
+    # -- forward and backward -----------------------------------------------
+
+    def forward(self, x, *, training=False, out=None):
+        """y = layer(x). x: [..., in_features]. training=False returns y;
+        training=True returns (y, saved) for backward. out: a Tensor to
+        write y into (returned)."""
+        ctx = self.context
+        shape = _shape_of(x)
+        if len(shape) < 1 or shape[-1] != self.in_features:
+            raise ValueError(f"input must have shape [..., {self.in_features}]; got {list(shape)}")
+        xt = _as_tensor(ctx, x, self.params_dtype, "input")
+        out_shape = tuple(shape[:-1]) + (self.out_features,)
+        if out is None:
+            y = ctx.empty(out_shape, self.params_dtype)
+        elif not isinstance(out, Tensor):
+            raise TypeError(f"out must be an octet Tensor; got {type(out).__name__}")
+        else:
+            y = out
+        for recipe in ctx._scope_recipes.values():
+            self._recipes.setdefault(id(recipe), recipe)
+        saved = _c.c_void_p()
+        _check(_libc.octet_layer_forward(self.handle, xt.handle, y.handle, int(bool(training)),
+                                         _c.byref(saved) if training else None))
+        result = y if isinstance(x, Tensor) or out is not None else _host_float32(ctx, y)
+        if not training:
+            return result
+        return result, Saved(self, saved, shape, out_shape, (xt, dict(self._lent)))
+
+    def backward(self, saved, grad_output, *, accumulate=False, grad_input=True):
+        """Consumes `saved`. grad_output: dL/dy (the forward output's shape).
+        Parameter gradients are overwritten (accumulate=False) or added to.
+        Returns dL/dx (a float32 array, or a Tensor when grad_output is one);
+        grad_input=False skips it (returns None); a Tensor is written."""
+        if not isinstance(saved, Saved):
+            raise TypeError(f"saved must be what forward(training=True) returned; got {type(saved).__name__}")
+        if saved._layer is not self:
+            raise ValueError("saved belongs to another layer")
+        if saved.consumed:
+            raise ValueError("saved was already consumed by a backward (or closed)")
+        shape = _shape_of(grad_output)
+        if tuple(shape) != tuple(saved.output_shape):
+            raise ValueError(f"grad_output must have the forward output's shape {list(saved.output_shape)}; "
+                             f"got {list(shape)}")
+        ctx = self.context
+        dy = _as_tensor(ctx, grad_output, self.params_dtype, "grad_output")
+        if isinstance(grad_input, Tensor):
+            dx = grad_input
+        elif grad_input is True:
+            dx = ctx.empty(saved.input_shape, self.params_dtype)
+        elif grad_input is False or grad_input is None:
+            dx = None
+        else:
+            raise TypeError(f"grad_input must be True, False or a Tensor; got {type(grad_input).__name__}")
+        try:
+            _check(_libc.octet_layer_backward(self.handle, _c.byref(saved._handle), dy.handle,
+                                              dx.handle if dx is not None else None, int(bool(accumulate))))
+        finally:
+            if saved.consumed:
+                saved._keep = None
+        if dx is None or isinstance(grad_input, Tensor) or isinstance(grad_output, Tensor):
+            return dx
+        return _host_float32(ctx, dx)
+
+
+class Linear(Layer):
+    """y = x W^T + b. Parameters "weight" [out, in], "bias" [out]."""
+
+    def __init__(self, ctx, in_features, out_features, *, bias=None, params_dtype=None, weight_storage=None,
+                 recipe=None, save_original_input=None, minimize_memory=None, weight_cache=None,
+                 skip_weight_allocation=None):
+        self._handle = None
+        self.in_features = _features(in_features, "in_features")
+        self.out_features = _features(out_features, "out_features")
+        o = _linear_options(self.in_features, self.out_features, dict(
+            bias=bias, params_dtype=params_dtype, weight_storage=weight_storage, recipe=recipe,
+            save_original_input=save_original_input, minimize_memory=minimize_memory, weight_cache=weight_cache,
+            skip_weight_allocation=skip_weight_allocation))
+        self.params_dtype = o.params_dtype
+        self._create(ctx, _libc.octet_layer_create_linear, o, recipe)
+
+
+class LayerNormLinear(Layer):
+    """LayerNorm or RMSNorm over the last dimension, then Linear. Parameters
+    "norm_weight", "norm_bias" (LayerNorm), "weight", "bias". norm:
+    "layernorm" or "rmsnorm"; epsilon; the other keywords as Linear's."""
+
+    def __init__(self, ctx, in_features, out_features, *, norm=None, epsilon=None, **linear_options):
+        self._handle = None
+        self.in_features = _features(in_features, "in_features")
+        self.out_features = _features(out_features, "out_features")
+        lo = _linear_options(self.in_features, self.out_features, linear_options)
+        o = _lib.LayerNormLinearOptions()
+        _check(_libc.octet_layernorm_linear_options_init(_c.byref(o)))
+        o.linear = _c.pointer(lo)
+        if norm is not None:
+            o.norm = _enum(norm, _NORMS, "norm")
+        if epsilon is not None:
+            o.epsilon = float(epsilon)
+        self.params_dtype = lo.params_dtype
+        self._create(ctx, _libc.octet_layer_create_layernorm_linear, o, linear_options.get("recipe"))
+
+
+class LayerNormMLP(Layer):
+    """norm, FC1 (hidden -> ffn, or 2 ffn for SwiGLU), activation, FC2 (ffn ->
+    hidden). Parameters "norm_weight", "norm_bias" (LayerNorm), "fc1_weight",
+    "fc1_bias", "fc2_weight", "fc2_bias". activation: "gelu" (tanh form) or
+    "swiglu"; the other keywords as LayerNormLinear's."""
+
+    def __init__(self, ctx, hidden_features, ffn_features, *, norm=None, epsilon=None, activation=None,
+                 **linear_options):
+        self._handle = None
+        self.in_features = self.out_features = _features(hidden_features, "hidden_features")
+        self.ffn_features = _features(ffn_features, "ffn_features")
+        lo = _linear_options(self.in_features, self.in_features, linear_options)
+        o = _lib.LayerNormMLPOptions()
+        _check(_libc.octet_layernorm_mlp_options_init(_c.byref(o)))
+        o.linear = _c.pointer(lo)
+        o.ffn_features = self.ffn_features
+        if norm is not None:
+            o.norm = _enum(norm, _NORMS, "norm")
+        if epsilon is not None:
+            o.epsilon = float(epsilon)
+        if activation is not None:
+            o.activation = _enum(activation, _ACTIVATIONS, "activation")
+        self.params_dtype = lo.params_dtype
+        self._create(ctx, _libc.octet_layer_create_layernorm_mlp, o, linear_options.get("recipe"))
+
+
+# -- host data <-> tensors of the parameter dtype ------------------------------
+
+def _shape_of(x):
+    if isinstance(x, Tensor):
+        return tuple(x.shape)
+    if isinstance(x, _np.ndarray):
+        return tuple(x.shape)
+    raise TypeError(f"expected a NumPy array or an octet Tensor; got {type(x).__name__}")
+
+
+def _as_tensor(ctx, x, dtype, what, shape=None):
+    """x as a Tensor of `dtype` on ctx: Tensors must have that dtype; float
+    arrays are converted (BF16 rounded to nearest even by the library);
+    uint16 arrays are taken as BF16 codes."""
+    if shape is not None and tuple(_shape_of(x)) != tuple(shape):
+        raise ValueError(f"{what} must have shape {list(shape)}; got {list(_shape_of(x))}")
+    if isinstance(x, Tensor):
+        if x.dtype != dtype:
+            raise ValueError(f"{what} must be a {_lib_dtype_name(dtype)} tensor; got {_lib_dtype_name(x.dtype)}")
+        return x
+    if not isinstance(x, _np.ndarray):
+        raise TypeError(f"{what} must be a NumPy array or an octet Tensor; got {type(x).__name__}")
+    if dtype == BF16 and x.dtype == _np.uint16:
+        return ctx.tensor(x, dtype=BF16)
+    if not _np.issubdtype(x.dtype, _np.floating):
+        raise TypeError(f"{what} must be a float array (or uint16 BF16 codes for BF16); got {x.dtype}")
+    if x.ndim < 1:
+        raise ValueError(f"{what} must have at least one dimension")
+    t = ctx.tensor(_np.ascontiguousarray(x, dtype=_np.float32))
+    return t if dtype == FP32 else ctx.convert(t, dtype)
+
+
+def _host_float32(ctx, t):
+    return t.numpy() if t.dtype == FP32 else ctx.convert(t, FP32).numpy()
