@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import octet
-from _oracle import (FP8_MAX, DelayedScalingModel, backend_params, current_scale, decode, encode, fnv1a32)
+from _oracle import (DelayedScalingModel, backend_params, current_scale, decode, encode, fnv1a32)
 
 BACKENDS = backend_params()
 

@@ -5,7 +5,6 @@ Re-exported by octet/__init__.py; see there for an overview.
 
 import ctypes as _c
 import threading as _threading
-import weakref as _weakref
 
 import numpy as _np
 
