@@ -147,7 +147,7 @@ Quantized quantize_role(const Ctx& ctx, LinearUnit& u, int32_t role, const std::
 KeptScale keep_scale(const Ctx& ctx, const TensorState& t, const UsedScale& used) {
   KeptScale kept;
   kept.host = used.host;
-  if (used.on_device) {
+  if (used.on_device && t.scaling_mode == OCTET_SCALING_PER_TENSOR) {  // block scales: from the data
     kept.device = std::make_shared<Buffer>(Buffer::uncounted(ctx, sizeof(float)));
     copy_floats(*ctx, t.scalar(kScale), static_cast<float*>(kept.device->data()), 1);
   }

@@ -80,11 +80,13 @@ void make_resident(QuantizerState& q, const std::shared_ptr<ContextState>& ctx, 
   upload(q, ctx);
 }
 
-// Delayed and current scaling run on the device where the backend can; the
-// others (static: a fixed scale; block recipes: scales from the data) keep
-// the host path.
+// Where the backend has the scaling entries, every recipe keeps its state
+// in the backend's memory, so a quantize copies nothing to the host (on a
+// GPU, a copy to the host is a synchronisation). The exception is static
+// scaling with observe = 1: its statistics come to the host on every call
+// anyway.
 bool device_path(const ContextState& ctx, const RecipeState& r) {
-  return device_scaling(ctx) && (r.kind == OCTET_RECIPE_DELAYED || r.kind == OCTET_RECIPE_CURRENT);
+  return device_scaling(ctx) && !(r.kind == OCTET_RECIPE_STATIC && r.fixed.observe != 0);
 }
 
 }  // namespace
@@ -137,8 +139,13 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
                             const TensorState& in, TensorState& out) {
   const ContextState& ctx = *context;
   UsedScale used;
-  if (r.per_tensor() && device_path(ctx, r)) {
+  if (device_path(ctx, r)) {
     used.on_device = true;
+    if (!r.per_tensor()) return used;  // block recipes: scales per block, from the data
+    if (r.kind == OCTET_RECIPE_STATIC) {
+      out.scalars.copy_from_host(&r.fixed.scale, sizeof(float), sizeof(float) * kScale);
+      return used;
+    }
     if (r.kind == OCTET_RECIPE_DELAYED) {
       // [scale, scale_inv] into the tensor's SCALE, SCALE_INV: from the
       // state when it is resident here (whatever its history length, which
@@ -202,14 +209,19 @@ void quantizer_commit(const std::shared_ptr<ContextState>& context, const std::s
       make_resident(q, context, size_t(r.delayed.amax_history_len));
       float* slot = static_cast<float*>(q.resident->state.data()) + 2 + q.current;
       call_backend(ctx, "amax_record", [&] { return ctx.api().amax_record(ctx.handle, out.scalar(kAmax), slot); });
-    } else {
-      // Current scaling keeps no history: [scale, scale_inv, amax] of the
-      // tensor is the state [scale, scale_inv, history[0]]; with a reduced
-      // amax, that one is history[0].
+    } else if (r.per_tensor()) {
+      // Current and static scaling keep no history: [scale, scale_inv, amax]
+      // of the tensor is the state [scale, scale_inv, history[0]]; with a
+      // reduced amax, that one is history[0].
       make_resident(q, context, 1);
       float* device_state = static_cast<float*>(q.resident->state.data());
       copy_floats(ctx, out.scalar(kScale), device_state, used.amax_reduced ? 2 : 3);
       if (used.amax_reduced) q.resident->state.copy_from_host(&used.reduced_amax, sizeof(float), sizeof(float) * 2);
+    } else {
+      // Block recipes: only the last tensor's amax (the per-tensor scale
+      // stays as it was, as on the host path).
+      make_resident(q, context, 1);
+      copy_floats(ctx, out.scalar(kAmax), static_cast<float*>(q.resident->state.data()) + 2, 1);
     }
     q.host_current = false;
   } else {
