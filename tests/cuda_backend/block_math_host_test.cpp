@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "block_math.cuh"
+#include "gemm_compare.hpp"
 #include "octet_reference/reference_backend.h"
 
 namespace {
@@ -527,7 +528,6 @@ TEST(CudaBlockMathOnHost, BlockGemmElementMatchesTheReference) {
       // D (read for beta) with a NaN and an inf when specials are on.
       std::vector<float> d_values = mixed_values(size_t(c.m * (c.n + 1)), uint32_t(rng()), c.special_rate);
       const int64_t ldd = c.n + 1;
-      const size_t dw = c.d_dtype == OCTET_DTYPE_FP32 ? 4 : 2;
       std::vector<uint8_t> d_before = as_dtype(d_values, c.d_dtype);
       std::vector<uint8_t> d_ref = d_before;
       std::vector<float> bias_values = mixed_values(size_t(c.n), uint32_t(rng()), c.special_rate);
@@ -578,12 +578,10 @@ TEST(CudaBlockMathOnHost, BlockGemmElementMatchesTheReference) {
                                        octet_cuda::block_gemm_epilogue(acc, args, i, j), true);
         }
       }
-      for (size_t byte = 0; byte < d_model.size(); ++byte) {
-        const size_t e = byte / dw;
-        ASSERT_EQ(int(d_model[byte]), int(d_ref[byte]))
-            << "D[" << e / size_t(ldd) << "," << e % size_t(ldd) << "] m " << c.m << " n " << c.n << " k " << c.k
-            << " a " << da << " scale dtype " << c.scale_dtype << " d dtype " << c.d_dtype;
-      }
+      // A NaN matches any NaN (gemm_compare.hpp); everything else bit for bit.
+      const int64_t e = octet_cuda_test::first_gemm_difference(d_model, d_ref, c.d_dtype);
+      ASSERT_EQ(e, -1) << "D[" << e / ldd << "," << e % ldd << "] m " << c.m << " n " << c.n << " k " << c.k
+                       << " a " << da << " scale dtype " << c.scale_dtype << " d dtype " << c.d_dtype;
     }
   }
 }

@@ -10,8 +10,8 @@
 //   squared deviations, as the reference does.
 // - Column sums (dgamma, dbeta, bias gradient) run over rows in order, one
 //   thread per column (adjacent threads read adjacent columns, coalesced).
-// Every FP32 operation is one of layer_math.cuh's (round to nearest, the x86
-// NaN result), and tanhf/expf are octet_math.h's (as in the reference), so each value
+// Every FP32 operation is one of layer_math.cuh's (round to nearest, the NaN result of
+// octet_math.h's rule), and tanhf/expf are octet_math.h's (as in the reference), so each value
 // is the reference's. Narrowing goes through codecs.cuh.
 #include <cuda_runtime.h>
 
