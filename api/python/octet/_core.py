@@ -136,7 +136,43 @@ def backend_failures():
     return result
 
 
-class Tensor:
+class _Handle:
+    """A C handle held by a Python object. `handle` raises once closed;
+    close() releases it through _release() unless the handle is borrowed
+    (`_owner` set: the owner frees it); also a context manager, and closed
+    by the garbage collector. Subclasses set _kind and _destroy."""
+
+    _kind = "object"
+    _destroy = None   # name of the C destroy function
+    _handle = None
+    _owner = None
+
+    @property
+    def handle(self):
+        if not getattr(self, "_handle", None):
+            raise ValueError(f"{self._kind} is closed")
+        return self._handle
+
+    def _release(self, handle):
+        getattr(_libc, self._destroy)(handle)
+
+    def close(self):
+        if getattr(self, "_handle", None):
+            if self._owner is None:
+                self._release(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Tensor(_Handle):
     """A tensor in a context's backend memory (owned; freed by close/GC).
 
     A borrowed tensor (a layer's parameter or gradient) belongs to its owner:
@@ -163,26 +199,8 @@ class Tensor:
         state = "" if self._handle else ", closed"
         return f"Tensor(shape={self.shape}, dtype={_lib_dtype_name(self.dtype)}{state})"
 
-    @property
-    def handle(self):
-        if not self._handle:
-            raise ValueError("tensor is closed")
-        return self._handle
-
-    def close(self):
-        if self._handle:
-            if self._owner is None:
-                _libc.octet_tensor_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    _kind = "tensor"
+    _destroy = "octet_tensor_destroy"
 
     def info(self):
         """octet_tensor_get_info as a dict (sizes in bytes, block shape, ...)."""
@@ -224,7 +242,7 @@ class Tensor:
         _check(_libc.octet_tensor_copy_from_host(self.handle, SCALE, _c.byref(value), 4))
 
 
-class Context:
+class Context(_Handle):
     """A context on one backend ("auto", "reference", "cpu", ...)."""
 
     def __init__(self, backend="auto", profile="native"):
@@ -246,25 +264,8 @@ class Context:
         self._scope_recipes = {}
         self._scope_stack = []  # the recipes of the open scopes, innermost last
 
-    @property
-    def handle(self):
-        if not self._handle:
-            raise ValueError("context is closed")
-        return self._handle
-
-    def close(self):
-        if self._handle:
-            _libc.octet_context_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    _kind = "context"
+    _destroy = "octet_context_destroy"
 
     def info(self):
         info = _lib.BackendInfo(struct_size=_c.sizeof(_lib.BackendInfo))

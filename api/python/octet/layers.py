@@ -20,7 +20,7 @@ import weakref as _weakref
 import numpy as _np
 
 from . import _lib
-from ._core import BF16, FP32, Context, Tensor, _check, _lib_dtype_name
+from ._core import BF16, FP32, Context, Tensor, _check, _Handle, _lib_dtype_name
 from ._lib import lib as _libc
 from .quantizers import Quantizer
 from .recipes import Recipe, _enum, _role
@@ -97,7 +97,7 @@ class Saved:
         self.close()
 
 
-class Layer:
+class Layer(_Handle):
     """Common part of the layers (create one of the subclasses)."""
 
     def _create(self, ctx, create, options, recipe):
@@ -121,29 +121,14 @@ class Layer:
             names.append(name.value.decode())
         self.parameter_names = tuple(names)
 
-    @property
-    def handle(self):
-        if not getattr(self, "_handle", None):
-            raise ValueError("layer is closed")
-        return self._handle
+    _kind = "layer"
 
-    def close(self):
+    def _release(self, handle):
         """Destroys the layer; its borrowed tensors and quantizers become
         unusable (saved handles stay valid to close)."""
-        if getattr(self, "_handle", None):
-            for borrowed in list(self._borrowed):
-                borrowed._handle = None
-            _libc.octet_layer_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+        for borrowed in list(self._borrowed):
+            borrowed._handle = None
+        _libc.octet_layer_destroy(handle)
 
     # -- parameters ---------------------------------------------------------
 

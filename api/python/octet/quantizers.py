@@ -14,7 +14,7 @@ import dataclasses as _dataclasses
 import numpy as _np
 
 from . import _lib
-from ._core import BOTH, Context, Tensor, _check
+from ._core import BOTH, Context, Tensor, _check, _Handle
 from ._lib import lib as _libc
 from .recipes import _KIND_NAMES, Recipe, _role, _tensor_format
 
@@ -42,7 +42,7 @@ def _stats_dict(stats):
     return {name: getattr(stats, name) for name, _ in _lib.QuantizeStats._fields_ if name != "struct_size"}
 
 
-class Quantizer:
+class Quantizer(_Handle):
     """Scaling state of one role ("input", "weight", "gradient") under a
     recipe; recipe None follows the innermost autocast scope of the context
     it quantizes on."""
@@ -71,26 +71,11 @@ class Quantizer:
         self.role = self.info().role
         return self
 
+    _destroy = "octet_quantizer_destroy"
+
     @property
-    def handle(self):
-        if not self._handle:
-            raise ValueError("quantizer is closed" if self._owner is None else "quantizer's layer is closed")
-        return self._handle
-
-    def close(self):
-        if self._handle:
-            if self._owner is None:
-                _libc.octet_quantizer_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _kind(self):
+        return "quantizer" if self._owner is None else "quantizer's layer"
 
     def _format(self, ctx):
         if self.recipe is not None:

@@ -19,7 +19,7 @@ import ctypes as _c
 import numpy as _np
 
 from . import _lib
-from ._core import _callback_failed, _check
+from ._core import _callback_failed, _check, _Handle
 from ._lib import lib as _libc
 
 # octet_recipe_kind
@@ -79,7 +79,7 @@ def _apply(options, fields, values):
         setattr(options, name, value)
 
 
-class Recipe:
+class Recipe(_Handle):
     """A scaling recipe (base class; create one of the subclasses)."""
 
     kind = None
@@ -96,25 +96,8 @@ class Recipe:
         _check(create(_c.byref(options), _c.byref(handle)))
         self._handle = handle
 
-    @property
-    def handle(self):
-        if not getattr(self, "_handle", None):
-            raise ValueError("recipe is closed")
-        return self._handle
-
-    def close(self):
-        if getattr(self, "_handle", None):
-            _libc.octet_recipe_destroy(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    _kind = "recipe"
+    _destroy = "octet_recipe_destroy"
 
     def __repr__(self):
         return f"{type(self).__name__}({'closed' if not getattr(self, '_handle', None) else 'open'})"
