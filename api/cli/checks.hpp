@@ -16,6 +16,9 @@ void check_gemm_high_precision(const ValidationRun& run);
 void check_gemm_fp8_output(const ValidationRun& run);
 // Scaling recipes, block-scaled quantize and GEMM (check_recipes.cpp).
 void check_recipes(const ValidationRun& run);
+// Layers, one training step against the reference, bit for bit on data whose
+// GEMM sums have one term (check_layers.cpp).
+void check_layers(const ValidationRun& run);
 
 // Shapes shared by the element-wise families: ragged on purpose.
 const std::vector<std::vector<int64_t>>& elementwise_shapes();

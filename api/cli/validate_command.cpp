@@ -130,6 +130,7 @@ int run_validate(const std::vector<std::string>& args) {
     check_gemm_high_precision(run);
     check_gemm_fp8_output(run);
     check_recipes(run);
+    check_layers(run);
   }
   print_table(rows);
 
