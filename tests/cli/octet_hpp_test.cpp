@@ -769,7 +769,17 @@ TEST(OctetHpp, LinearTrainingStepGivesTheSameBitsAsTheCAbi) {
   EXPECT_TRUE(differs);
 }
 
+// Whether Layer::set_weight accepts a T (a temporary Tensor must not be borrowed).
+template <typename T, typename = void>
+struct SetWeightAccepts : std::false_type {};
+template <typename T>
+struct SetWeightAccepts<T, std::void_t<decltype(std::declval<octet::Layer&>().set_weight(
+                               size_t{0}, std::declval<T>()))>> : std::true_type {};
+
 TEST(OctetHpp, LayerNormLayersAndBorrowedViews) {
+  static_assert(SetWeightAccepts<octet::Tensor&>::value);
+  static_assert(SetWeightAccepts<octet::TensorView>::value);
+  static_assert(!SetWeightAccepts<octet::Tensor&&>::value);
   static_assert(std::is_trivially_destructible_v<octet::TensorView>);
   static_assert(std::is_trivially_destructible_v<octet::QuantizerView>);
   static_assert(std::is_copy_constructible_v<octet::TensorView>);

@@ -830,6 +830,9 @@ class Layer {
   void set_weight(const std::string& name, TensorView weight) {
     set_weight(find_parameter(name), weight);
   }
+  // A temporary Tensor would be destroyed while the layer still borrows it.
+  void set_weight(size_t index, Tensor&& weight) = delete;
+  void set_weight(const std::string& name, Tensor&& weight) = delete;
   // FP8-only weights: quantizes a high-precision matrix into weight `index`.
   void load_weight(size_t index, TensorView weight) {
     check(octet_layer_load_weight(handle_, index, weight.get()));
