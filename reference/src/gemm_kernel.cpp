@@ -143,8 +143,10 @@ int32_t gemm(const octet_gemm_args* args) {
   // as documented.
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      const float* a_row = &a[static_cast<std::size_t>(i * k)];
-      const float* b_row = &b[static_cast<std::size_t>(j * k)];
+      // data() + offset: with k = 0 the vectors are empty and [] would bind
+      // a reference to nothing.
+      const float* a_row = a.data() + static_cast<std::size_t>(i * k);
+      const float* b_row = b.data() + static_cast<std::size_t>(j * k);
       float acc = 0.0f;
       for (int64_t kk = 0; kk < k; ++kk) {
         const float product = a_row[kk] * b_row[kk];  // rounded on its own: never an FMA

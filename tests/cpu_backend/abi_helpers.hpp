@@ -174,7 +174,7 @@ inline const std::vector<int32_t>& high_precision_dtypes() {
 inline int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
                                 std::size_t element_size) {
   if (a.size() != b.size()) return 0;
-  if (std::memcmp(a.data(), b.data(), a.size()) == 0) return -1;
+  if (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0) return -1;  // memcmp needs non-null
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i] != b[i]) return static_cast<int64_t>(i / element_size);
   }
