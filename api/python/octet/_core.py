@@ -242,6 +242,20 @@ class Tensor(_Handle):
         _check(_libc.octet_tensor_copy_from_host(self.handle, SCALE, _c.byref(value), 4))
 
 
+def aligned_empty(shape, dtype=_np.float32, alignment=64):
+    """An uninitialised C-contiguous NumPy array whose data is aligned to
+    `alignment` bytes (a power of two): memory Context.wrap accepts on a
+    host backend (ctx.info()["alignment"] says what the backend needs)."""
+    if alignment <= 0 or alignment & (alignment - 1):
+        raise ValueError(f"alignment must be a power of two; got {alignment}")
+    dtype = _np.dtype(dtype)
+    shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    nbytes = int(_np.prod(shape, dtype=_np.int64)) * dtype.itemsize
+    raw = _np.empty(nbytes + alignment, dtype=_np.uint8)
+    offset = -raw.ctypes.data % alignment
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
 class Context(_Handle):
     """A context on one backend ("auto", "reference", "cpu", ...)."""
 
@@ -323,6 +337,60 @@ class Context(_Handle):
         processes; None removes it (see octet.autocast.set_communicator)."""
         from .autocast import set_communicator
         set_communicator(self, allreduce_max)
+
+    def wrap(self, obj, dtype=None):
+        """A tensor over the memory of `obj`, without copying
+        (octet_tensor_wrap): on a host-memory backend a NumPy array (or any
+        object with __array_interface__), on a device backend an object with
+        __cuda_array_interface__ (a PyTorch or CuPy CUDA tensor). Writes
+        through Octet are seen in `obj` and the other way round; the tensor
+        keeps `obj` alive. Rules: C-contiguous, writable, 1 to 8 dimensions,
+        data aligned to the backend's alignment (ctx.info()["alignment"]).
+        dtype: inferred for float32 (FP32) and float16 (FP16); pass
+        BF16/E4M3/E5M2 for uint16/uint8 memory holding raw codes."""
+        device = self.info()["memory"] == "device"
+        attribute = "__cuda_array_interface__" if device else "__array_interface__"
+        interface = getattr(obj, attribute, None)
+        if interface is None:
+            where = "device memory (e.g. a CUDA tensor)" if device else "host memory (e.g. a NumPy array)"
+            raise TypeError(f"this context's backend works on {where}: wrap needs an object with {attribute}; "
+                            f"got {type(obj).__name__} (ctx.tensor() copies instead)")
+        pointer, readonly = interface["data"]
+        shape = tuple(int(n) for n in interface["shape"])
+        item = _np.dtype(interface["typestr"])
+        if readonly:
+            raise ValueError("cannot wrap read-only memory: Octet may write to a tensor (copy it, or use ctx.tensor())")
+        if not 1 <= len(shape) <= _lib.MAX_DIMS:
+            raise ValueError(f"wrap needs 1..{_lib.MAX_DIMS} dimensions; got shape {shape}")
+        strides = interface.get("strides")
+        if strides is not None:
+            expected, step = [], item.itemsize
+            for n in reversed(shape):
+                expected.append(step)
+                step *= n
+            if tuple(strides) != tuple(reversed(expected)) and 0 not in shape:
+                raise ValueError(f"wrap needs C-contiguous memory; got strides {tuple(strides)} for shape {shape}")
+        if dtype is None:
+            dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(item.newbyteorder("="))
+            if dtype is None or item.byteorder == ">":
+                raise TypeError(f"cannot infer an Octet dtype from {item}; pass dtype= (BF16/E4M3/E5M2 for raw codes)")
+        if dtype not in _NUMPY or dtype == E8M0:
+            raise ValueError(f"dtype must be FP32, FP16, BF16, E4M3 or E5M2; got {dtype}")
+        if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or item.kind not in "fiu":
+            raise TypeError(f"{item} memory cannot hold {_lib_dtype_name(dtype)} elements "
+                            f"({_np.dtype(_NUMPY[dtype]).itemsize} bytes each)")
+        alignment = max(int(self.info()["alignment"]), 1)
+        if pointer % alignment != 0:
+            raise ValueError(f"the memory at {pointer:#x} is not aligned to the backend's alignment of {alignment} "
+                             f"bytes (octet_tensor_wrap's rule): allocate it aligned, or use ctx.tensor()")
+        desc = _lib.TensorDesc(struct_size=_c.sizeof(_lib.TensorDesc), dtype=dtype, ndim=len(shape))
+        for i, n in enumerate(shape):
+            desc.shape[i] = n
+        handle = _c.c_void_p()
+        _check(_libc.octet_tensor_wrap(self.handle, _c.byref(desc), _c.c_void_p(pointer), _c.byref(handle)))
+        t = Tensor(self, handle, dtype, shape, 0)
+        t._base = obj  # the memory stays alive as long as the tensor
+        return t
 
     def tensor(self, array, dtype=None):
         """Uploads a NumPy array: float32 -> FP32, float16 -> FP16; pass
