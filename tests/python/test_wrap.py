@@ -97,3 +97,26 @@ def test_bad_memory_is_refused_with_the_rule(ctx):
         ctx.wrap([1.0, 2.0])
     with pytest.raises(ValueError, match="dimensions"):
         ctx.wrap(aligned(ctx, (), np.float32))
+
+
+class _TorchLikeStream:
+    cuda_stream = 0x1234
+
+
+def test_a_stream_is_accepted_as_a_handle_or_a_framework_stream_object():
+    # The host backends run on the calling thread and ignore the stream.
+    for stream in (None, 2, _TorchLikeStream()):
+        with octet.Context("reference", stream=stream) as c:
+            assert c.amax(np.array([1.0, -3.0], dtype=np.float32)) == 3.0
+    with pytest.raises(ValueError, match="legacy default stream"):
+        octet.Context("reference", stream=0)
+    with pytest.raises(TypeError, match="stream must be"):
+        octet.Context("reference", stream="s")
+
+
+def test_operations_accept_numpy_arrays_directly(ctx):
+    # A NumPy argument becomes a temporary tensor that must outlive the call
+    # (it was freed before octet_amax ran: a use after free).
+    x = np.array([[1.0, -3.5], [2.0, 0.25]], dtype=np.float32)
+    assert ctx.amax(x) == 3.5
+    np.testing.assert_array_equal(ctx.gemm(x, x).numpy(), x @ x.T)

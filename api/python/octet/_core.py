@@ -256,10 +256,33 @@ def aligned_empty(shape, dtype=_np.float32, alignment=64):
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 
-class Context(_Handle):
-    """A context on one backend ("auto", "reference", "cpu", ...)."""
+def _stream_handle(stream):
+    """The raw stream handle of `stream`: None, an int, or an object with
+    `cuda_stream` (torch.cuda.Stream) or `ptr` (cupy.cuda.Stream)."""
+    if stream is None:
+        return None
+    for attribute in ("cuda_stream", "ptr"):
+        if hasattr(stream, attribute):
+            stream = getattr(stream, attribute)
+            break
+    if isinstance(stream, bool) or not isinstance(stream, int) or stream < 0:
+        raise TypeError("stream must be None, a non-negative int handle, or an object with .cuda_stream "
+                        f"(torch.cuda.Stream) or .ptr (cupy); got {type(stream).__name__}")
+    if stream == 0:
+        raise ValueError("stream 0 is CUDA's legacy default stream, which octet_context_options reads as 'the "
+                         "backend's own': pass None for that, or cudaStreamLegacy (1) / cudaStreamPerThread (2)")
+    return stream
 
-    def __init__(self, backend="auto", profile="native"):
+
+class Context(_Handle):
+    """A context on one backend ("auto", "reference", "cpu", ...).
+
+    stream: the backend stream to run on (octet_context_options.stream),
+    e.g. torch.cuda.current_stream() for the cuda backend, so Octet's work
+    is ordered with the framework's; None: the backend's own. Host backends
+    run on the calling thread and ignore it."""
+
+    def __init__(self, backend="auto", profile="native", stream=None):
         self._handle = None
         if profile not in _PROFILES:
             raise ValueError(f"profile must be one of {sorted(_PROFILES)}")
@@ -267,6 +290,7 @@ class Context(_Handle):
         _check(_libc.octet_context_options_init(_c.byref(options)))
         options.backend = backend.encode()
         options.capability_profile = _PROFILES[profile]
+        options.stream = _stream_handle(stream)
         handle = _c.c_void_p()
         _check(_libc.octet_context_create(_c.byref(options), _c.byref(handle)))
         self._handle = handle
@@ -418,7 +442,8 @@ class Context(_Handle):
 
     def amax(self, x):
         value = _c.c_float()
-        _check(_libc.octet_amax(self.handle, self._as_tensor(x).handle, _c.byref(value)))
+        x = self._as_tensor(x)  # held: a temporary would be freed before the call
+        _check(_libc.octet_amax(self.handle, x.handle, _c.byref(value)))
         return value.value
 
     def quantize(self, x, dtype=E4M3, scale=1.0, usages=BOTH, saturate=True):
