@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,11 @@ struct Draw {
     return v[size_t(rng() % v.size())];
   }
   bool coin() { return rng() % 2 == 0; }
+  // Usually one of `usual`, one time in `odds` one of `wild`.
+  template <typename T>
+  T mostly(const std::vector<T>& usual, const std::vector<T>& wild, unsigned odds = 12) {
+    return rng() % odds == 0 ? pick(wild) : pick(usual);
+  }
 };
 
 const std::vector<int32_t> kDtypes = {0, 1, 2, 3, 10, 12, 14, -1, 4, 11, 99};
@@ -75,6 +81,18 @@ TensorPtr random_tensor(octet_context* ctx, Draw& d, int iteration, int64_t rows
     return nullptr;
   }
   return TensorPtr(t);
+}
+
+// A plain tensor, or null where the shape is refused (no expectation).
+TensorPtr try_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols) {
+  octet_tensor_desc desc{};
+  desc.struct_size = sizeof(desc);
+  desc.dtype = dtype;
+  desc.ndim = 2;
+  desc.shape[0] = rows;
+  desc.shape[1] = cols;
+  octet_tensor* t = nullptr;
+  return octet_tensor_create(ctx, &desc, &t) == OCTET_STATUS_SUCCESS ? TensorPtr(t) : nullptr;
 }
 
 class RandomArguments : public BackendTest {};
@@ -180,6 +198,157 @@ TEST_P(RandomArguments, EveryCallReturnsAStatusWithAMessage) {
   EXPECT_GT(refused, 500) << counts;
   EXPECT_GT(succeeded, 100) << counts;
   EXPECT_GT(failed, 100) << counts;
+}
+
+struct RecipeDel {
+  void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
+};
+struct LayerDel {
+  void operator()(octet_layer* l) const { octet_layer_destroy(l); }
+};
+
+// A recipe of a random kind with random option values (null if refused).
+std::unique_ptr<octet_recipe, RecipeDel> random_recipe(Draw& d, int iteration) {
+  octet_recipe* r = nullptr;
+  octet_status s = OCTET_STATUS_SUCCESS;
+  const int32_t format = d.mostly<int32_t>({0, 2}, {1, 3, -1});
+  switch (d.rng() % 5) {
+    case 0: {
+      octet_delayed_scaling_options o;
+      octet_delayed_scaling_options_init(&o);
+      o.margin = d.mostly<int32_t>({0, 1}, {200, -1});
+      o.interval = d.mostly<int32_t>({1, 2}, {0});
+      o.format = format;
+      o.amax_history_len = d.mostly<int32_t>({1, 4}, {0, -5, 1 << 24});
+      o.amax_compute_algo = d.mostly<int32_t>({0, 1}, {2, 9});
+      o.power_of_two_scales = d.mostly<int32_t>({0, 1}, {2});
+      o.reduce_amax = d.mostly<int32_t>({0, 1}, {7});
+      s = octet_recipe_create_delayed(&o, &r);
+      break;
+    }
+    case 1: {
+      octet_current_scaling_options o;
+      octet_current_scaling_options_init(&o);
+      o.format = format;
+      o.amax_epsilon = d.mostly<float>({0.0f, 1e-3f}, {-1.0f, std::numeric_limits<float>::quiet_NaN()});
+      o.power_of_two_scales = d.mostly<int32_t>({0, 1}, {3});
+      o.reduce_amax = d.mostly<int32_t>({0, 1}, {-1});
+      s = octet_recipe_create_current(&o, &r);
+      break;
+    }
+    case 2: {
+      octet_static_scaling_options o;
+      octet_static_scaling_options_init(&o);
+      o.format = format;
+      o.scale = d.mostly<float>({1.0f, 16.0f}, kScalars);
+      o.observe = d.mostly<int32_t>({0, 1}, {4});
+      s = octet_recipe_create_static(&o, &r);
+      break;
+    }
+    case 3: {
+      octet_mxfp8_options o;
+      octet_mxfp8_options_init(&o);
+      o.format = format;
+      o.rounding = d.mostly<int32_t>({0, 1}, {2});
+      s = octet_recipe_create_mxfp8(&o, &r);
+      break;
+    }
+    default: {
+      octet_block_scaling_options o;
+      octet_block_scaling_options_init(&o);
+      o.format = format;
+      o.amax_epsilon = d.mostly<float>({0.0f, 1e-6f}, {-2.0f});
+      o.power_of_two_scales = d.mostly<int32_t>({0, 1}, {9});
+      s = octet_recipe_create_block(&o, &r);
+      break;
+    }
+  }
+  expect_reported(s, "octet_recipe_create_*", iteration);
+  return std::unique_ptr<octet_recipe, RecipeDel>(s == OCTET_STATUS_SUCCESS ? r : nullptr);
+}
+
+TEST_P(RandomArguments, LayersWithRandomOptionsRecipesAndTensors) {
+  ContextPtr ctx = make_context(backend(), OCTET_PROFILE_NATIVE);
+  ASSERT_TRUE(ctx) << octet_last_error_message();
+  const char* seed_text = std::getenv("OCTET_RANDOM_ARGUMENTS_SEED");
+  Draw d(seed_text != nullptr ? std::strtoull(seed_text, nullptr, 10) + 1 : 20261123u);
+  int created = 0, trained = 0;
+  for (int it = 0; it < 400; ++it) {
+    auto recipe = d.coin() ? random_recipe(d, it) : nullptr;
+    octet_linear_options lo;
+    octet_linear_options_init(&lo);
+    const int64_t features = d.pick<int64_t>({8, 32, 40});
+    lo.in_features = d.rng() % 10 == 0 ? d.pick<int64_t>({0, -3}) : features;
+    lo.out_features = d.rng() % 10 == 0 ? d.pick<int64_t>({0, int64_t(1) << 62}) : d.pick<int64_t>({8, 16});
+    lo.bias = d.mostly<int32_t>({0, 1}, {2, -1});
+    lo.params_dtype = d.mostly<int32_t>({1, 2}, {3, 10, 0});
+    lo.weight_storage = d.mostly<int32_t>({0}, {1, 5});
+    lo.recipe = recipe.get();
+    lo.save_original_input = d.mostly<int32_t>({0, 0, 1}, {3});
+    lo.minimize_memory = d.mostly<int32_t>({0, 1}, {-1});
+    lo.weight_cache = d.mostly<int32_t>({0, 1}, {2});
+    lo.skip_weight_allocation = d.mostly<int32_t>({0}, {1});
+    octet_layer* raw = nullptr;
+    octet_status s = OCTET_STATUS_SUCCESS;
+    const int kind = int(d.rng() % 3);
+    if (kind == 0) {
+      s = octet_layer_create_linear(ctx.get(), &lo, &raw);
+    } else if (kind == 1) {
+      octet_layernorm_linear_options o;
+      octet_layernorm_linear_options_init(&o);
+      lo.save_original_input = d.mostly<int32_t>({0}, {1});  // refused here
+      o.linear = d.rng() % 16 == 0 ? nullptr : &lo;
+      o.norm = d.mostly<int32_t>({0, 1}, {2});
+      o.epsilon = d.mostly<float>({1e-5f, 1e-3f}, {0.0f, -1.0f, std::numeric_limits<float>::infinity()});
+      s = octet_layer_create_layernorm_linear(ctx.get(), &o, &raw);
+    } else {
+      octet_layernorm_mlp_options o;
+      octet_layernorm_mlp_options_init(&o);
+      lo.save_original_input = d.mostly<int32_t>({0}, {1});
+      o.linear = &lo;
+      o.ffn_features = d.mostly<int64_t>({8, 24}, {0, -1});
+      o.norm = d.mostly<int32_t>({0, 1}, {5});
+      o.epsilon = d.mostly<float>({1e-5f}, {std::numeric_limits<float>::quiet_NaN()});
+      o.activation = d.mostly<int32_t>({0, 1}, {2});
+      s = octet_layer_create_layernorm_mlp(ctx.get(), &o, &raw);
+    }
+    expect_reported(s, "octet_layer_create_*", it);
+    if (s != OCTET_STATUS_SUCCESS) {
+      EXPECT_EQ(raw, nullptr) << "a failed create wrote its output (iteration " << it << ")";
+      continue;
+    }
+    ++created;
+    std::unique_ptr<octet_layer, LayerDel> layer(raw);
+    const int64_t rows = d.pick<int64_t>({1, 3, 16});
+    const int64_t in_cols = d.rng() % 8 == 0 ? features + 1 : features;
+    const int32_t dt = d.rng() % 8 == 0 ? int32_t(OCTET_DTYPE_FP16) : lo.params_dtype;
+    TensorPtr x = try_tensor(ctx.get(), dt, rows, in_cols);
+    TensorPtr y = try_tensor(ctx.get(), dt, rows, kind == 2 ? features : lo.out_features);
+    if (!x || !y) continue;
+    std::vector<uint8_t> zeros(size_t(rows * in_cols) * 4, 0);
+    octet_tensor_info info{};
+    info.struct_size = sizeof(info);
+    octet_tensor_get_info(x.get(), &info);
+    octet_tensor_copy_from_host(x.get(), OCTET_COMPONENT_DATA, zeros.data(), size_t(info.rowwise_bytes));
+    if (recipe && d.coin()) octet_autocast_begin(ctx.get(), recipe.get());
+    octet_saved* saved = nullptr;
+    const int32_t training = d.pick<int32_t>({1, 1, 0});
+    s = octet_layer_forward(layer.get(), x.get(), y.get(), training, d.rng() % 10 == 0 ? nullptr : &saved);
+    expect_reported(s, "octet_layer_forward", it);
+    if (s == OCTET_STATUS_SUCCESS && saved != nullptr) {
+      TensorPtr dx = d.coin() ? try_tensor(ctx.get(), dt, rows, in_cols) : nullptr;
+      s = octet_layer_backward(layer.get(), &saved, y.get(), dx.get(), d.pick<int32_t>({0, 1, 2}));
+      expect_reported(s, "octet_layer_backward", it);
+      if (s == OCTET_STATUS_SUCCESS) ++trained;
+    }
+    octet_saved_destroy(saved);
+    int32_t depth = 0;
+    octet_autocast_get_state(ctx.get(), &depth, nullptr);
+    if (depth > 0) expect_reported(octet_autocast_end(ctx.get()), "octet_autocast_end", it);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(created, 50) << "layers created " << created;
+  EXPECT_GT(trained, 20) << "training steps " << trained;
 }
 
 OCTET_INSTANTIATE_FOR_BACKENDS(RandomArguments);
