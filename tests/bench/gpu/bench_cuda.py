@@ -446,10 +446,12 @@ def check_quantize(torch, octet, lib, results):
         f"{'checked' if info.has_columnwise_data else 'absent (native columnwise)'}; amax, scale_inv exact"))
 
 
-def check_gemm(torch, octet, results):
-    m, k, n = 272, 384, 208
+def quantized_operands(torch, octet, m, k, n, b_spread=1.0):
+    """BF16 operands A [m, k] and B [n, k] (B's values times b_spread), their
+    current-scaling scales, and their per-tensor E4M3 copies quantized by
+    Octet (rowwise): (a, b, sa, sb, qa, qb)."""
     a = torch.randn(m, k, device=DEV).to(torch.bfloat16)
-    b = (torch.randn(n, k, device=DEV) * 0.5).to(torch.bfloat16)
+    b = (torch.randn(n, k, device=DEV) * b_spread).to(torch.bfloat16)
     sa = current_scale(torch, float(a.abs().max().float()), 448.0)
     sb = current_scale(torch, float(b.abs().max().float()), 448.0)
     qa = octet.create_quantized(A.DTYPE_E4M3, (m, k), A.USAGE_ROWWISE)
@@ -458,6 +460,12 @@ def check_gemm(torch, octet, results):
     octet.set_scale(qb, sb)
     octet.quantize(octet.wrap(a), qa)
     octet.quantize(octet.wrap(b), qb)
+    return a, b, sa, sb, qa, qb
+
+
+def check_gemm(torch, octet, results):
+    m, k, n = 272, 384, 208
+    a, b, sa, sb, qa, qb = quantized_operands(torch, octet, m, k, n, b_spread=0.5)
     d = torch.full((m, n), float("nan"), device=DEV, dtype=torch.bfloat16)
     octet.gemm_fn(qa, qb, octet.wrap(d))()
     octet.sync()
@@ -585,16 +593,7 @@ def _bench_gemm_shape(torch, octet, stream, s, rows, m, k, n):
     shape = f"{m}x{k}x{n}"
     flops = R.gemm_flops(m, k, n)
     try:
-        a = torch.randn(m, k, device=DEV).to(torch.bfloat16)
-        b = torch.randn(n, k, device=DEV).to(torch.bfloat16)
-        sa = current_scale(torch, float(a.abs().max().float()), 448.0)
-        sb = current_scale(torch, float(b.abs().max().float()), 448.0)
-        qa = octet.create_quantized(A.DTYPE_E4M3, (m, k), A.USAGE_ROWWISE)
-        qb = octet.create_quantized(A.DTYPE_E4M3, (n, k), A.USAGE_ROWWISE)
-        octet.set_scale(qa, sa)
-        octet.set_scale(qb, sb)
-        octet.quantize(octet.wrap(a), qa)
-        octet.quantize(octet.wrap(b), qb)
+        a, b, sa, sb, qa, qb = quantized_operands(torch, octet, m, k, n)
         d = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
         octet_fn = octet.gemm_fn(qa, qb, octet.wrap(d))
         a8 = torch_codes(torch, a, sa, torch.float8_e4m3fn).view(torch.float8_e4m3fn)
