@@ -401,9 +401,11 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   if (dx != nullptr) {
     if (fp8 && sv.fp8_dgrad) {
       TensorPtr w_q = sv.w_q;
-      if (!w_q)  // minimize_memory: the forward's codes again (block recipes: the columnwise usage)
-        w_q = requantize(ctx, *sv.w_hp, *r, OCTET_ROLE_WEIGHT,
-                         r->per_tensor() ? OCTET_USAGE_ROWWISE : OCTET_USAGE_COLUMNWISE, sv.w_scale);
+      // minimize_memory: the forward's codes again, straight into the usage
+      // dgrad reads (per-tensor: where columns are not read natively, the
+      // fused pass writes the transposed copy, with no rowwise copy and no
+      // transpose in the GEMM adaptation; block recipes: W^T's own blocks).
+      if (!w_q) w_q = requantize(ctx, *sv.w_hp, *r, OCTET_ROLE_WEIGHT, OCTET_USAGE_COLUMNWISE, sv.w_scale);
       run_gemm(ctx, dy_q->state, w_q->state, *dx, gemm_options(0, 1, 0.0f, nullptr));
       if (du & OCTET_USAGE_COLUMNWISE) keep_columnwise_only(dy_q->state);
     } else {
