@@ -51,6 +51,49 @@ TEST(CudaDeviceCodecsOnHost, Fp8EncodeMatchesTheLibrary) {
   }
 }
 
+// On SM 8.9+ the kernels encode with the hardware's cvt.rn.satfinite and
+// repair its result where it is not the definition's (fp8_from_satfinite).
+// Here the hardware is modelled by what PTX documents for it: round to
+// nearest even with finite overflow and infinities clamped to the largest
+// finite magnitude, sign kept (the library's saturating encoder), and an
+// unspecified code for NaN (several tried). The repaired code must be the
+// library's in both modes. The device test (hardware_fp8_test.cu) checks the
+// model itself against the hardware on every FP32 pattern.
+TEST(CudaDeviceCodecsOnHost, SatfiniteRepairGivesTheDefinition) {
+  const uint8_t nan_codes[] = {0x7Fu, 0xFFu, 0x00u, 0x7Eu, 0x7Bu, 0xFEu};
+  for (uint32_t pattern : fp32_patterns()) {
+    const float v = from_bits(pattern);
+    const bool nan = (pattern & 0x7FFFFFFFu) > 0x7F800000u;
+    for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
+      for (uint8_t nan_code : nan_codes) {
+        const uint8_t satfinite = nan ? nan_code : octet_fp8_encode(v, dtype, 1);
+        for (int saturate : {0, 1}) {
+          ASSERT_EQ(octet_cuda::fp8_from_satfinite(satfinite, v, e4m3, saturate != 0),
+                    octet_fp8_encode(v, dtype, saturate))
+              << std::hex << "bits 0x" << pattern << " model code 0x" << unsigned(satfinite) << std::dec << " dtype "
+              << dtype << " saturate " << saturate;
+        }
+        if (!nan) break;  // the NaN code matters for NaN inputs only
+      }
+    }
+  }
+}
+
+TEST(CudaDeviceCodecsOnHost, PairEncodeIsTwoEncodes) {
+  const std::vector<uint32_t> patterns = fp32_patterns();
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const float low = from_bits(patterns[i]), high = from_bits(patterns[patterns.size() - 1 - i]);
+    for (bool e4m3 : {true, false}) {
+      for (bool saturate : {true, false}) {
+        const uint16_t pair = octet_cuda::fp8_encode2(low, high, e4m3, saturate);
+        ASSERT_EQ(pair & 0xFFu, octet_cuda::fp8_encode(low, e4m3, saturate)) << std::hex << patterns[i];
+        ASSERT_EQ(pair >> 8, octet_cuda::fp8_encode(high, e4m3, saturate)) << std::hex << patterns[i];
+      }
+    }
+  }
+}
+
 TEST(CudaDeviceCodecsOnHost, HalfEncodesMatchTheLibrary) {
   for (uint32_t pattern : fp32_patterns()) {
     const float v = from_bits(pattern);

@@ -1,8 +1,17 @@
 // Exact codecs for device code (docs/numerics.md sections 2-5), written with
-// integer arithmetic on FP32 bit patterns: no __nv_cvt_* intrinsics, no
-// dependence on rounding modes or fast-math, so every kernel that narrows a
-// value gives the reference's bits. All functions are __host__ __device__ so
-// the same code can be checked on the host.
+// integer arithmetic on FP32 bit patterns: no dependence on rounding modes or
+// fast-math, so every kernel that narrows a value gives the reference's bits.
+// All functions are __host__ __device__ so the same code can be checked on the
+// host.
+//
+// One exception, for speed: on SM 8.9 and later, fp8_encode/fp8_encode2 take
+// the hardware's FP32 -> FP8 conversion (cvt.rn.satfinite.{e4m3,e5m2}x2.f32,
+// two values per instruction) for the values where its result is the
+// definition's, and fp8_encode_exact for the rest (fp8_from_satfinite). The
+// integer encoder costs ~35 instructions a value, which would make the fused
+// cast+transpose compute-bound on an H100/H200 (budget at full HBM bandwidth:
+// ~40 instructions per BF16 element in, two codes out). Building with
+// OCTET_CUDA_SOFTWARE_FP8 defined keeps the integer encoder everywhere.
 #pragma once
 
 #include <cstdint>
@@ -67,8 +76,8 @@ OCTET_CUDA_HD uint32_t round_magnitude(uint32_t abs_bits, int man_bits, int bias
   return (static_cast<uint32_t>(grid + bias) << man_bits) | (units - (1u << man_bits));
 }
 
-// FP32 -> E4M3 / E5M2 (numerics.md 2).
-OCTET_CUDA_HD uint8_t fp8_encode(float value, bool e4m3, bool saturate) {
+// FP32 -> E4M3 / E5M2 (numerics.md 2), the definition in integer arithmetic.
+OCTET_CUDA_HD uint8_t fp8_encode_exact(float value, bool e4m3, bool saturate) {
   const uint32_t bits = bits_of(value);
   const uint32_t sign = (bits >> 24) & 0x80u;
   const uint32_t abs_bits = bits & 0x7FFFFFFFu;
@@ -80,6 +89,72 @@ OCTET_CUDA_HD uint8_t fp8_encode(float value, bool e4m3, bool saturate) {
   if (magnitude <= max_finite) return static_cast<uint8_t>(sign | magnitude);
   if (saturate) return static_cast<uint8_t>(sign | max_finite);
   return static_cast<uint8_t>(sign | (e4m3 ? 0x7Fu : 0x7Cu));
+}
+
+// The definition's code for `value`, given `satfinite_code`: what a
+// round-to-nearest-even conversion that clamps finite overflow and infinities
+// to the largest finite magnitude (sign kept) gives for it; its code for a NaN
+// input may be any code. Where that conversion and the definition agree (every
+// non-NaN value when saturating; every value the clamp did not reach when not)
+// the code is kept; NaN inputs (the definition keeps the sign: sign | 0x7F)
+// and possibly clamped values without saturation (the definition gives NaN in
+// E4M3, infinity in E5M2, or a value that rounds down to the largest finite)
+// take the integer encoder. Both branches are rare in real data.
+#if defined(__CUDA_ARCH__)
+// Out of line: inlined at every call site, the rare path would multiply the
+// code size of the unrolled kernels.
+__device__ __noinline__ uint8_t fp8_encode_exact_out_of_line(float value, bool e4m3, bool saturate) {
+  return fp8_encode_exact(value, e4m3, saturate);
+}
+#endif
+
+OCTET_CUDA_HD uint8_t fp8_from_satfinite(uint8_t satfinite_code, float value, bool e4m3, bool saturate) {
+  const uint32_t max_finite = e4m3 ? 0x7Eu : 0x7Bu;
+  const bool nan = (bits_of(value) & 0x7FFFFFFFu) > 0x7F800000u;
+  if (nan || (!saturate && (satfinite_code & 0x7Fu) >= max_finite)) {
+#if defined(__CUDA_ARCH__)
+    return fp8_encode_exact_out_of_line(value, e4m3, saturate);
+#else
+    return fp8_encode_exact(value, e4m3, saturate);
+#endif
+  }
+  return satfinite_code;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(OCTET_CUDA_SOFTWARE_FP8)
+#define OCTET_CUDA_HARDWARE_FP8 1
+// The hardware conversion of two values: `low` in bits 0-7, `high` in 8-15.
+// (PTX: the first source operand goes to the upper half of the result.)
+__device__ __forceinline__ uint16_t fp8x2_satfinite(float low, float high, bool e4m3) {
+  uint16_t codes;
+  if (e4m3)
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(codes) : "f"(high), "f"(low));
+  else
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(codes) : "f"(high), "f"(low));
+  return codes;
+}
+#endif
+
+// FP32 -> E4M3 / E5M2 (numerics.md 2): fp8_encode_exact's bits, by the
+// hardware where the device has the conversion.
+OCTET_CUDA_HD uint8_t fp8_encode(float value, bool e4m3, bool saturate) {
+#if defined(OCTET_CUDA_HARDWARE_FP8)
+  return fp8_from_satfinite(static_cast<uint8_t>(fp8x2_satfinite(value, 0.0f, e4m3)), value, e4m3, saturate);
+#else
+  return fp8_encode_exact(value, e4m3, saturate);
+#endif
+}
+
+// Two values at once: fp8_encode(low) in bits 0-7, fp8_encode(high) in 8-15.
+OCTET_CUDA_HD uint16_t fp8_encode2(float low, float high, bool e4m3, bool saturate) {
+#if defined(OCTET_CUDA_HARDWARE_FP8)
+  const uint16_t codes = fp8x2_satfinite(low, high, e4m3);
+  return static_cast<uint16_t>(fp8_from_satfinite(static_cast<uint8_t>(codes & 0xFFu), low, e4m3, saturate) |
+                               (fp8_from_satfinite(static_cast<uint8_t>(codes >> 8), high, e4m3, saturate) << 8));
+#else
+  return static_cast<uint16_t>(fp8_encode_exact(low, e4m3, saturate) |
+                               (fp8_encode_exact(high, e4m3, saturate) << 8));
+#endif
 }
 
 // Finite magnitude code -> FP32 (exact).

@@ -3,10 +3,14 @@
 // as the one-element-per-thread kernels of elementwise.cu (codes are per
 // element, amax is a max), with wide memory operations:
 // - quantize: a 256-thread block owns a 32-row x 128-column tile; a thread
-//   reads 4 consecutive inputs with one 8-byte (BF16/FP16) or 16-byte (FP32)
-//   load and writes their 4 rowwise codes with one 4-byte store; the
-//   transposed codes go through shared memory and leave as 4-byte words
-//   (4 consecutive rows of one column).
+//   reads 4 consecutive inputs in each of 4 rows with one 8-byte (BF16/FP16)
+//   or 16-byte (FP32) load per row, all four loads issued before any is used
+//   (so each thread keeps four requests in flight: the kernel is bound by
+//   memory latency otherwise), and writes each row's 4 rowwise codes with one
+//   4-byte store; the transposed codes go through shared memory (as 4-byte
+//   words) and leave as 4-byte words (4 consecutive rows of one column).
+//   Codes come from fp8_encode2 (codecs.cuh: the hardware conversion where it
+//   gives the definition's bits).
 // - amax: contiguous input read 16 bytes per thread per iteration.
 // Used only where the shapes and addresses allow it (quantize_vectorizable,
 // amax_vectorizable); OCTET_CUDA_SIMPLE_KERNELS=1 turns them off.
@@ -74,10 +78,18 @@ __device__ void reduce_amax_to(float local, unsigned* amax_bits) {
   }
 }
 
+constexpr int kRowsPerThread = kRowsPerTile / kBlockY;
+constexpr int kTileWordsPerRow = kColsPerTile / 4 + 1;  // +1 word: the transpose reads hit 8 banks
+
+// InDtype: the input's dtype as a template argument, so that each unrolled
+// row loads and widens one way only.
+template <int32_t InDtype>
 __global__ void quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool saturate, const float* scale_ptr,
                                      uint8_t* rowwise, uint8_t* columnwise, float* scale_inv_out,
                                      unsigned* amax_bits) {
-  __shared__ uint8_t tile[kRowsPerTile][kColsPerTile + 4];
+  __shared__ uint32_t tile_words[kRowsPerTile][kTileWordsPerRow];
+  const uint8_t* tile = reinterpret_cast<const uint8_t*>(&tile_words[0][0]);
+  constexpr int kTileRowBytes = 4 * kTileWordsPerRow;
   const float scale = *scale_ptr;
   const int thread = threadIdx.x + threadIdx.y * kBlockX;
   if (scale_inv_out != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && thread == 0)
@@ -90,19 +102,26 @@ __global__ void quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool satur
     for (int64_t tx = blockIdx.x; tx < col_tiles; tx += gridDim.x) {
       const int64_t r0 = ty * kRowsPerTile, c0 = tx * kColsPerTile;
       const int64_t c = c0 + 4 * threadIdx.x;  // cols % 4 == 0: a group is all in or all out
-      for (int rr = threadIdx.y; rr < kRowsPerTile; rr += kBlockY) {
+      float x[kRowsPerThread][4];
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        const int64_t r = r0 + threadIdx.y + i * kBlockY;
+        if (r < rows && c < cols) load4(in.data, InDtype, r * in.ld + c, x[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i) {
+        const int rr = threadIdx.y + i * kBlockY;
         const int64_t r = r0 + rr;
         if (r >= rows || c >= cols) continue;
-        float x[4];
-        load4(in.data, in.dtype, r * in.ld + c, x);
-        uint32_t word = 0;
+        float scaled[4];
         for (int j = 0; j < 4; ++j) {
-          const float a = abs_value(x[j]);
+          const float a = abs_value(x[i][j]);
           if (a > local) local = a;  // NaN never compares greater: ignored
-          const uint8_t q = fp8_encode(host_mul(x[j], scale), e4m3, saturate);
-          tile[rr][4 * threadIdx.x + j] = q;
-          word |= uint32_t(q) << (8 * j);
+          scaled[j] = host_mul(x[i][j], scale);
         }
+        const uint32_t word = uint32_t(fp8_encode2(scaled[0], scaled[1], e4m3, saturate)) |
+                              (uint32_t(fp8_encode2(scaled[2], scaled[3], e4m3, saturate)) << 16);
+        tile_words[rr][threadIdx.x] = word;
         if (rowwise != nullptr) *reinterpret_cast<uint32_t*>(rowwise + r * cols + c) = word;
       }
       if (columnwise != nullptr) {
@@ -112,8 +131,9 @@ __global__ void quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool satur
           const int oc = w / (kRowsPerTile / 4), g = w % (kRowsPerTile / 4);
           const int64_t col = c0 + oc, row = r0 + 4 * g;  // rows % 4 == 0: whole words
           if (col >= cols || row >= rows) continue;
-          const uint32_t word = uint32_t(tile[4 * g][oc]) | (uint32_t(tile[4 * g + 1][oc]) << 8) |
-                                (uint32_t(tile[4 * g + 2][oc]) << 16) | (uint32_t(tile[4 * g + 3][oc]) << 24);
+          const uint8_t* src = tile + (4 * g) * kTileRowBytes + oc;
+          const uint32_t word = uint32_t(src[0]) | (uint32_t(src[kTileRowBytes]) << 8) |
+                                (uint32_t(src[2 * kTileRowBytes]) << 16) | (uint32_t(src[3 * kTileRowBytes]) << 24);
           *reinterpret_cast<uint32_t*>(columnwise + col * rows + row) = word;
         }
         __syncthreads();
@@ -159,9 +179,23 @@ cudaError_t launch_quantize_vectorized(const octet_quantize_args& args, cudaStre
   const int64_t ty = (args.input.rows + kRowsPerTile - 1) / kRowsPerTile;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(tx, 1), 1 << 30)),
                   static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(ty, 1), kMaxGridY)));
-  quantize_vec4_kernel<<<grid, dim3(kBlockX, kBlockY), 0, stream>>>(
-      args.input, args.out_dtype == OCTET_DTYPE_E4M3, args.saturate != 0, args.scale, args.rowwise_out,
-      args.columnwise_out, args.scale_inv_out, reinterpret_cast<unsigned*>(args.amax_out));
+  const bool e4m3 = args.out_dtype == OCTET_DTYPE_E4M3, saturate = args.saturate != 0;
+  unsigned* amax_bits = reinterpret_cast<unsigned*>(args.amax_out);
+  const dim3 block(kBlockX, kBlockY);
+  switch (args.input.dtype) {
+    case OCTET_DTYPE_FP32:
+      quantize_vec4_kernel<OCTET_DTYPE_FP32><<<grid, block, 0, stream>>>(
+          args.input, e4m3, saturate, args.scale, args.rowwise_out, args.columnwise_out, args.scale_inv_out, amax_bits);
+      break;
+    case OCTET_DTYPE_BF16:
+      quantize_vec4_kernel<OCTET_DTYPE_BF16><<<grid, block, 0, stream>>>(
+          args.input, e4m3, saturate, args.scale, args.rowwise_out, args.columnwise_out, args.scale_inv_out, amax_bits);
+      break;
+    default:  // FP16: quantize_vectorizable admits the three high-precision dtypes only
+      quantize_vec4_kernel<OCTET_DTYPE_FP16><<<grid, block, 0, stream>>>(
+          args.input, e4m3, saturate, args.scale, args.rowwise_out, args.columnwise_out, args.scale_inv_out, amax_bits);
+      break;
+  }
   return cudaGetLastError();
 }
 
