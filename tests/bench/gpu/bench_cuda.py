@@ -686,7 +686,8 @@ def _bench_quantize_shape(torch, octet, lib, stream, s, rows, r_, c_):
                       t["current_scaling"], R.fmt_rate(R.gbps(total + in_bytes, t["current_scaling"]), "GB/s"),
                       "eager torch amax+scale+cast+transpose", t["eager"], "",
                       R.speedup(t["current_scaling"], t["eager"]), None,
-                      note=f"same work as eager (two passes over x; the amax is read back to the host); "
+                      note=f"same work as eager (two passes over x: amax, then cast+transpose; the scale "
+                           f"is computed on the device); "
                            f"host enqueue {host['current_scaling'] * 1e3:.1f} us/call"))
 
 
@@ -739,8 +740,10 @@ def _bench_linear_shape(torch, octet, stream, s, rows, t_, k, n):
         rows.append(R.Row("linear", label, shape, t[kind], R.fmt_rate(R.tflops(flops, t[kind]), "TFLOP/s"),
                           "torch F.linear BF16 fwd+bwd", t["bf16"],
                           R.fmt_rate(R.tflops(flops, t["bf16"]), "TFLOP/s"), R.speedup(t[kind], t["bf16"]),
-                          target, note=f"host time per step {host[kind]:.3f} ms (Octet reads amaxes back "
-                                       f"to the host: synchronous); 3 GEMMs = {flops / 1e12:.2f} TFLOP"))
+                          target, note=f"host time per step {host[kind]:.3f} ms (enqueue only: the step "
+                                       f"makes no copy to the host, tests/layers/linear_step_traffic_test"
+                                       f".cpp; near the step time, it would mean a synchronisation); "
+                                       f"3 GEMMs = {flops / 1e12:.2f} TFLOP"))
     for layer in layers.values():
         layer.close()
 
