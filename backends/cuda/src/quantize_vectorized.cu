@@ -82,11 +82,13 @@ constexpr int kRowsPerThread = kRowsPerTile / kBlockY;
 constexpr int kTileWordsPerRow = kColsPerTile / 4 + 1;  // +1 word: the transpose reads hit 8 banks
 
 // InDtype: the input's dtype as a template argument, so that each unrolled
-// row loads and widens one way only.
+// row loads and widens one way only. Launch bounds: at most 64 registers (80
+// without), so that 4 blocks (1024 threads, 4 loads each in flight) fit on an
+// SM: the bytes in flight per SM must cover HBM latency times bandwidth.
 template <int32_t InDtype>
-__global__ void quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool saturate, const float* scale_ptr,
-                                     uint8_t* rowwise, uint8_t* columnwise, float* scale_inv_out,
-                                     unsigned* amax_bits) {
+__global__ void __launch_bounds__(kBlockX* kBlockY, 4)
+    quantize_vec4_kernel(octet_matrix_view in, bool e4m3, bool saturate, const float* scale_ptr, uint8_t* rowwise,
+                         uint8_t* columnwise, float* scale_inv_out, unsigned* amax_bits) {
   __shared__ uint32_t tile_words[kRowsPerTile][kTileWordsPerRow];
   const uint8_t* tile = reinterpret_cast<const uint8_t*>(&tile_words[0][0]);
   constexpr int kTileRowBytes = 4 * kTileWordsPerRow;
