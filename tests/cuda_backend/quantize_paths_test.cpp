@@ -148,6 +148,56 @@ TEST_P(QuantizePaths, EveryByteMatchesTheReference) {
   }
 }
 
+// The vectorised amax reads 16-byte chunks, two per thread per iteration of
+// a grid of at most 2048 x 256 threads; the shapes above never loop. Here
+// inputs of 2.5 and 3.2 grid strides (the unrolled pair, then one chunk,
+// then a ragged tail of elements) with the largest magnitude in turn in the
+// first chunk, in the pair's second chunk, in the single chunk after the
+// loop and in the tail; NaNs (ignored) everywhere; and an infinity (counted).
+TEST_P(QuantizePaths, AmaxOfLargeInputsMatchesTheReference) {
+  OCTET_REQUIRE_CUDA_TABLE();
+  Table& cuda = Table::cuda();
+  Table ref = Table::reference();
+  const int64_t stride_chunks = 2048 * 256;
+  for (int32_t dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
+    const int64_t per_chunk = dtype == OCTET_DTYPE_FP32 ? 4 : 8;
+    for (const int64_t count : {5 * stride_chunks * per_chunk / 2 + 3, 16 * stride_chunks * per_chunk / 5 + 7}) {
+      const int64_t chunks = count / per_chunk;
+      const int64_t places[] = {1, (stride_chunks + 5) * per_chunk + 2, (chunks - 1) * per_chunk, count - 1, -1};
+      const size_t width = cuda_test::element_bytes(dtype);
+      // Bits of 60000 (finite in FP16 too) and of +inf in the dtype.
+      const uint32_t big = dtype == OCTET_DTYPE_FP32 ? 0x476A6000u : dtype == OCTET_DTYPE_BF16 ? 0x476Au : 0x7B53u;
+      const uint32_t inf = dtype == OCTET_DTYPE_FP32 ? 0x7F800000u : dtype == OCTET_DTYPE_BF16 ? 0x7F80u : 0x7C00u;
+      const uint32_t sign = dtype == OCTET_DTYPE_FP32 ? 0x80000000u : 0x8000u;
+      std::vector<uint8_t> base = make_input(dtype, Shape{1, count, count}, uint32_t(count));
+      for (int64_t i = 0; i < count; ++i) {  // no infinities but the one placed
+        uint32_t b = 0;
+        std::memcpy(&b, &base[size_t(i) * width], width);
+        if ((b & ~sign) == inf) std::memset(&base[size_t(i) * width], 0, width);
+      }
+      for (const int64_t place : places) {
+        std::vector<uint8_t> input = base;
+        if (place >= 0) {
+          std::memcpy(&input[size_t(place) * width], &big, width);
+        } else {
+          std::memcpy(&input[size_t(count / 2) * width], &inf, width);
+        }
+        const std::string what = "dtype " + std::to_string(dtype) + " count " + std::to_string(count) +
+                                 " largest at " + std::to_string(place) + (GetParam() ? " simple" : " default");
+        octet_matrix_view host_view = cuda_test::view(input.data(), dtype, 1, count, count);
+        float want = 0;
+        ASSERT_EQ(ref.api().amax(ref.context(), &host_view, &want), OCTET_STATUS_SUCCESS) << ref.last_error();
+        DeviceBuffer in(input.data(), input.size()), out(sizeof(float));
+        const octet_matrix_view device_view = cuda_test::view(in.get(), dtype, 1, count, count);
+        ASSERT_EQ(cuda.api().amax(cuda.context(), &device_view, static_cast<float*>(out.get())),
+                  OCTET_STATUS_SUCCESS)
+            << cuda.last_error();
+        EXPECT_EQ(bits(out.download_as<float>()[0]), bits(want)) << what;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(CudaKernels, QuantizePaths, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& info) {
                            return std::string(info.param ? "SimpleKernels" : "DefaultKernels");

@@ -11,7 +11,8 @@
 //   words) and leave as 4-byte words (4 consecutive rows of one column).
 //   Codes come from fp8_encode2 (codecs.cuh: the hardware conversion where it
 //   gives the definition's bits).
-// - amax: contiguous input read 16 bytes per thread per iteration.
+// - amax: contiguous input read as 16-byte chunks (4 FP32 or 8 BF16/FP16),
+//   two per thread in flight per iteration.
 // Used only where the shapes and addresses allow it (quantize_vectorizable,
 // amax_vectorizable); OCTET_CUDA_SIMPLE_KERNELS=1 turns them off.
 #include <cuda_runtime.h>
@@ -145,22 +146,49 @@ __global__ void __launch_bounds__(kBlockX* kBlockY, 4)
   if (amax_bits != nullptr) reduce_amax_to(local, amax_bits);
 }
 
-__global__ void amax_vec4_kernel(const void* data, int32_t dtype, int64_t count, unsigned* amax_bits) {
-  float local = 0.0f;
-  const int64_t groups = count / 4;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t g = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; g < groups; g += stride) {
-    float x[4];
-    load4(data, dtype, 4 * g, x);
-    for (int j = 0; j < 4; ++j) {
-      const float a = abs_value(x[j]);
-      if (a > local) local = a;
+// Largest |x| of the 16 bytes in `v` into `local` (NaN never compares
+// greater: ignored). BF16 widens by a shift (exact; a NaN stays NaN).
+template <int32_t Dtype>
+__device__ __forceinline__ void max_abs_of_16_bytes(const uint4& v, float& local) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+  for (int i = 0; i < 4; ++i) {
+    float a[2];
+    int n = 2;
+    if (Dtype == OCTET_DTYPE_FP32) {
+      a[0] = abs_value(__uint_as_float(words[i]));
+      n = 1;
+    } else if (Dtype == OCTET_DTYPE_BF16) {
+      a[0] = __uint_as_float((words[i] << 16) & 0x7FFFFFFFu);
+      a[1] = __uint_as_float(words[i] & 0x7FFF0000u);
+    } else {
+      a[0] = abs_value(fp16_decode(uint16_t(words[i] & 0xFFFFu)));
+      a[1] = abs_value(fp16_decode(uint16_t(words[i] >> 16)));
     }
+    for (int j = 0; j < n; ++j)
+      if (a[j] > local) local = a[j];
   }
-  // The last count % 4 elements, one thread each.
-  const int64_t tail = 4 * groups + blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+}
+
+// Contiguous input read as 16-byte chunks, two per thread in flight per
+// iteration; the last count % (elements per chunk) elements one per thread.
+template <int32_t Dtype>
+__global__ void amax_vec16_kernel(const void* data, int64_t count, unsigned* amax_bits) {
+  constexpr int64_t kPerChunk = Dtype == OCTET_DTYPE_FP32 ? 4 : 8;
+  const uint4* chunk = static_cast<const uint4*>(data);
+  const int64_t chunks = count / kPerChunk;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  float local = 0.0f;
+  int64_t g = first;
+  for (; g + stride < chunks; g += 2 * stride) {
+    const uint4 a = chunk[g], b = chunk[g + stride];
+    max_abs_of_16_bytes<Dtype>(a, local);
+    max_abs_of_16_bytes<Dtype>(b, local);
+  }
+  if (g < chunks) max_abs_of_16_bytes<Dtype>(chunk[g], local);
+  const int64_t tail = chunks * kPerChunk + first;
   if (tail < count) {
-    const float a = abs_value(load_as_float(data, dtype, tail));
+    const float a = abs_value(load_as_float(data, Dtype, tail));
     if (a > local) local = a;
   }
   reduce_amax_to(local, amax_bits);
@@ -203,15 +231,25 @@ cudaError_t launch_quantize_vectorized(const octet_quantize_args& args, cudaStre
 
 bool amax_vectorizable(const octet_matrix_view& in) {
   if (simple_kernels_forced()) return false;
-  return (in.ld == in.cols || in.rows == 1) && aligned(in.data, 4 * bytes_of(in.dtype));
+  return (in.ld == in.cols || in.rows == 1) && aligned(in.data, 16);
 }
 
 cudaError_t launch_amax_vectorized(const octet_matrix_view& in, unsigned* amax_bits, cudaStream_t stream) {
   const int64_t count = in.rows * in.cols;
-  const int64_t groups = std::max<int64_t>(count / 4, 1);
+  const int64_t chunks = std::max<int64_t>(count / (16 / int64_t(bytes_of(in.dtype))), 1);
   // Enough blocks to fill the device a few times over; each loops.
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((groups + 255) / 256, 2048));
-  amax_vec4_kernel<<<blocks, 256, 0, stream>>>(in.data, in.dtype, count, amax_bits);
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((chunks + 255) / 256, 2048));
+  switch (in.dtype) {
+    case OCTET_DTYPE_FP32:
+      amax_vec16_kernel<OCTET_DTYPE_FP32><<<blocks, 256, 0, stream>>>(in.data, count, amax_bits);
+      break;
+    case OCTET_DTYPE_BF16:
+      amax_vec16_kernel<OCTET_DTYPE_BF16><<<blocks, 256, 0, stream>>>(in.data, count, amax_bits);
+      break;
+    default:
+      amax_vec16_kernel<OCTET_DTYPE_FP16><<<blocks, 256, 0, stream>>>(in.data, count, amax_bits);
+      break;
+  }
   return cudaGetLastError();
 }
 
