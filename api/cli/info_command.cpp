@@ -35,6 +35,10 @@ void print_backend(size_t index, const octet::BackendInfo& b) {
 }  // namespace
 
 int run_info(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    print_help();
+    return kExitOk;
+  }
   if (!args.empty()) return usage_error("info takes no arguments (got '" + args[0] + "')");
   const octet_version lib = octet_library_version();
   const octet_version abi = octet_abi_version();

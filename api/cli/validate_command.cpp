@@ -3,6 +3,7 @@
 #include <octet/octet.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,20 +19,30 @@ struct ValidateOptions {
   uint64_t seed = 20240601;
 };
 
-// Returns kExitOk, or the exit code of a usage error it already printed.
+// Returns kExitOk, -1 after printing the help, or the exit code of a usage
+// error it already printed.
 int parse(const std::vector<std::string>& args, ValidateOptions* options) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      print_help();
+      return -1;
+    }
     if (a == "--backend" || a == "--seed") {
       if (i + 1 >= args.size()) return usage_error(a + " needs a value");
       const std::string& value = args[++i];
       if (a == "--backend") {
+        // An empty name would silently mean "every backend".
+        if (value.empty()) return usage_error("--backend needs a backend name (got '')");
         options->backend = value;
       } else {
+        // Digits only (strtoull alone takes " 5", "+5", and clamps overflow to 2^64 - 1).
+        const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
         char* end = nullptr;
-        const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || value[0] == '-')
-          return usage_error("--seed needs a non-negative integer (got '" + value + "')");
+        errno = 0;
+        const unsigned long long seed = digits ? std::strtoull(value.c_str(), &end, 10) : 0;
+        if (!digits || errno == ERANGE)
+          return usage_error("--seed needs a non-negative integer below 2^64 (got '" + value + "')");
         options->seed = seed;
       }
     } else {
@@ -88,7 +99,7 @@ void print_table(const std::vector<Row>& rows) {
 
 int run_validate(const std::vector<std::string>& args) {
   ValidateOptions options;
-  if (const int rc = parse(args, &options); rc != kExitOk) return rc;
+  if (const int rc = parse(args, &options); rc != kExitOk) return rc < 0 ? kExitOk : rc;
 
   const auto backends = octet::backends();
   if (!options.backend.empty()) {
