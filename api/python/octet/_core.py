@@ -4,6 +4,8 @@ Re-exported by octet/__init__.py; see there for an overview.
 """
 
 import ctypes as _c
+import math as _math
+import operator as _operator
 import threading as _threading
 
 import numpy as _np
@@ -80,8 +82,43 @@ def abi_version():
     return (v.major, v.minor)
 
 
+def _dtype_code(dtype, what="dtype"):
+    """An Octet dtype constant (octet.E4M3, ...): an int, checked before ctypes
+    sees it (ctypes would raise its own ArgumentError); the library checks
+    the value."""
+    if isinstance(dtype, bool) or not isinstance(dtype, (int, _np.integer)):
+        raise TypeError(f"{what} must be an Octet dtype constant (octet.FP32, octet.E4M3, ...); got {dtype!r}")
+    return int(dtype)
+
+
+def _dims(shape, what="shape"):
+    """A shape as a tuple of ints that fit the C int64 fields (ctypes would
+    truncate larger ones silently); floats are refused, not truncated."""
+    try:
+        dims = tuple(_operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers; got {shape!r}") from None
+    for n in dims:
+        if not -(1 << 63) <= n < (1 << 63):
+            raise ValueError(f"{what} {dims}: {n} does not fit in a 64-bit signed integer")
+    return dims
+
+
+def _raw_codes(array, host, what):
+    """Checks that an integer array's values fit the host code type (uint8
+    for FP8/E8M0, uint16 for BF16) before it is cast: a cast would wrap
+    300 to 44 silently."""
+    if array.dtype != host and array.size:
+        info = _np.iinfo(host)
+        low, high = array.min(), array.max()
+        if low < info.min or high > info.max:
+            raise ValueError(f"{what} must be in [{info.min}, {info.max}] ({_np.dtype(host)} codes); "
+                             f"got values from {low} to {high}")
+
+
 def fp8_encode(values, dtype, saturate=True):
     """FP32 values -> FP8 codes (uint8), exactly as numerics.md section 2."""
+    dtype = _dtype_code(dtype)
     src = _np.array(values, dtype=_np.float32, order="C")  # keeps 0-d scalars 0-d
     out = _np.empty(src.shape, dtype=_np.uint8)
     _check(_libc.octet_fp8_encode_array(src.ctypes.data, out.ctypes.data, src.size, dtype, int(bool(saturate))))
@@ -90,7 +127,13 @@ def fp8_encode(values, dtype, saturate=True):
 
 def fp8_decode(codes, dtype):
     """FP8 codes (uint8) -> FP32 values (exact)."""
-    src = _np.array(codes, dtype=_np.uint8, order="C")
+    dtype = _dtype_code(dtype)
+    src = _np.asarray(codes)
+    if src.dtype.kind not in "ui" and src.size:
+        raise TypeError(f"codes must be integers (uint8 FP8 codes); got {src.dtype} (fp8_encode makes codes from "
+                        "values)")
+    _raw_codes(src, _np.uint8, "codes")
+    src = _np.array(src, dtype=_np.uint8, order="C")
     out = _np.empty(src.shape, dtype=_np.float32)
     _check(_libc.octet_fp8_decode_array(src.ctypes.data, out.ctypes.data, src.size, dtype))
     return out
@@ -201,6 +244,27 @@ class Tensor(_Handle):
 
     _kind = "tensor"
     _destroy = "octet_tensor_destroy"
+    # The C side may read an owned tensor after the Python call that gave it
+    # returns: a layer's weight lent by set_weight, an input a training
+    # forward keeps (save_original_input). Each such borrower pins it; close()
+    # of a pinned tensor only hides the handle, and the last unpin destroys it.
+    _pins = 0
+    _deferred = None
+
+    def _pin(self):
+        self._pins += 1
+
+    def _unpin(self):
+        self._pins -= 1
+        if self._pins == 0 and self._deferred is not None:
+            handle, self._deferred = self._deferred, None
+            self._release(handle)
+
+    def close(self):
+        if getattr(self, "_handle", None) and self._owner is None and self._pins:
+            self._deferred, self._handle = self._handle, None
+            return
+        super().close()
 
     def info(self):
         """octet_tensor_get_info as a dict (sizes in bytes, block shape, ...)."""
@@ -215,6 +279,10 @@ class Tensor(_Handle):
         dtype's host representation, SCALE/SCALE_INV/AMAX as a float,
         ROWWISE_SCALE_INV/COLUMNWISE_SCALE_INV (block-scaled tensors) as the
         scale grid (uint8 E8M0 codes for MXFP8, float32 otherwise)."""
+        if isinstance(which, bool) or not isinstance(which, (int, _np.integer)):
+            raise TypeError(f"component must be one of octet.DATA, COLUMNWISE_DATA, SCALE, SCALE_INV, AMAX, "
+                            f"ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV; got {which!r}")
+        which = int(which)
         if which in (ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV):
             info = self.info()
             rows, cols = int(_np.prod(self.shape[:-1])), self.shape[-1]
@@ -238,6 +306,13 @@ class Tensor(_Handle):
         return self.component(DATA)
 
     def set_scale(self, scale):
+        """Sets the SCALE of a quantized tensor (finite and > 0, the rule of
+        octet_quantizer_set_scale: 0 would make SCALE_INV infinite, a NaN
+        every code NaN)."""
+        if isinstance(scale, bool) or not isinstance(scale, (int, float, _np.integer, _np.floating)):
+            raise TypeError(f"scale must be a number; got {type(scale).__name__}")
+        if not (_math.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be finite and > 0; got {scale!r}")
         value = _c.c_float(scale)
         _check(_libc.octet_tensor_copy_from_host(self.handle, SCALE, _c.byref(value), 4))
 
@@ -249,7 +324,9 @@ def aligned_empty(shape, dtype=_np.float32, alignment=64):
     if alignment <= 0 or alignment & (alignment - 1):
         raise ValueError(f"alignment must be a power of two; got {alignment}")
     dtype = _np.dtype(dtype)
-    shape = tuple(int(n) for n in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    shape = _dims(shape if isinstance(shape, (tuple, list)) else (shape,))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"shape must not have negative dimensions; got {shape}")
     nbytes = int(_np.prod(shape, dtype=_np.int64)) * dtype.itemsize
     raw = _np.empty(nbytes + alignment, dtype=_np.uint8)
     offset = -raw.ctypes.data % alignment
@@ -284,11 +361,13 @@ class Context(_Handle):
 
     def __init__(self, backend="auto", profile="native", stream=None):
         self._handle = None
-        if profile not in _PROFILES:
-            raise ValueError(f"profile must be one of {sorted(_PROFILES)}")
+        if backend is not None and not isinstance(backend, str):
+            raise TypeError(f"backend must be a backend name (str) or None (\"auto\"); got {type(backend).__name__}")
+        if not isinstance(profile, str) or profile not in _PROFILES:
+            raise ValueError(f"profile must be one of {sorted(_PROFILES)}; got {profile!r}")
         options = _lib.ContextOptions()
         _check(_libc.octet_context_options_init(_c.byref(options)))
-        options.backend = backend.encode()
+        options.backend = backend.encode() if backend is not None else None  # NULL: "auto"
         options.capability_profile = _PROFILES[profile]
         options.stream = _stream_handle(stream)
         handle = _c.c_void_p()
@@ -314,9 +393,10 @@ class Context(_Handle):
         """An uninitialised tensor. FP8 with usages != 0 makes a quantized
         tensor, per-tensor scaled unless scaling_mode names a block mode
         (SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128)."""
-        shape = tuple(int(n) for n in shape)
+        shape = _dims(shape)
         if not 1 <= len(shape) <= _lib.MAX_DIMS:
             raise ValueError(f"shape must have 1..{_lib.MAX_DIMS} dimensions")
+        dtype = _dtype_code(dtype)
         desc = _lib.TensorDesc(struct_size=_c.sizeof(_lib.TensorDesc), dtype=dtype, ndim=len(shape), usages=usages,
                                scaling_mode=scaling_mode)
         for i, n in enumerate(shape):
@@ -429,9 +509,11 @@ class Context(_Handle):
         host = _np.dtype(_NUMPY[dtype])
         # Float values are never taken as raw codes (a cast would truncate
         # them to integers silently): encode them first (fp8_encode).
-        if _np.issubdtype(host, _np.integer) and not _np.issubdtype(array.dtype, _np.integer):
-            raise TypeError(f"a {array.dtype} array cannot hold {_lib_dtype_name(dtype)} data: "
-                            f"pass {host} (raw codes for BF16/FP8)")
+        if _np.issubdtype(host, _np.integer):
+            if not _np.issubdtype(array.dtype, _np.integer):
+                raise TypeError(f"a {array.dtype} array cannot hold {_lib_dtype_name(dtype)} data: "
+                                f"pass {host} (raw codes for BF16/FP8)")
+            _raw_codes(array, host, f"raw {_lib_dtype_name(dtype)} codes")
         array = _np.ascontiguousarray(array, dtype=host)
         t = self.empty(array.shape, dtype)
         _check(_libc.octet_tensor_copy_from_host(t.handle, DATA, array.ctypes.data, array.nbytes))
@@ -458,6 +540,9 @@ class Context(_Handle):
         return q
 
     def dequantize(self, q, dtype=FP32):
+        if not isinstance(q, Tensor):
+            raise TypeError(f"dequantize takes a quantized octet Tensor (ctx.quantize gives one); "
+                            f"got {type(q).__name__}")
         out = self.empty(q.shape, dtype)
         _check(_libc.octet_dequantize(self.handle, q.handle, out.handle))
         return out
@@ -477,6 +562,8 @@ class Context(_Handle):
         (saturating unless saturate_output is False; beta must be 0).
         fast_accumulation lets a GPU backend accumulate FP8 products with
         reduced precision."""
+        if out is not None and not isinstance(out, Tensor):
+            raise TypeError(f"out must be an octet Tensor (ctx.empty or ctx.wrap makes one); got {type(out).__name__}")
         a, b = self._as_tensor(a), self._as_tensor(b)
         m = a.shape[-1] if trans_a else int(_np.prod(a.shape[:-1]))
         n = b.shape[-1] if trans_b else int(_np.prod(b.shape[:-1]))

@@ -38,8 +38,8 @@ _LINEAR_KEYWORDS = ("bias", "params_dtype", "weight_storage", "recipe", "save_or
 
 
 def _features(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or value < 1:
-        raise ValueError(f"{what} must be a positive integer; got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or not 1 <= value < (1 << 63):
+        raise ValueError(f"{what} must be a positive integer (below 2**63); got {value!r}")
     return int(value)
 
 
@@ -70,12 +70,21 @@ class Saved:
     """What a training forward kept for its backward (octet_saved). Consumed
     by Layer.backward; close() drops it without a backward."""
 
+    _keep = None
+
     def __init__(self, layer, handle, input_shape, output_shape, keep):
         self._handle = handle
         self._layer = layer
         self.input_shape = input_shape
         self.output_shape = output_shape
-        self._keep = keep  # tensors the C side borrows until backward
+        self._keep = tuple(keep)  # tensors the C side may read until backward: pinned (Tensor.close waits)
+        for t in self._keep:
+            t._pin()
+
+    def _drop_keep(self):
+        keep, self._keep = self._keep, None
+        for t in keep or ():
+            t._unpin()
 
     @property
     def consumed(self):
@@ -85,7 +94,7 @@ class Saved:
         if self._handle.value:
             _libc.octet_saved_destroy(self._handle)
             self._handle = _c.c_void_p()
-        self._keep = None
+        self._drop_keep()
 
     def __enter__(self):
         return self
@@ -129,6 +138,9 @@ class Layer(_Handle):
         for borrowed in list(self._borrowed):
             borrowed._handle = None
         _libc.octet_layer_destroy(handle)
+        lent, self._lent = self._lent, {}
+        for weight in lent.values():
+            weight._unpin()
 
     # -- parameters ---------------------------------------------------------
 
@@ -182,7 +194,11 @@ class Layer(_Handle):
             raise TypeError(f"weight must be an octet Tensor (it is borrowed, not copied); got {type(weight).__name__}")
         index = self._index(name)
         _check(_libc.octet_layer_set_weight(self.handle, index, weight.handle))
+        previous = self._lent.get(index)
+        weight._pin()  # close() waits until the layer lets go of it
         self._lent[index] = weight
+        if previous is not None:
+            previous._unpin()
 
     def load_weight(self, name, values):
         """FP8-only weights: quantizes a high-precision matrix (array or
@@ -198,7 +214,7 @@ class Layer(_Handle):
     def quantizer(self, role, linear=0):
         """The quantizer of `role` ("input", "weight", "gradient") of linear
         0 (the only one, or FC1) or 1 (FC2); borrowed."""
-        if isinstance(linear, bool) or not isinstance(linear, (int, _np.integer)) or linear < 0:
+        if isinstance(linear, bool) or not isinstance(linear, (int, _np.integer)) or linear not in (0, 1):
             raise ValueError(f"linear must be 0 or 1; got {linear!r}")
         handle = _c.c_void_p()
         _check(_libc.octet_layer_get_quantizer(self.handle, int(linear), _role(role), _c.byref(handle)))
@@ -232,7 +248,7 @@ class Layer(_Handle):
         result = y if isinstance(x, Tensor) or out is not None else _host_float32(ctx, y)
         if not training:
             return result
-        return result, Saved(self, saved, shape, out_shape, (xt, dict(self._lent)))
+        return result, Saved(self, saved, shape, out_shape, (xt, *self._lent.values()))
 
     def backward(self, saved, grad_output, *, accumulate=False, grad_input=True):
         """Consumes `saved`. grad_output: dL/dy (the forward output's shape).
@@ -264,7 +280,7 @@ class Layer(_Handle):
                                               dx.handle if dx is not None else None, int(bool(accumulate))))
         finally:
             if saved.consumed:
-                saved._keep = None
+                saved._drop_keep()
         if dx is None or isinstance(grad_input, Tensor) or isinstance(grad_output, Tensor):
             return dx
         return _host_float32(ctx, dx)

@@ -60,6 +60,8 @@ def _number(value, what, kind=float):
         raise TypeError(f"{what} must be a number; got {type(value).__name__}")
     if kind is int and int(value) != value:
         raise ValueError(f"{what} must be an integer; got {value!r}")
+    if kind is int and not -(1 << 31) <= int(value) < (1 << 31):  # the C fields are int32_t
+        raise ValueError(f"{what} must fit in a 32-bit signed integer; got {value!r}")
     return kind(value)
 
 
