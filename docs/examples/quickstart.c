@@ -2,7 +2,7 @@
  * Quick start: quantize two matrices to FP8 (E4M3) and multiply them.
  * The README shows this file; tests/c_abi builds and runs it, so it stays true.
  *
- *   cc -std=c99 quickstart.c -I<octet>/include -L<octet>/lib -loctet
+ *   cc -std=c99 quickstart.c -I<octet>/include -L<octet>/lib -loctet -Wl,-rpath,<octet>/lib
  */
 #include <octet/octet.h>
 

@@ -9,8 +9,10 @@
  * parameters back. It prints the loss every 50 steps and exits non-zero
  * unless the final loss is below 1% of the initial one.
  *
- * Build (from an Octet build tree, as tests/demo does):
- *   cc -std=c99 -pedantic -Wall train_linear.c -Iapi/include -Lbuild/lib -loctet
+ * Build (from the repository root, against the build tree build/; tests/demo
+ * builds it too):
+ *   cc -std=c99 -pedantic -Wall docs/examples/train_linear.c -Iapi/include \
+ *      -Lbuild/lib -loctet -Wl,-rpath,build/lib
  * Run: ./a.out [backend]   (default: reference) */
 #include <octet/octet.h>
 
