@@ -1,8 +1,10 @@
 """Loads liboctet and declares the C signatures this package uses.
 
 The library is found, in order, through the OCTET_LIBRARY environment
-variable (a file path), beside an installed package (<prefix>/lib), or by the
-system's usual search (ctypes.util.find_library)."""
+variable (a file path), in the package itself (octet/lib: the copy a pip
+install bundles; _candidates() walks up from this file, so it comes first),
+beside an installed package (<prefix>/lib), or by the system's usual search
+(ctypes.util.find_library)."""
 
 import ctypes
 import ctypes.util
