@@ -180,12 +180,23 @@ void keep_columnwise_only(TensorState& t) {
   t.usages = OCTET_USAGE_COLUMNWISE;
 }
 
-// Usages of the FP8 weight in forward. Per-tensor: rowwise only (dgrad reads
-// the same codes along columns). Block recipes: the columnwise usage is its
-// own quantization of W^T (numerics.md section 11), made in forward when a
-// backward (or a cached weight) may need it.
-uint32_t weight_usages(const LayerState& L, const RecipeState& r, bool training, bool dgrad) {
-  if (r.per_tensor() || L.options.weight_storage == OCTET_WEIGHTS_FP8_ONLY) return OCTET_USAGE_ROWWISE;
+// Usages of the FP8 weight in forward: rowwise for fprop, plus the
+// columnwise usage when a backward (or a cached weight) will read W
+// transposed and needs a copy for it:
+// - block recipes: always (the columnwise usage is its own quantization of
+//   W^T, numerics.md section 11);
+// - per-tensor recipes: only where the backend has no native columnwise
+//   access (TN-only FP8 GEMMs). dgrad then reads the transposed codes, and
+//   writing them in forward's fused cast+transpose pass costs N x K bytes
+//   written, where transposing the rowwise codes in backward reads and
+//   writes N x K each (and needs an N x K workspace), per micro-batch for a
+//   cached weight. With native access dgrad reads the rowwise codes as they
+//   are.
+// An FP8-only weight is the stored parameter: rowwise, as it is.
+uint32_t weight_usages(const ContextState& ctx, const LayerState& L, const RecipeState& r, bool training,
+                       bool dgrad) {
+  if (L.options.weight_storage == OCTET_WEIGHTS_FP8_ONLY) return OCTET_USAGE_ROWWISE;
+  if (r.per_tensor() && ctx.caps.native_columnwise) return OCTET_USAGE_ROWWISE;
   if ((training && dgrad && !L.options.minimize_memory) || L.options.weight_cache)
     return OCTET_USAGE_ROWWISE | OCTET_USAGE_COLUMNWISE;
   return OCTET_USAGE_ROWWISE;
@@ -297,14 +308,13 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
     x.quantized = q.tensor;
     x.scale = q.scale;
   }
-  // Weight: rowwise (per-tensor: its columnwise usage for dgrad is the
-  // transpose of the same codes, made by the GEMM adaptation where the
-  // backend needs it; block recipes: see weight_usages).
+  // Weight: rowwise, and the copy dgrad reads where it needs one (see
+  // weight_usages).
   TensorPtr w_q;
   UsedScale w_scale;
   const RecipeState& r = *p.recipe;
   if (p.fprop || (training && p.dgrad)) {
-    const uint32_t wu = weight_usages(L, r, training, p.dgrad);
+    const uint32_t wu = weight_usages(*ctx, L, r, training, p.dgrad);
     const TensorPtr& cached = u.cached_weight;
     const bool cache_fits = cached && cached->state.dtype == r.dtype_for(OCTET_ROLE_WEIGHT) &&
                             cached->state.scaling_mode == r.scaling_mode_for(OCTET_ROLE_WEIGHT) &&
@@ -348,9 +358,12 @@ void linear_forward(LayerState& L, LinearUnit& u, const Precision& p, bool train
   }
   if (p.dgrad) {
     const bool shared = fp8_only(L) || L.options.weight_cache;
-    if (shared || !L.options.minimize_memory)
+    if (shared || !L.options.minimize_memory) {
+      // dgrad reads the columnwise copy where there is one: the rowwise
+      // codes of a weight quantized for this step alone can go.
+      if (!shared && w_q->state.columnwise) keep_columnwise_only(w_q->state);
       sv->w_q = w_q;
-    else
+    } else
       sv->w_scale = keep_scale(ctx, w_q->state, w_scale);  // backward quantizes the weight again
   }
 }

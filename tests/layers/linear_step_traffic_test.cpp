@@ -16,11 +16,9 @@
 // cast+transpose, amax in the same pass), current scaling adding one amax
 // pass per tensor, three FP8 GEMMs writing BF16 directly, scales on the
 // device, nothing copied to the host. Octet's steps below are exactly that
-// plus small scalar kernels, with one documented exception on the
-// hopper-like profile: the FP8 weight is kept rowwise only between forward
-// and backward (docs/layers.md: half the memory of TE's two copies) and
-// transposed into a workspace for the dgrad GEMM, which reads the N x K
-// codes once more than TE does.
+// plus small scalar kernels. (On the hopper-like profile a training forward
+// writes W's transposed codes in its fused pass and keeps only them for
+// dgrad, as TE does; docs/layers.md.)
 //
 // A regression that adds a pass over a large tensor, an FP32 intermediate,
 // a copy to the host or a synchronisation changes the lists and the byte
@@ -125,6 +123,8 @@ struct Options {
   int32_t profile = OCTET_PROFILE_HOPPER_LIKE;
   Kind kind = Kind::Current;
   int32_t minimize_memory = 0;
+  int32_t weight_cache = 0;  // with octet_layer_new_step before each step
+  int micro_batches = 1;     // forward + backward pairs per step
 };
 
 // Three steps as bench_cuda.py runs them; the record of the last one.
@@ -162,6 +162,7 @@ Step run_steps(const Options& opt) {
   lo.recipe = autocast ? nullptr : recipe;
   lo.skip_weight_allocation = 1;
   lo.minimize_memory = opt.minimize_memory;
+  lo.weight_cache = opt.weight_cache;
   octet_layer* layer = nullptr;
   EXPECT_OK(octet_layer_create_linear(ctx, &lo, &layer));
 
@@ -179,13 +180,18 @@ Step run_steps(const Options& opt) {
 
   for (int step = 0; step < 3; ++step) {
     trace.clear();
+    if (opt.weight_cache) {
+      EXPECT_OK(octet_layer_new_step(layer));
+    }
     if (autocast) {
       EXPECT_OK(octet_autocast_begin(ctx, recipe));
     }
-    octet_saved* saved = nullptr;
-    EXPECT_OK(octet_layer_forward(layer, x, y, 1, &saved));
-    EXPECT_OK(octet_layer_backward(layer, &saved, dy, dx, 0));
-    octet_saved_destroy(saved);  // NULL once consumed
+    for (int micro_batch = 0; micro_batch < opt.micro_batches; ++micro_batch) {
+      octet_saved* saved = nullptr;
+      EXPECT_OK(octet_layer_forward(layer, x, y, 1, &saved));
+      EXPECT_OK(octet_layer_backward(layer, &saved, dy, dx, 0));
+      octet_saved_destroy(saved);  // NULL once consumed
+    }
     if (autocast) {
       EXPECT_OK(octet_autocast_end(ctx));
     }
@@ -235,7 +241,7 @@ std::vector<std::string> hopper_current() {
       "copy_from_host 12 B",
       S("amax bf16[%dx%d]", N, K),
       "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", N, K),
+      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", N, K),  // the transposed codes for TN dgrad
       "convert fp32[1x3] -> fp32[1x3]",
       S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),  // fprop y = x W^T
       // backward
@@ -244,7 +250,6 @@ std::vector<std::string> hopper_current() {
       "scale_from_amax",
       S("quantize bf16[%dx%d] -> e5m2 rowwise+transposed", M, N),
       "convert fp32[1x3] -> fp32[1x3]",
-      S("transpose e4m3[%dx%d] -> e4m3[%dx%d]", N, K, K, N),  // the extra pass: W's codes for TN dgrad
       S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K),  // dgrad dx = dy W
       S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K),  // wgrad dW = dy^T x
   };
@@ -286,14 +291,13 @@ std::vector<std::string> hopper_delayed() {
       "amax_record",
       "copy_from_host 12 B",
       "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", N, K),
+      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", N, K),
       "amax_record",
       S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),
       "copy_from_host 12 B",
       "convert fp32[1x2] -> fp32[1x2]",
       S("quantize bf16[%dx%d] -> e5m2 rowwise+transposed", M, N),
       "amax_record",
-      S("transpose e4m3[%dx%d] -> e4m3[%dx%d]", N, K, K, N),
       S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K),
       S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K),
       S("delayed_scaling_update history %u", kHistory),
@@ -332,9 +336,8 @@ std::vector<std::string> blackwell_delayed() {
 //   W:  quantize reads 2NK, writes NK per copy; fprop and dgrad read NK each
 //   dy: quantize reads 2MN, writes MN per copy; dgrad and wgrad read MN each
 //   GEMM outputs: y 2MN, dx 2MK, dW 2NK (BF16, written once, never read)
-// hopper-like: two copies of x and dy, and W's transposed copy is made by
-// a transpose (reads NK, writes NK) instead of the quantize pass; blackwell:
-// one copy each. Current scaling adds one amax pass (reads 2MK, 2NK, 2MN).
+// hopper-like: two copies of x, W and dy from one fused pass each;
+// blackwell: one copy each. Current scaling adds one amax pass (reads 2MK, 2NK, 2MN).
 // Scalars: delayed copies 2 floats per quantize (8 B read, 8 B written),
 // current 3 (12 B, 12 B).
 struct Bytes {
@@ -342,8 +345,8 @@ struct Bytes {
 };
 
 Bytes hopper_bytes(Kind kind) {
-  const uint64_t read = (2 * kMK + kMK + kMK) + (2 * kNK + kNK + kNK) + (2 * kMN + kMN + kMN) + kNK /* transpose */;
-  const uint64_t written = (2 * kMK + 2 * kMK) + (kNK + kNK /* transpose */ + 2 * kNK) + (2 * kMN + 2 * kMN);
+  const uint64_t read = (2 * kMK + kMK + kMK) + (2 * kNK + kNK + kNK) + (2 * kMN + kMN + kMN);
+  const uint64_t written = (2 * kMK + 2 * kMK) + (2 * kNK + 2 * kNK) + (2 * kMN + 2 * kMN);
   if (kind == Kind::Current) return {read + 2 * kMK + 2 * kNK + 2 * kMN + 3 * 12, written + 3 * 12};
   return {read + 3 * 8, written + 3 * 8};
 }
@@ -378,18 +381,17 @@ class LinearStepTraffic : public ::testing::Test {
   }
 };
 
-// Allocations: per FP8 tensor its copies, then its scalars; hopper-like dgrad adds
-// the N x K workspace of W's transposed codes.
+// Allocations: per FP8 tensor its copies, then its scalars; no workspace.
 TEST_F(LinearStepTraffic, HopperLikeCurrentScaling) {
   const Step s = run_steps({OCTET_PROFILE_HOPPER_LIKE, Kind::Current});
-  expect_step(s, hopper_current(), hopper_bytes(Kind::Current), {kMK, kMK, kScalars, kNK, kScalars, kMN, kMN, kScalars, kNK},
-              "hopper-like, current");
+  expect_step(s, hopper_current(), hopper_bytes(Kind::Current),
+              {kMK, kMK, kScalars, kNK, kNK, kScalars, kMN, kMN, kScalars}, "hopper-like, current");
 }
 
 TEST_F(LinearStepTraffic, HopperLikeDelayedScalingWithAutocast) {
   const Step s = run_steps({OCTET_PROFILE_HOPPER_LIKE, Kind::DelayedAutocast});
   expect_step(s, hopper_delayed(), hopper_bytes(Kind::DelayedAutocast),
-              {kMK, kMK, kScalars, kNK, kScalars, kMN, kMN, kScalars, kNK}, "hopper-like, delayed");
+              {kMK, kMK, kScalars, kNK, kNK, kScalars, kMN, kMN, kScalars}, "hopper-like, delayed");
 }
 
 TEST_F(LinearStepTraffic, BlackwellLikeCurrentScaling) {
@@ -472,13 +474,59 @@ TEST_F(LinearStepTraffic, BlackwellLikeMinimizeMemory) {
               "blackwell-like, delayed, minimize_memory");
 }
 
+// weight_cache with two micro-batches per step: W is quantized once per step
+// for both usages (hopper-like: its transposed codes from the same fused
+// pass), and neither micro-batch's dgrad transposes it; blackwell-like keeps
+// one copy, read along columns.
+std::vector<std::string> weight_cache_two_micro_batches(bool hopper) {
+  const char* both = hopper ? "rowwise+transposed" : "rowwise";
+  std::vector<std::string> calls;
+  for (int micro_batch = 0; micro_batch < 2; ++micro_batch) {
+    for (const std::string& c : {std::string("copy_from_host 12 B"), std::string("convert fp32[1x2] -> fp32[1x2]"),
+                                 S("quantize bf16[%dx%d] -> e4m3 %s", M, K, both), std::string("amax_record")})
+      calls.push_back(c);
+    if (micro_batch == 0) {
+      for (const std::string& c : {std::string("copy_from_host 12 B"), std::string("convert fp32[1x2] -> fp32[1x2]"),
+                                   S("quantize bf16[%dx%d] -> e4m3 %s", N, K, both), std::string("amax_record")})
+        calls.push_back(c);
+    }
+    calls.push_back(S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N));
+    for (const std::string& c : {std::string("copy_from_host 12 B"), std::string("convert fp32[1x2] -> fp32[1x2]"),
+                                 S("quantize bf16[%dx%d] -> e5m2 %s", M, N, both), std::string("amax_record")})
+      calls.push_back(c);
+    if (hopper) {
+      calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K));
+      calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K));
+    } else {
+      calls.push_back(S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K));
+      calls.push_back(S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K));
+    }
+  }
+  for (int q = 0; q < 3; ++q) calls.push_back(S("delayed_scaling_update history %u", kHistory));
+  return calls;
+}
+
+TEST_F(LinearStepTraffic, WeightCacheQuantizesTheWeightOncePerStepAndNeverTransposesIt) {
+  for (const int32_t profile : {OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE}) {
+    Options o;
+    o.profile = profile;
+    o.kind = Kind::DelayedAutocast;
+    o.weight_cache = 1;
+    o.micro_batches = 2;
+    const Step s = run_steps(o);
+    const std::vector<std::string> want = weight_cache_two_micro_batches(profile == OCTET_PROFILE_HOPPER_LIKE);
+    EXPECT_EQ(s.calls, want) << "profile " << profile << "\ngot:\n" << joined(s.calls) << "expected:\n" << joined(want);
+  }
+}
+
 // The same totals at the benchmark's shape (element counts per product from
 // the formulas above), for the record.
 TEST_F(LinearStepTraffic, PrintsTheTotalsAtTheBenchmarkShape) {
-  // current, hopper-like: read 6 MK + 7 NK + 6 MN, written 4 MK + 4 NK + 4 MN
-  print_at_bench_shape("hopper-like current", 6, 7, 6, 4, 4, 4);
-  print_at_bench_shape("hopper-like delayed", 4, 5, 4, 4, 4, 4);
-  print_at_bench_shape("TE-like delayed (fused W cast+transpose)", 4, 4, 4, 4, 4, 4);
+  // current, hopper-like: read 6 MK + 6 NK + 6 MN, written 4 MK + 4 NK + 4 MN
+  // (before W's transposed codes came from forward's fused pass: 7 NK read,
+  // and the delayed step 5 NK)
+  print_at_bench_shape("hopper-like current", 6, 6, 6, 4, 4, 4);
+  print_at_bench_shape("hopper-like delayed (= TE's)", 4, 4, 4, 4, 4, 4);
   print_at_bench_shape("blackwell-like current", 6, 6, 6, 3, 3, 3);
   print_at_bench_shape("blackwell-like delayed", 4, 4, 4, 3, 3, 3);
   // Before the backward quantized W straight into its transposed copy it
