@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs.cuh"
 #include "device_table.hpp"
 
 namespace {
@@ -41,7 +42,11 @@ std::vector<uint8_t> make_input(int32_t dtype, const Shape& s, uint32_t seed) {
       if (dtype == OCTET_DTYPE_FP32) {
         std::memcpy(&bytes[at], &b, 4);
       } else {
-        const uint16_t h = dtype == OCTET_DTYPE_BF16 ? uint16_t(b >> 16) : uint16_t(0x3C00u ^ (b >> 20));
+        // FP16: the value itself (RNE), so that FP16 inputs have signs and
+        // specials too (they were 0x3C00 ^ (b >> 20): all positive and finite
+        // in [0.125, 2), so no FP16 sign, NaN, infinity or FP8 overflow after
+        // scaling was ever tested).
+        const uint16_t h = dtype == OCTET_DTYPE_BF16 ? uint16_t(b >> 16) : octet_cuda::fp16_encode(v);
         std::memcpy(&bytes[at], &h, 2);
       }
     }

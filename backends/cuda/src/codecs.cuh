@@ -102,8 +102,11 @@ OCTET_CUDA_HD uint8_t fp8_encode_exact(float value, bool e4m3, bool saturate) {
 // take the integer encoder. Both branches are rare in real data.
 #if defined(__CUDA_ARCH__)
 // Out of line: inlined at every call site, the rare path would multiply the
-// code size of the unrolled kernels.
-__device__ __noinline__ uint8_t fp8_encode_exact_out_of_line(float value, bool e4m3, bool saturate) {
+// code size of the unrolled kernels. `inline` (linkage only; __noinline__
+// still keeps it a call): the header is in several translation units, and a
+// plain external definition is an ODR violation that nvlink rejects under
+// -rdc=true ("Multiple definition of ...fp8_encode_exact_out_of_line...").
+inline __device__ __noinline__ uint8_t fp8_encode_exact_out_of_line(float value, bool e4m3, bool saturate) {
   return fp8_encode_exact(value, e4m3, saturate);
 }
 #endif
