@@ -226,107 +226,72 @@ void print_at_bench_shape(const char* what, uint64_t read_mk, uint64_t read_nk, 
 
 // ---- the schedules, by hand -------------------------------------------------
 
-// Hopper-like, current scaling. Per tensor: the scalars of the new FP8
-// tensor initialised (12 B from the host, not a copy to it), an amax pass,
-// the scale on the device, one fused cast+transpose pass, the tensor's
-// [scale, scale_inv, amax] copied into the quantizer's device state.
-std::vector<std::string> hopper_current() {
-  return {
+// The backward GEMMs: hopper-like reads transposed copies with TN GEMMs;
+// blackwell-like reads the rowwise copies along columns (NN dgrad, NT wgrad).
+std::vector<std::string> backward_gemms(bool hopper) {
+  if (hopper) {
+    return {S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K),   // dgrad dx = dy W
+            S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K)};  // wgrad dW = dy^T x
+  }
+  return {S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K),
+          S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K)};
+}
+
+// Current scaling. Per tensor: the scalars of the new FP8 tensor
+// initialised (12 B from the host, not a copy to it), an amax pass, the
+// scale on the device, one fused pass writing every copy the profile needs
+// (hopper-like: rowwise and transposed, W's transposed codes being dgrad's
+// operand; blackwell-like: rowwise only), the tensor's [scale, scale_inv,
+// amax] copied into the quantizer's device state.
+std::vector<std::string> current_schedule(bool hopper) {
+  const char* copies = hopper ? "rowwise+transposed" : "rowwise";
+  std::vector<std::string> calls = {
       // forward
       "copy_from_host 12 B",
       S("amax bf16[%dx%d]", M, K),
       "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", M, K),
+      S("quantize bf16[%dx%d] -> e4m3 %s", M, K, copies),
       "convert fp32[1x3] -> fp32[1x3]",
       "copy_from_host 12 B",
       S("amax bf16[%dx%d]", N, K),
       "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", N, K),  // the transposed codes for TN dgrad
+      S("quantize bf16[%dx%d] -> e4m3 %s", N, K, copies),
       "convert fp32[1x3] -> fp32[1x3]",
       S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),  // fprop y = x W^T
       // backward
       "copy_from_host 12 B",
       S("amax bf16[%dx%d]", M, N),
       "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e5m2 rowwise+transposed", M, N),
+      S("quantize bf16[%dx%d] -> e5m2 %s", M, N, copies),
       "convert fp32[1x3] -> fp32[1x3]",
-      S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K),  // dgrad dx = dy W
-      S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K),  // wgrad dW = dy^T x
   };
-}
-
-// Blackwell-like, current scaling: one rowwise copy per tensor, read along
-// columns by the NN (dgrad) and NT (wgrad) GEMMs.
-std::vector<std::string> blackwell_current() {
-  return {
-      "copy_from_host 12 B",
-      S("amax bf16[%dx%d]", M, K),
-      "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", M, K),
-      "convert fp32[1x3] -> fp32[1x3]",
-      "copy_from_host 12 B",
-      S("amax bf16[%dx%d]", N, K),
-      "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", N, K),
-      "convert fp32[1x3] -> fp32[1x3]",
-      S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),
-      "copy_from_host 12 B",
-      S("amax bf16[%dx%d]", M, N),
-      "scale_from_amax",
-      S("quantize bf16[%dx%d] -> e5m2 rowwise", M, N),
-      "convert fp32[1x3] -> fp32[1x3]",
-      S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K),
-      S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K),
-  };
+  for (const std::string& g : backward_gemms(hopper)) calls.push_back(g);
+  return calls;
 }
 
 // Delayed scaling: no amax pass; the quantizer's [scale, scale_inv] copied
 // into the tensor before the pass, its amax recorded in the history after;
 // at the end of the autocast scope one update per quantizer (x, W, dy).
-std::vector<std::string> hopper_delayed() {
-  return {
+std::vector<std::string> delayed_schedule(bool hopper) {
+  const char* copies = hopper ? "rowwise+transposed" : "rowwise";
+  std::vector<std::string> calls = {
       "copy_from_host 12 B",
       "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", M, K),
+      S("quantize bf16[%dx%d] -> e4m3 %s", M, K, copies),
       "amax_record",
       "copy_from_host 12 B",
       "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise+transposed", N, K),
-      "amax_record",
-      S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),
-      "copy_from_host 12 B",
-      "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e5m2 rowwise+transposed", M, N),
-      "amax_record",
-      S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K),
-      S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K),
-      S("delayed_scaling_update history %u", kHistory),
-      S("delayed_scaling_update history %u", kHistory),
-      S("delayed_scaling_update history %u", kHistory),
-  };
-}
-
-std::vector<std::string> blackwell_delayed() {
-  return {
-      "copy_from_host 12 B",
-      "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", M, K),
-      "amax_record",
-      "copy_from_host 12 B",
-      "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e4m3 rowwise", N, K),
+      S("quantize bf16[%dx%d] -> e4m3 %s", N, K, copies),
       "amax_record",
       S("gemm TN e4m3[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, K, N, K, M, N),
       "copy_from_host 12 B",
       "convert fp32[1x2] -> fp32[1x2]",
-      S("quantize bf16[%dx%d] -> e5m2 rowwise", M, N),
+      S("quantize bf16[%dx%d] -> e5m2 %s", M, N, copies),
       "amax_record",
-      S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K),
-      S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K),
-      S("delayed_scaling_update history %u", kHistory),
-      S("delayed_scaling_update history %u", kHistory),
-      S("delayed_scaling_update history %u", kHistory),
   };
+  for (const std::string& g : backward_gemms(hopper)) calls.push_back(g);
+  for (int q = 0; q < 3; ++q) calls.push_back(S("delayed_scaling_update history %u", kHistory));
+  return calls;
 }
 
 // ---- byte totals, by hand ---------------------------------------------------
@@ -384,25 +349,25 @@ class LinearStepTraffic : public ::testing::Test {
 // Allocations: per FP8 tensor its copies, then its scalars; no workspace.
 TEST_F(LinearStepTraffic, HopperLikeCurrentScaling) {
   const Step s = run_steps({OCTET_PROFILE_HOPPER_LIKE, Kind::Current});
-  expect_step(s, hopper_current(), hopper_bytes(Kind::Current),
+  expect_step(s, current_schedule(true), hopper_bytes(Kind::Current),
               {kMK, kMK, kScalars, kNK, kNK, kScalars, kMN, kMN, kScalars}, "hopper-like, current");
 }
 
 TEST_F(LinearStepTraffic, HopperLikeDelayedScalingWithAutocast) {
   const Step s = run_steps({OCTET_PROFILE_HOPPER_LIKE, Kind::DelayedAutocast});
-  expect_step(s, hopper_delayed(), hopper_bytes(Kind::DelayedAutocast),
+  expect_step(s, delayed_schedule(true), hopper_bytes(Kind::DelayedAutocast),
               {kMK, kMK, kScalars, kNK, kNK, kScalars, kMN, kMN, kScalars}, "hopper-like, delayed");
 }
 
 TEST_F(LinearStepTraffic, BlackwellLikeCurrentScaling) {
   const Step s = run_steps({OCTET_PROFILE_BLACKWELL_LIKE, Kind::Current});
-  expect_step(s, blackwell_current(), blackwell_bytes(Kind::Current), {kMK, kScalars, kNK, kScalars, kMN, kScalars},
+  expect_step(s, current_schedule(false), blackwell_bytes(Kind::Current), {kMK, kScalars, kNK, kScalars, kMN, kScalars},
               "blackwell-like, current");
 }
 
 TEST_F(LinearStepTraffic, BlackwellLikeDelayedScalingWithAutocast) {
   const Step s = run_steps({OCTET_PROFILE_BLACKWELL_LIKE, Kind::DelayedAutocast});
-  expect_step(s, blackwell_delayed(), blackwell_bytes(Kind::DelayedAutocast), {kMK, kScalars, kNK, kScalars, kMN, kScalars},
+  expect_step(s, delayed_schedule(false), blackwell_bytes(Kind::DelayedAutocast), {kMK, kScalars, kNK, kScalars, kMN, kScalars},
               "blackwell-like, delayed");
 }
 
@@ -431,15 +396,8 @@ std::vector<std::string> minimize_memory_delayed(bool hopper) {
       "copy_from_host 12 B",
       "convert fp32[1x1] -> fp32[1x1]",  // the kept scale into the new copy's SCALE
   };
-  if (hopper) {
-    calls.push_back(S("quantize bf16[%dx%d] -> e4m3 transposed", N, K));
-    calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K));
-    calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K));
-  } else {
-    calls.push_back(S("quantize bf16[%dx%d] -> e4m3 rowwise", N, K));
-    calls.push_back(S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K));
-    calls.push_back(S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K));
-  }
+  calls.push_back(S("quantize bf16[%dx%d] -> e4m3 %s", N, K, hopper ? "transposed" : "rowwise"));
+  for (const std::string& g : backward_gemms(hopper)) calls.push_back(g);
   for (int i = 0; i < 3; ++i) calls.push_back(S("delayed_scaling_update history %u", kHistory));
   return calls;
 }
@@ -494,13 +452,7 @@ std::vector<std::string> weight_cache_two_micro_batches(bool hopper) {
     for (const std::string& c : {std::string("copy_from_host 12 B"), std::string("convert fp32[1x2] -> fp32[1x2]"),
                                  S("quantize bf16[%dx%d] -> e5m2 %s", M, N, both), std::string("amax_record")})
       calls.push_back(c);
-    if (hopper) {
-      calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, K, N, M, K));
-      calls.push_back(S("gemm TN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", N, M, K, M, N, K));
-    } else {
-      calls.push_back(S("gemm NN e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, N, K, M, K));
-      calls.push_back(S("gemm NT e5m2[%dx%d] x e4m3[%dx%d] -> bf16[%dx%d]", M, N, M, K, N, K));
-    }
+    for (const std::string& g : backward_gemms(hopper)) calls.push_back(g);
   }
   for (int q = 0; q < 3; ++q) calls.push_back(S("delayed_scaling_update history %u", kHistory));
   return calls;
