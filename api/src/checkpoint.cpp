@@ -2,6 +2,7 @@
 // layout (docs/recipes.md, "Checkpoint format"), independent of the host's
 // endianness and of the backend, so a state saved anywhere loads anywhere
 // with the same ABI major.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -150,6 +151,8 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
             "the checkpoint's size (", size, " bytes) does not match its history length (", length,
             ") and extension length (", extension, ")");
     require(fnv1a(p, size - 4) == Reader(p + size - 4, 4).u32(), "the checkpoint's checksum does not match: it is corrupt");
+    require(kind >= -1 && kind <= OCTET_RECIPE_BLOCK, "the checkpoint's recipe kind (", kind,
+            ") is not one of this library's");
     require(role == q.role, "the checkpoint is for role ", role, " but the quantizer has role ", q.role);
     const RecipeState* recipe = q.effective();
     if (recipe != nullptr) {
@@ -169,6 +172,21 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     loaded.observed_total = r.u64();
     std::vector<float> newest(length);
     for (float& a : newest) a = r.f32();
+    // The checksum only proves the bytes are the writer's: a state no
+    // operation of the library can produce (an edited or foreign checkpoint)
+    // would quantize with wrong scales silently, so it is refused.
+    require(std::isfinite(loaded.scale) && loaded.scale > 0.0f, "the checkpoint's scale (", loaded.scale,
+            ") is not finite and > 0");
+    const float inverse = 1.0f / loaded.scale;
+    require(std::memcmp(&loaded.scale_inv, &inverse, sizeof(float)) == 0, "the checkpoint's scale_inv (",
+            loaded.scale_inv, ") is not 1/scale (", inverse, ") rounded to FP32");
+    require(loaded.observed_amax >= 0.0f, "the checkpoint's observed amax (", loaded.observed_amax,
+            ") is negative or NaN");
+    require(loaded.observed_saturated <= loaded.observed_total, "the checkpoint's saturated count (",
+            loaded.observed_saturated, ") exceeds its total count (", loaded.observed_total, ")");
+    for (size_t i = 0; i < newest.size(); ++i)
+      require(newest[i] >= 0.0f, "the checkpoint's amax history entry ", i, " (newest first) is ", newest[i],
+              ": an amax is >= 0 and not NaN");
     // Commit after every check passed.
     q.update_count = loaded.update_count;
     q.scale = loaded.scale;

@@ -315,6 +315,9 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context, octet_qu
 OCTET_API octet_status octet_quantizer_record_amax(octet_quantizer* quantizer, float amax) {
   return guarded("octet_quantizer_record_amax", [&] {
     QuantizerState& q = quantizer_arg(quantizer);
+    // An amax is a magnitude: a negative one is a caller's bug that would
+    // otherwise vanish in the max (NaN is ignored, as in octet_amax).
+    require(!(amax < 0.0f), "argument 'amax' (", amax, ") is negative: an amax is max |x|, >= 0 (NaN is ignored)");
     sync_host(q);
     q.record(amax);
     push_host_write(q);

@@ -4,6 +4,8 @@ OctetError from the library): never an AttributeError or ctypes error from
 inside the package, never a value silently truncated or wrapped on its way
 into a C field, never a read of memory the caller closed."""
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -108,6 +110,29 @@ def test_a_scale_that_is_not_finite_and_positive_is_refused(ctx):
         q.set_scale("2")
     q.set_scale(np.float32(2))
     assert q.component(octet.SCALE) == 2.0
+
+
+def test_a_negative_amax_is_refused_and_nan_is_ignored():
+    q = octet.Quantizer(octet.DelayedScaling(amax_history_len=2), "input")
+    q.record_amax(4.0)
+    q.record_amax(float("nan"))
+    assert q.info().amax == 4.0
+    with pytest.raises(octet.OctetError, match="argument 'amax' .* is negative"):
+        q.record_amax(-1.0)
+    assert q.info().amax == 4.0
+
+
+def test_a_checkpoint_with_an_impossible_scale_is_refused():
+    q = octet.Quantizer(octet.DelayedScaling(amax_history_len=2), "input")
+    saved = bytearray(q.save())
+    saved[40:44] = struct.pack("<f", -2.0)  # the scale (docs/recipes.md)
+    checksum = 2166136261
+    for byte in saved[:-4]:  # FNV-1a 32-bit over every byte before it
+        checksum = ((checksum ^ byte) * 16777619) & 0xFFFFFFFF
+    saved[-4:] = struct.pack("<I", checksum)
+    with pytest.raises(octet.OctetError, match="scale .* is not finite and > 0"):
+        q.load(bytes(saved))
+    assert q.info().scale == 1.0
 
 
 # -- tensors the library still reads are not freed by close() -----------------------

@@ -294,5 +294,63 @@ TEST(CheckpointFormat, AnotherAbiMajorIsRefusedAndChangesNothing) {
   EXPECT_TRUE(message_has("format version 3")) << octet_last_error_message();
 }
 
+// A valid checksum only proves the bytes are the writer's. A state that no
+// operation of the library produces would quantize with wrong scales
+// without a word, so each is refused by name and changes nothing (found by
+// tests/fuzz/fuzz_quantizer_checkpoint.cpp).
+TEST(CheckpointFormat, StatesNoOperationProducesAreRefused) {
+  struct Case {
+    const char* what;
+    void (*edit)(DocState&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"scale 0", [](DocState& s) { s.scale = 0.0f; s.scale_inv = INFINITY; }, "scale (0) is not finite and > 0"},
+      {"scale -2", [](DocState& s) { s.scale = -2.0f; s.scale_inv = -0.5f; }, "is not finite and > 0"},
+      {"scale inf", [](DocState& s) { s.scale = INFINITY; s.scale_inv = 0.0f; }, "is not finite and > 0"},
+      {"scale NaN", [](DocState& s) { s.scale = std::nanf(""); }, "is not finite and > 0"},
+      {"scale_inv off by one ulp",
+       [](DocState& s) { s.scale_inv = std::nextafter(1.0f / s.scale, 1.0f); }, "is not 1/scale"},
+      {"scale_inv of another scale", [](DocState& s) { s.scale_inv = 0.5f; }, "is not 1/scale"},
+      {"observed amax -1", [](DocState& s) { s.observed_amax = -1.0f; }, "observed amax (-1) is negative or NaN"},
+      {"observed amax NaN", [](DocState& s) { s.observed_amax = std::nanf(""); }, "is negative or NaN"},
+      {"saturated > total", [](DocState& s) { s.saturated = s.total + 1; }, "saturated count (1001) exceeds"},
+      {"history entry -0.5", [](DocState& s) { s.history[1] = -0.5f; }, "amax history entry 1 (newest first)"},
+      {"history entry NaN", [](DocState& s) { s.history[2] = std::nanf(""); }, "amax history entry 2"},
+      {"recipe kind 9", [](DocState& s) { s.kind = 9; }, "recipe kind (9) is not one of this library's"},
+  };
+  Recipe recipe = delayed_recipe(3, 0);
+  for (const Case& c : cases) {
+    for (uint32_t version : {1u, 2u}) {
+      Quantizer q = make_quantizer(recipe.get(), OCTET_ROLE_WEIGHT);
+      ASSERT_EQ(octet_quantizer_set_scale(q.get(), 3.0f), OCTET_STATUS_SUCCESS);
+      const std::vector<uint8_t> before = save(q.get());
+      DocState s;
+      s.version = version;
+      c.edit(s);
+      std::vector<uint8_t> bytes = documented_buffer(s);
+      EXPECT_EQ(octet_quantizer_load(q.get(), bytes.data(), bytes.size()), OCTET_STATUS_INVALID_ARGUMENT)
+          << c.what << ", version " << version;
+      EXPECT_TRUE(message_has(c.message)) << c.what << ": " << octet_last_error_message();
+      EXPECT_EQ(save(q.get()), before) << c.what;
+    }
+  }
+  // The unedited state loads (the cases above fail for their edit alone),
+  // and so do the edge values the library itself writes: amax 0 and inf,
+  // -0 (fmax may keep it), the largest finite scale.
+  DocState edge;
+  edge.history = {0.0f, INFINITY, -0.0f};
+  edge.observed_amax = INFINITY;
+  edge.scale = 3.4028235e38f;
+  edge.scale_inv = 1.0f / edge.scale;
+  edge.saturated = edge.total;
+  for (const DocState& s : {DocState{}, edge}) {
+    Quantizer q = make_quantizer(recipe.get(), OCTET_ROLE_WEIGHT);
+    std::vector<uint8_t> bytes = documented_buffer(s);
+    EXPECT_EQ(octet_quantizer_load(q.get(), bytes.data(), bytes.size()), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+  }
+}
+
 }  // namespace
 }  // namespace recipes_test

@@ -78,6 +78,26 @@ TEST(Checkpoint, RoundTripRestoresTheWholeState) {
   EXPECT_NE(ia.scale, 1.0f);  // the state saved was not the initial one
 }
 
+// numerics.md 3: amax = max |x| with NaN ignored. A NaN recorded is ignored
+// like a NaN element; a negative amax is a caller's bug and is refused by
+// name instead of vanishing in the max.
+TEST(RecordAmax, NaNIsIgnoredNegativeIsRefused) {
+  Recipe recipe = delayed(2);
+  Quantizer q = make_quantizer(recipe.get(), OCTET_ROLE_INPUT);
+  ASSERT_EQ(octet_quantizer_record_amax(q.get(), 6.0f), OCTET_STATUS_SUCCESS);
+  ASSERT_EQ(octet_quantizer_record_amax(q.get(), std::nanf("")), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(info_of(q.get()).amax, 6.0f);
+  ASSERT_EQ(octet_quantizer_record_amax(q.get(), -0.0f), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(info_of(q.get()).amax, 6.0f);
+  for (float bad : {-1.0f, -INFINITY, -1e-40f}) {
+    EXPECT_EQ(octet_quantizer_record_amax(q.get(), bad), OCTET_STATUS_INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(message_has("argument 'amax'")) << octet_last_error_message();
+    EXPECT_TRUE(message_has("is negative")) << octet_last_error_message();
+  }
+  ASSERT_EQ(octet_quantizer_update_scale(q.get()), OCTET_STATUS_SUCCESS);
+  EXPECT_EQ(info_of(q.get()).scale, 448.0f / 6.0f);
+}
+
 TEST(Checkpoint, RefusesCorruptOrMismatchedBuffers) {
   Recipe recipe = delayed(4);
   Quantizer a = make_quantizer(recipe.get(), OCTET_ROLE_INPUT);

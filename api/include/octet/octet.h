@@ -764,7 +764,8 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context,
                                                 octet_tensor* output,
                                                 const octet_quantize_options* options,
                                                 octet_quantize_stats* stats);
-/* Records an amax measured elsewhere, as a quantize would. */
+/* Records an amax measured elsewhere, as a quantize would: max with what the
+ * step recorded so far; NaN is ignored; a negative amax is INVALID_ARGUMENT. */
 OCTET_API octet_status octet_quantizer_record_amax(octet_quantizer* quantizer, float amax);
 /* Applies the recipe's scale update (delayed scaling: numerics 3.1, then
  * advances the history window; other recipes: nothing to do). Uses the

@@ -116,7 +116,8 @@ class Quantizer(_Handle):
         return (out, _stats_dict(counts)) if stats else out
 
     def record_amax(self, amax):
-        """Records an amax measured elsewhere, as a quantize would."""
+        """Records an amax measured elsewhere, as a quantize would (NaN is
+        ignored; a negative amax raises OctetError)."""
         _check(_libc.octet_quantizer_record_amax(self.handle, float(amax)))
 
     def update_scale(self):
