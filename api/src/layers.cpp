@@ -381,18 +381,31 @@ TensorPtr bias_sums(const Ctx& ctx, const TensorState& dy, const octet_quantize_
   return sums;
 }
 
-void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const RecipeState>& r, SavedLinear& sv,
-                     const TensorState& dy, TensorState* dx, bool accumulate) {
+// A linear's backward runs in three phases: dy's FP8 copies and the bias
+// column sums (the one phase that can fail after backward's checks passed:
+// current scaling may all-reduce dy's amax through the communicator; it
+// writes nothing the caller sees), dgrad (into dx), then the parameter
+// gradients. The MLP orders the phases of its two linears so that every
+// fallible one comes before the first gradient is written.
+struct LinearBackward {
+  uint32_t du = 0;  // dy's FP8 usages
+  TensorPtr dy_q, sums;
+};
+
+LinearBackward linear_backward_quantize(LayerState& L, LinearUnit& u, const std::shared_ptr<const RecipeState>& r,
+                                        const SavedLinear& sv, const TensorState& dy, bool has_dx) {
   const Ctx& ctx = L.ctx;
   Parameter* bias = u.bias >= 0 ? &L.params[size_t(u.bias)] : nullptr;
   const bool fp8 = r != nullptr;
-  uint32_t du = 0;
-  if (fp8 && sv.fp8_dgrad && dx != nullptr) du |= OCTET_USAGE_ROWWISE;
+  LinearBackward b;
+  uint32_t& du = b.du;
+  if (fp8 && sv.fp8_dgrad && has_dx) du |= OCTET_USAGE_ROWWISE;
   if (fp8 && sv.fp8_wgrad && !fp8_only(L)) du |= OCTET_USAGE_COLUMNWISE;
 
   // dy: its FP8 copies, and the bias gradient (fused into the same pass when
   // the scale is known beforehand: delayed and static scaling).
-  TensorPtr dy_q, sums;
+  TensorPtr& dy_q = b.dy_q;
+  TensorPtr& sums = b.sums;
   if (du != 0) {
     octet_quantize_args qa{};
     TensorPtr t = make_role(ctx, *r, OCTET_ROLE_GRADIENT, dy.rows, dy.cols, du);
@@ -409,7 +422,14 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   } else if (bias != nullptr) {
     sums = bias_sums(ctx, dy, nullptr);
   }
+  return b;
+}
 
+void linear_backward_dgrad(LayerState& L, const std::shared_ptr<const RecipeState>& r, SavedLinear& sv,
+                           const LinearBackward& b, const TensorState& dy, TensorState* dx) {
+  const Ctx& ctx = L.ctx;
+  const bool fp8 = r != nullptr;
+  const TensorPtr& dy_q = b.dy_q;
   // dgrad: dx = dy W (dy rowwise, W columnwise).
   if (dx != nullptr) {
     if (fp8 && sv.fp8_dgrad) {
@@ -420,13 +440,20 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
       // transpose in the GEMM adaptation; block recipes: W^T's own blocks).
       if (!w_q) w_q = requantize(ctx, *sv.w_hp, *r, OCTET_ROLE_WEIGHT, OCTET_USAGE_COLUMNWISE, sv.w_scale);
       run_gemm(ctx, dy_q->state, w_q->state, *dx, gemm_options(0, 1, 0.0f, nullptr));
-      if (du & OCTET_USAGE_COLUMNWISE) keep_columnwise_only(dy_q->state);
+      if (b.du & OCTET_USAGE_COLUMNWISE) keep_columnwise_only(dy_q->state);
     } else {
       run_gemm(ctx, dy, *sv.w_hp, *dx, gemm_options(0, 1, 0.0f, nullptr));
     }
   }
   sv.w_q.reset();  // the weight copy is no longer needed (a cache keeps its own)
+}
 
+void linear_backward_parameters(LayerState& L, LinearUnit& u, const std::shared_ptr<const RecipeState>& r,
+                                SavedLinear& sv, const LinearBackward& b, const TensorState& dy, bool accumulate) {
+  const Ctx& ctx = L.ctx;
+  Parameter* bias = u.bias >= 0 ? &L.params[size_t(u.bias)] : nullptr;
+  const bool fp8 = r != nullptr;
+  const TensorPtr& dy_q = b.dy_q;
   // wgrad: dW = dy^T x (dy columnwise, x columnwise).
   if (!fp8_only(L)) {
     bool fresh = false;
@@ -449,8 +476,15 @@ void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const R
   if (bias != nullptr) {
     bool fresh = false;
     TensorState& g = ensure_grad(L, *bias, &fresh);
-    accumulate_into(*ctx, sums->state, g, accumulate && !fresh);
+    accumulate_into(*ctx, b.sums->state, g, accumulate && !fresh);
   }
+}
+
+void linear_backward(LayerState& L, LinearUnit& u, const std::shared_ptr<const RecipeState>& r, SavedLinear& sv,
+                     const TensorState& dy, TensorState* dx, bool accumulate) {
+  const LinearBackward b = linear_backward_quantize(L, u, r, sv, dy, dx != nullptr);
+  linear_backward_dgrad(L, r, sv, b, dy, dx);
+  linear_backward_parameters(L, u, r, sv, b, dy, accumulate);
 }
 
 // ---- whole layers -----------------------------------------------------------
@@ -641,14 +675,24 @@ void layer_backward(LayerState& L, SavedState& s, const TensorState& dy, TensorS
     linear_backward(L, L.linears[0], s.recipe, s.linears[0], dy, &d_norm_out->state, accumulate);
   } else {
     LinearUnit& fc1 = L.linears[0];
+    LinearUnit& fc2 = L.linears[1];
     TensorPtr da = make_plain(ctx, L.options.params_dtype, s.rows, L.ffn, OCTET_MEMORY_WORKSPACE);
-    linear_backward(L, L.linears[1], s.recipe, s.linears[1], dy, &da->state, accumulate);
-    s.linears[1] = SavedLinear{};
+    LinearBackward b2 = linear_backward_quantize(L, fc2, s.recipe, s.linears[1], dy, true);
+    linear_backward_dgrad(L, s.recipe, s.linears[1], b2, dy, &da->state);
     TensorPtr dh = make_plain(ctx, L.options.params_dtype, s.rows, fc1.out, OCTET_MEMORY_WORKSPACE);
     activation_call(*ctx, L.activation, s.h->state, nullptr, &da->state, &dh->state);
     da.reset();
     s.h.reset();
-    linear_backward(L, fc1, s.recipe, s.linears[0], dh->state, &d_norm_out->state, accumulate);
+    // dh is quantized before FC2's gradients are written: with current
+    // scaling and reduce_amax that quantize calls the communicator, and if
+    // it fails, backward must fail with every gradient as it was (no result
+    // half-written, docs/abi.md). It used to run after FC2's wgrad.
+    const LinearBackward b1 = linear_backward_quantize(L, fc1, s.recipe, s.linears[0], dh->state, true);
+    linear_backward_parameters(L, fc2, s.recipe, s.linears[1], b2, dy, accumulate);
+    b2 = LinearBackward{};
+    s.linears[1] = SavedLinear{};
+    linear_backward_dgrad(L, s.recipe, s.linears[0], b1, dh->state, &d_norm_out->state);
+    linear_backward_parameters(L, fc1, s.recipe, s.linears[0], b1, dh->state, accumulate);
   }
   s.linears.clear();
   norm_backward(L, s, d_norm_out->state, dx, accumulate);

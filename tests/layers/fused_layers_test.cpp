@@ -284,6 +284,91 @@ TEST(FusedLayersFp8, ProfilesAreBitIdenticalAndCloseToHighPrecision) {
   octet_recipe_destroy(current);
 }
 
+// A backward that fails after its checks passed writes no gradient. With
+// current scaling and reduce_amax, LayerNormMLP's backward calls the
+// communicator twice: for FC2's dy, then for FC1's dh, which needs FC2's
+// dgrad first. A communicator failing at either call must leave every
+// parameter gradient and grad_input as they were (docs/abi.md: a result is
+// not half-written); the handle is consumed (octet.h). Before the fix, the
+// failure at the second call came after FC2's weight and bias gradients had
+// been written.
+struct FailingCommunicator {
+  int calls = 0;
+  int fail_at = 0;
+};
+
+octet_status allreduce_failing_at(float* /*values*/, size_t /*count*/, void* user_data) {
+  auto* c = static_cast<FailingCommunicator*>(user_data);
+  return ++c->calls == c->fail_at ? OCTET_STATUS_UNAVAILABLE : OCTET_STATUS_SUCCESS;
+}
+
+TEST(FusedLayersFp8, BackwardFailingInTheCommunicatorWritesNoGradient) {
+  octet_current_scaling_options co;
+  octet_current_scaling_options_init(&co);
+  co.reduce_amax = 1;
+  octet_recipe* recipe = nullptr;
+  OK(octet_recipe_create_current(&co, &recipe));
+  Shape s;  // LayerNormMLP, LayerNorm, GELU, with biases
+  const Params p = make_params(s);
+  for (int fail_at : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "the communicator fails at its call " << fail_at << " in backward");
+    octet_context* ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+    octet_linear_options lo;
+    octet_linear_options_init(&lo);
+    lo.in_features = s.hidden;
+    lo.recipe = recipe;
+    octet_layernorm_mlp_options o;
+    octet_layernorm_mlp_options_init(&o);
+    o.linear = &lo;
+    o.ffn_features = s.ffn;
+    octet_layer* layer = nullptr;
+    OK(octet_layer_create_layernorm_mlp(ctx, &o, &layer));
+    for (const auto& [name, v] : p) upload(param(layer, name.c_str()), v);
+    octet_tensor* x = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet_tensor* y = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet_tensor* dy = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet_tensor* dx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    upload(x, random_vec(size_t(s.rows * s.hidden), 61, 2.0));
+    upload(dy, random_vec(size_t(s.rows * s.hidden), 62));
+    upload(dx, random_vec(size_t(s.rows * s.hidden), 63));
+    // One step with no communicator: every gradient exists and is non-zero.
+    octet_saved* saved = nullptr;
+    OK(octet_layer_forward(layer, x, y, 1, &saved));
+    OK(octet_layer_backward(layer, &saved, dy, nullptr, 0));
+    std::map<std::string, Vec> before;
+    for (const auto& [name, v] : p) before[name] = download(grad(layer, name.c_str()));
+    const Vec dx_before = download(dx);
+
+    OK(octet_layer_forward(layer, x, y, 1, &saved));
+    FailingCommunicator fc;
+    fc.fail_at = fail_at;
+    octet_communicator c{};
+    c.struct_size = sizeof(c);
+    c.allreduce_max = allreduce_failing_at;
+    c.user_data = &fc;
+    OK(octet_context_set_communicator(ctx, &c));
+    EXPECT_EQ(octet_layer_backward(layer, &saved, dy, dx, 1), OCTET_STATUS_UNAVAILABLE);
+    EXPECT_STRNE(octet_last_error_message(), "");
+    EXPECT_EQ(fc.calls, fail_at);
+    EXPECT_EQ(saved, nullptr);  // consumed: the checks had passed
+    for (const auto& [name, v] : before) expect_identical(download(grad(layer, name.c_str())), v, name);
+    expect_identical(download(dx), dx_before, "grad_input");
+
+    // The same backward with a working communicator adds to the gradients.
+    OK(octet_context_set_communicator(ctx, nullptr));
+    OK(octet_layer_forward(layer, x, y, 1, &saved));
+    fc = FailingCommunicator{};
+    OK(octet_context_set_communicator(ctx, &c));
+    OK(octet_layer_backward(layer, &saved, dy, dx, 1));
+    EXPECT_EQ(fc.calls, 2);
+    EXPECT_NE(download(grad(layer, "fc2_weight")), before["fc2_weight"]);
+    for (octet_tensor* t : {x, y, dy, dx}) octet_tensor_destroy(t);
+    octet_layer_destroy(layer);
+    octet_context_destroy(ctx);
+  }
+  octet_recipe_destroy(recipe);
+}
+
 TEST(FusedLayersBadArguments, OptionsAreChecked) {
   octet_context* ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   octet_linear_options lo;
