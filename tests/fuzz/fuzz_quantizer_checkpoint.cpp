@@ -25,7 +25,7 @@
 namespace {
 
 [[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "fuzz_quantizer_checkpoint: %s (last error: %s)\n", what, octet_last_error_message());
+  std::fprintf(stderr, "fuzz_quantizer_checkpoint: %s (the library's last message, perhaps from an earlier call: %s)\n", what, octet_last_error_message());
   std::abort();
 }
 void check(bool ok, const char* what) {
