@@ -327,6 +327,51 @@ TEST(CpuBlockScaling, DequantizeMatchesReferenceBitForBit) {
   }
 }
 
+// numerics.md section 13 for x' = decode(q) * X: a NaN block scale (E8M0
+// 0xFF) gives X's NaN, except where the code is NaN too, whose NaN comes
+// first. The expectation is built from the public codecs, not from a backend
+// (found by tests/fuzz/fuzz_backend_vs_reference.cpp: the cpu backend gave
+// every element of such a block the scale's NaN).
+TEST(CpuBlockScaling, DequantizeWithANanScaleKeepsTheNanOfNanCodes) {
+  Context ctx = context("cpu");
+  ASSERT_TRUE(ctx);
+  const int64_t cols = 70;  // blocks 0 and 1 whole, block 2 a tail of 6
+  octet_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = OCTET_DTYPE_E4M3;
+  d.ndim = 2;
+  d.shape[0] = 1;
+  d.shape[1] = cols;
+  d.usages = OCTET_USAGE_ROWWISE;
+  d.scaling_mode = OCTET_SCALING_MXFP8_1X32;
+  octet_tensor* raw = nullptr;
+  ASSERT_EQ(octet_tensor_create(ctx.get(), &d, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  Tensor q(raw);
+  std::vector<uint8_t> codes(cols);
+  for (int64_t i = 0; i < cols; ++i) codes[std::size_t(i)] = i % 3 == 0 ? 0xFF : i % 3 == 1 ? 0x7F : 0x38;
+  const uint8_t scales[3] = {0xFF, 127, 0xFF};  // NaN, 1.0, NaN
+  upload(q.get(), OCTET_COMPONENT_DATA, codes.data(), codes.size());
+  upload(q.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, scales, sizeof scales);
+  Tensor out = tensor(ctx.get(), OCTET_DTYPE_FP32, 1, cols);
+  ASSERT_EQ(octet_dequantize(ctx.get(), q.get(), out.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  const std::vector<uint8_t> bytes = download(out.get(), OCTET_COMPONENT_DATA);
+  for (int64_t i = 0; i < cols; ++i) {
+    const float code_value = octet_fp8_decode(codes[std::size_t(i)], OCTET_DTYPE_E4M3);
+    const float scale = octet_e8m0_decode(scales[i / 32]);
+    uint32_t want = 0;
+    if (std::isnan(code_value)) {
+      want = bits(code_value) | 0x00400000u;
+    } else if (std::isnan(scale)) {
+      want = bits(scale) | 0x00400000u;
+    } else {
+      want = bits(code_value * scale);
+    }
+    uint32_t got = 0;
+    std::memcpy(&got, &bytes[std::size_t(i) * 4], 4);
+    EXPECT_EQ(got, want) << "element " << i << " code 0x" << std::hex << int(codes[std::size_t(i)]);
+  }
+}
+
 // Per-tensor quantize with statistics (both overflow modes, scales that
 // saturate and flush).
 TEST(CpuQuantizeStatistics, MatchReference) {

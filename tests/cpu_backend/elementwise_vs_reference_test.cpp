@@ -251,5 +251,51 @@ TEST_F(CpuVsReference, DequantizeBitForBit) {
   }
 }
 
+// numerics.md section 13: with both operands of x * scale NaN, x's NaN wins
+// (its sign sets the code), however the compiler orders a scalar product.
+// A NaN scale written by the caller on NaN data: every code is x's NaN, and
+// a NaN SCALE_INV on NaN codes dequantizes to decode(q)'s NaN. The sizes
+// cover the vector body and the scalar tail (32 codes per AVX2 step); the
+// expectations come from the rule, not from a backend (found by
+// tests/fuzz/fuzz_backend_vs_reference.cpp).
+TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
+  Context c = context("cpu");
+  ASSERT_TRUE(c);
+  const float negative_nan = from_bits(0xFFC00005u), positive_nan = from_bits(0x7FC00007u);
+  for (int64_t n : {int64_t(4), int64_t(37), int64_t(1000)}) {
+    for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int with_stats = 0; with_stats < 2; ++with_stats) {
+        std::vector<float> x(static_cast<std::size_t>(n), negative_nan);
+        Tensor in = tensor(c.get(), OCTET_DTYPE_FP32, 1, n);
+        upload(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+        Tensor q = tensor(c.get(), dtype, 1, n, OCTET_USAGE_ROWWISE);
+        upload(q.get(), OCTET_COMPONENT_SCALE, &positive_nan, 4);
+        octet_quantize_options o{};
+        o.struct_size = sizeof o;
+        o.saturate = 1;
+        octet_quantize_stats stats{};
+        stats.struct_size = sizeof stats;
+        ASSERT_EQ(with_stats ? octet_quantize_with_stats(c.get(), in.get(), q.get(), &o, &stats)
+                             : octet_quantize(c.get(), in.get(), q.get(), &o),
+                  OCTET_STATUS_SUCCESS)
+            << octet_last_error_message();
+        const std::vector<uint8_t> codes = download(q.get(), OCTET_COMPONENT_DATA);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(codes[std::size_t(i)], 0xFF) << "n " << n << " element " << i << " stats " << with_stats;
+
+        // Dequantize: the codes' negative NaN times a positive NaN scale_inv.
+        upload(q.get(), OCTET_COMPONENT_SCALE_INV, &positive_nan, 4);
+        Tensor out = tensor(c.get(), OCTET_DTYPE_FP32, 1, n);
+        ASSERT_EQ(octet_dequantize(c.get(), q.get(), out.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+        std::vector<float> y(static_cast<std::size_t>(n));
+        const std::vector<uint8_t> bytes = download(out.get(), OCTET_COMPONENT_DATA);
+        std::memcpy(y.data(), bytes.data(), bytes.size());
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(bits(y[std::size_t(i)]) >> 31, 1u) << "dequantize, n " << n << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cpu_test

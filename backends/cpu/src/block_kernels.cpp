@@ -167,7 +167,8 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
       const int64_t r = t / per_row, c0 = (t % per_row) * kChunk;
       const int64_t w = std::min(kChunk, in.cols - c0);
       k.widen(element_ptr(in, r, c0), in.dtype, w, values);
-      for (int64_t i = 0; i < w; ++i) codes[i] = encode_fp8(values[i] * scale, p, sat);
+      // octet_math_mul: a NaN scale on NaN data keeps x's NaN (numerics.md 13).
+      for (int64_t i = 0; i < w; ++i) codes[i] = encode_fp8(octet_math_mul(values[i], scale), p, sat);
       count(values, w, scale, false, codes, dtype, c);
     }
   }
@@ -330,14 +331,10 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
         const int64_t len = std::min(w - j, bc - c % bc);
         const float s = scale_value(args->scale_inv, args->scale_dtype,
                                     static_cast<std::size_t>((r / br) * grid_cols + c / bc));
-        if (is_nan(s)) {
-          // A NaN scale (E8M0 0xFF) makes the stretch that NaN, whatever the
-          // codes hold: NaN * NaN would otherwise keep either operand's
-          // sign, as the compiler orders the multiply.
-          std::fill(values + j, values + j + len, s);
-        } else {
-          k.scale(values + j, len, s);
-        }
+        // decode(q) * scale_inv with numerics.md section 13's NaN: a NaN
+        // scale (E8M0 0xFF) gives its NaN, except where the code is NaN
+        // too, whose NaN comes first (k.scale keeps that order).
+        k.scale(values + j, len, s);
         j += len;
       }
       k.narrow(values, w, out.dtype, true, element_ptr_mut(out, r, c0));

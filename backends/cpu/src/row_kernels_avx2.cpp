@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <octet/octet.h>
+#include <octet/octet_math.h>
 
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
@@ -75,7 +76,11 @@ void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool satura
   const __m256 s = _mm256_set1_ps(scale);
   __m256 m = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
+  // With x and scale both NaN the contract keeps x's NaN (numerics.md
+  // section 13), but the compiler may swap the operands of a product and
+  // x86 returns the first one's: a NaN scale takes the scalar loop below.
+  const bool vector = !std::isnan(scale);
+  for (; vector && i + 32 <= n; i += 32) {
     __m256i c[4];
     for (int j = 0; j < 4; ++j) {
       const __m256 x = _mm256_loadu_ps(in + i + 8 * j);
@@ -88,7 +93,7 @@ void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool satura
   if (with_amax) acc = max_magnitude(acc, horizontal_max(m));
   for (; i < n; ++i) {
     if (with_amax) acc = max_magnitude(acc, in[i]);
-    out[i] = encode_fp8(in[i] * scale, p, saturate);
+    out[i] = encode_fp8(octet_math_mul(in[i], scale), p, saturate);  // x's NaN first
   }
   if (with_amax) *amax = acc;
 }
@@ -114,8 +119,9 @@ void amax_avx2(const float* in, int64_t n, float* amax) {
 void scale_avx2(float* in, int64_t n, float s) {
   const __m256 v = _mm256_set1_ps(s);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(in + i, _mm256_mul_ps(_mm256_loadu_ps(in + i), v));
-  for (; i < n; ++i) in[i] = in[i] * s;
+  const bool vector = !std::isnan(s);  // as in encode_fp8_avx2: a NaN factor goes the scalar way
+  for (; vector && i + 8 <= n; i += 8) _mm256_storeu_ps(in + i, _mm256_mul_ps(_mm256_loadu_ps(in + i), v));
+  for (; i < n; ++i) in[i] = octet_math_mul(in[i], s);
 }
 
 void widen_avx2(const void* src, int32_t dtype, int64_t n, float* out) {

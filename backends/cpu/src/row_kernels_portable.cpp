@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <octet/octet.h>
+#include <octet/octet_math.h>
 
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
@@ -95,13 +96,15 @@ void scale_encode_portable(const float* in, int64_t n, float scale, int32_t fp8_
   float m = *amax;
   for (int64_t i = 0; i < n; ++i) {
     m = max_magnitude(m, in[i]);
-    out[i] = encode_fp8(in[i] * scale, p, saturate);
+    // octet_math_mul, not *: with both operands NaN, x's NaN is kept
+    // (numerics.md section 13) whatever order the compiler gives them.
+    out[i] = encode_fp8(octet_math_mul(in[i], scale), p, saturate);
   }
   *amax = m;
 }
 
 void scale_portable(float* in, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) in[i] = in[i] * s;
+  for (int64_t i = 0; i < n; ++i) in[i] = octet_math_mul(in[i], s);
 }
 
 void transpose_bytes_portable(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w,
