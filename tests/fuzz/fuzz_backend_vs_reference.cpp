@@ -8,10 +8,10 @@
 //   here"); a failure leaves a message and the output untouched;
 // - element-wise results (codes, scales, amax, dequantized and converted
 //   values) bit-identical to the reference's;
-// - GEMM results within numerics.md section 8's bound of the exact result,
-//   computed here in double from the decoded operands; the reference's own
-//   results are held to the same bound. (Block-scaled GEMMs and FP8 GEMM
-//   output: the status only.)
+// - GEMM results, per-tensor and block-scaled, within numerics.md sections
+//   8 and 12's bound of the exact result, computed here in double from the
+//   decoded operands and scales; the reference's own results are held to the
+//   same bound. (An FP8 GEMM output: the status only.)
 // When the backend cannot be used here (a cuda plugin without a GPU), every
 // input returns at once after one line saying why.
 #include "tensor_program.hpp"

@@ -391,30 +391,72 @@ void quantize(Program& p, Input& in, Slot& a, Slot& out) {
   if (out.scaling_mode == OCTET_SCALING_PER_TENSOR && !fp8(a.dtype)) check_against_codec(p, a, out, written, o.saturate);
 }
 
-// The values a GEMM reads from an operand, [rows, cols], exact in double:
-// plain values, or FP8 codes decoded; and the operand's scale_inv (the
-// oracle's SCALE_INV of a per-tensor quantized operand, equal on every
-// context; 1 otherwise). False for block-scaled operands, whose bound is
-// not computed here.
-bool operand_values(const Program& p, const Slot& s, std::vector<double>& v, float& scale_inv) {
-  const size_t n = size_t(s.rows * s.cols);
-  v.resize(n);
-  scale_inv = 1.0f;
+// An operand as the GEMM reads it: A' [rows, k] (A, or A transposed when
+// trans), exact values in double, and the scale_inv of each element's k
+// block (one block over all of k unless the operand is block-scaled).
+struct GemmOperand {
+  int64_t rows = 0, k = 0, bk = 0;  // bk: the block extent along k
+  std::vector<double> value;        // [rows, k]
+  std::vector<float> scale;         // [rows, ceil(k / bk)]
+  double at(int64_t r, int64_t kk) const { return value[size_t(r * k + kk)]; }
+  float scale_at(int64_t r, int64_t block) const { return scale[size_t(r * ((k + bk - 1) / bk) + block)]; }
+};
+
+GemmOperand gemm_operand(const Program& p, const Slot& s, bool trans) {
+  GemmOperand g;
+  g.rows = trans ? s.cols : s.rows;
+  g.k = trans ? s.rows : s.cols;
+  g.value.resize(size_t(g.rows * g.k));
+  auto put = [&](const std::vector<double>& stored) {  // stored: [s.rows, s.cols]
+    for (int64_t r = 0; r < g.rows; ++r)
+      for (int64_t kk = 0; kk < g.k; ++kk)
+        g.value[size_t(r * g.k + kk)] = trans ? stored[size_t(kk * s.cols + r)] : stored[size_t(r * s.cols + kk)];
+  };
+  std::vector<double> stored(size_t(s.rows * s.cols));
+  float scale_inv = 1.0f;
   if (!fp8(s.dtype)) {
-    for (size_t i = 0; i < n; ++i) v[i] = widen(s.dtype, &s.host[i * element_bytes(s.dtype)]);
-    return true;
+    for (size_t i = 0; i < stored.size(); ++i) stored[i] = widen(s.dtype, &s.host[i * element_bytes(s.dtype)]);
+  } else if (!s.quantized()) {
+    for (size_t i = 0; i < stored.size(); ++i) stored[i] = octet_fp8_decode(s.host[i], s.dtype);
+  } else if (s.scaling_mode == OCTET_SCALING_PER_TENSOR) {
+    const uint32_t usage = (s.valid & OCTET_USAGE_ROWWISE) ? OCTET_USAGE_ROWWISE : OCTET_USAGE_COLUMNWISE;
+    const std::vector<uint8_t> codes = logical_codes(s, 0, usage, p.op);
+    for (size_t i = 0; i < stored.size(); ++i) stored[i] = octet_fp8_decode(codes[i], s.dtype);
+    if (octet_tensor_copy_to_host(s.t[0], OCTET_COMPONENT_SCALE_INV, &scale_inv, 4) != OCTET_STATUS_SUCCESS)
+      fail("octet_tensor_copy_to_host (SCALE_INV)", p.op);
+  } else {
+    // Block-scaled (numerics.md section 12): the K-contiguous copy is the
+    // rowwise one used as stored, the columnwise one ([cols, rows], blocked
+    // like a rowwise copy of the transpose) used transposed.
+    const octet_tensor_info i = info_of(s.t[0]);
+    const std::vector<uint8_t> codes =
+        component(s.t[0], trans ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, size_t(g.rows * g.k), p.op);
+    for (size_t e = 0; e < codes.size(); ++e) g.value[e] = octet_fp8_decode(codes[e], s.dtype);
+    const int64_t br = i.block_rows;
+    g.bk = i.block_cols;
+    const int64_t grid_rows = (g.rows + br - 1) / br, grid_cols = (g.k + g.bk - 1) / g.bk;
+    const std::vector<uint8_t> grid =
+        component(s.t[0], trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
+                  trans ? i.columnwise_scale_inv_bytes : i.rowwise_scale_inv_bytes, p.op);
+    g.scale.resize(size_t(g.rows * grid_cols));
+    for (int64_t r = 0; r < g.rows; ++r)
+      for (int64_t b = 0; b < grid_cols; ++b) {
+        const size_t cell = size_t((r / br) * grid_cols + b);
+        float v = 0.0f;
+        if (i.scale_inv_dtype == OCTET_DTYPE_E8M0) {
+          v = octet_e8m0_decode(grid[cell]);
+        } else {
+          std::memcpy(&v, &grid[cell * 4], 4);
+        }
+        g.scale[size_t(r * grid_cols + b)] = v;
+      }
+    (void)grid_rows;
+    return g;
   }
-  if (!s.quantized()) {
-    for (size_t i = 0; i < n; ++i) v[i] = octet_fp8_decode(s.host[i], s.dtype);
-    return true;
-  }
-  if (s.scaling_mode != OCTET_SCALING_PER_TENSOR) return false;
-  const uint32_t usage = (s.valid & OCTET_USAGE_ROWWISE) ? OCTET_USAGE_ROWWISE : OCTET_USAGE_COLUMNWISE;
-  const std::vector<uint8_t> codes = logical_codes(s, 0, usage, p.op);
-  if (octet_tensor_copy_to_host(s.t[0], OCTET_COMPONENT_SCALE_INV, &scale_inv, 4) != OCTET_STATUS_SUCCESS)
-    fail("octet_tensor_copy_to_host (SCALE_INV)", p.op);
-  for (size_t i = 0; i < n; ++i) v[i] = octet_fp8_decode(codes[i], s.dtype);
-  return true;
+  put(stored);
+  g.bk = std::max<int64_t>(g.k, 1);
+  g.scale.assign(size_t(g.rows), scale_inv);
+  return g;
 }
 
 // The spacing of dtype's values at magnitude x, and its largest finite value.
@@ -428,37 +470,49 @@ double max_finite(int32_t dtype) {
   return dtype == OCTET_DTYPE_FP16 ? 65504.0 : dtype == OCTET_DTYPE_BF16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
 }
 
-// numerics.md section 8: every context's D against the exact result in
-// double, within k * 2^-23 * sum |A'B'| * |alpha sa sb| plus the rounding
-// of the beta and bias terms and of D's dtype (through GELU: its slope, at
-// most 1.13, times that, plus the FP32 evaluation of the formula). The
-// scale alpha * (sa * sb) is the FP32 value the formula defines, so a
-// product of scales that underflows is the contract's, not an error; below
-// FP32's normal range each rounding is absolute (2^-150), which the bound
-// adds for the k products and sums and the four operations after them.
-// Elements whose FP32 partial sums may overflow are skipped: there the
-// order of the sum decides between a finite result and inf.
+// numerics.md sections 8 and 12: every context's D against the exact result
+// in double, within k * 2^-23 * sum |A'B'| * |scales| plus the rounding of
+// the beta and bias terms and of D's dtype (through GELU: its slope, at most
+// 1.13, times that, plus the FP32 evaluation of the formula). The scale
+// factors are the FP32 values the formulas define: alpha * (sa * sb) for a
+// per-tensor GEMM, sa * sb per k block (then alpha) for a block-scaled one,
+// so a product of scales that underflows is the contract's, not an error;
+// below FP32's normal range each rounding is absolute (2^-150), which the
+// bound adds for the k products and sums and the operations after them.
+// Elements whose FP32 partial sums may overflow are skipped: there the order
+// of the sum decides between a finite result and inf.
 void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out, const Slot* bias,
                       const octet_gemm_options& o, const std::vector<double>& d_old) {
-  std::vector<double> av, bv, biasv;
-  float sa = 1.0f, sb = 1.0f, unused = 1.0f;
-  if (!operand_values(p, a, av, sa) || !operand_values(p, b, bv, sb)) return;
-  if (bias != nullptr) operand_values(p, *bias, biasv, unused);
-  const int64_t m = out.rows, n = out.cols, k = o.trans_a ? a.rows : a.cols;
+  const GemmOperand ga = gemm_operand(p, a, o.trans_a != 0), gb = gemm_operand(p, b, o.trans_b != 0);
+  std::vector<double> biasv;
+  if (bias != nullptr) biasv = gemm_operand(p, *bias, false).value;
+  const bool block = a.quantized() && a.scaling_mode != OCTET_SCALING_PER_TENSOR;
+  const int64_t m = out.rows, n = out.cols, k = ga.k;
+  if (ga.rows != m || gb.rows != n || gb.k != k || (block && ga.bk != gb.bk)) fail("GEMM: accepted operands that do not fit", p.op);
   const double unit = std::ldexp(1.0, -23) * double(k + 4);
-  const double alpha = octet_math_mul(o.alpha, octet_math_mul(sa, sb));
-  const double underflow = std::ldexp(1.0, -149) * double(k + 4) * (std::fabs(alpha) + 1.0);
   std::vector<std::vector<uint8_t>> got(size_t(p.n()));
-  for (int c = 0; c < p.n(); ++c) got[size_t(c)] = component(out.t[c], OCTET_COMPONENT_DATA, size_t(m * n) * element_bytes(out.dtype), p.op);
+  for (int c = 0; c < p.n(); ++c)
+    got[size_t(c)] = component(out.t[c], OCTET_COMPONENT_DATA, size_t(m * n) * element_bytes(out.dtype), p.op);
+  const int64_t blocks = k == 0 ? 0 : (k + ga.bk - 1) / ga.bk;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, magnitude = 0;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const double x = o.trans_a ? av[size_t(kk * m + i)] : av[size_t(i * k + kk)];
-        const double y = o.trans_b ? bv[size_t(kk * n + j)] : bv[size_t(j * k + kk)];
-        sum += x * y;
-        magnitude += std::fabs(x * y);
+      double sum = 0, magnitude = 0, largest_scale = 0, unscaled = 0;
+      for (int64_t kb = 0; kb < blocks; ++kb) {
+        double partial = 0, partial_magnitude = 0;
+        for (int64_t kk = kb * ga.bk; kk < std::min(k, (kb + 1) * ga.bk); ++kk) {
+          partial += ga.at(i, kk) * gb.at(j, kk);
+          partial_magnitude += std::fabs(ga.at(i, kk) * gb.at(j, kk));
+        }
+        // Per-tensor: alpha * (sa * sb) over the whole sum; block: sa * sb
+        // per block, alpha after.
+        const double factor = block ? double(octet_math_mul(ga.scale_at(i, kb), gb.scale_at(j, kb)))
+                                    : double(octet_math_mul(o.alpha, octet_math_mul(ga.scale_at(i, 0), gb.scale_at(j, 0))));
+        sum += partial * factor;
+        magnitude += partial_magnitude * std::fabs(factor);
+        unscaled += partial_magnitude;  // the FP32 sums before any scale
+        largest_scale = std::max(largest_scale, std::fabs(factor));
       }
+      const double alpha = block ? double(o.alpha) : 1.0;
       double value = alpha * sum, extra = 0;
       if (o.beta != 0.0f) {
         value += double(o.beta) * d_old[size_t(i * n + j)];
@@ -468,7 +522,8 @@ void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out,
         value += biasv[size_t(j)];
         extra += std::fabs(biasv[size_t(j)]);
       }
-      double bound = unit * (std::fabs(alpha) * magnitude + extra) + underflow;
+      double bound = unit * (std::fabs(alpha) * magnitude + extra) +
+                     std::ldexp(1.0, -149) * double(k + 4) * (std::fabs(alpha) * largest_scale + 1.0);
       if (o.epilogue == OCTET_EPILOGUE_GELU) {
         const double v = value;
         value = 0.5 * v * (1.0 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
@@ -481,15 +536,16 @@ void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out,
             fail("GEMM: the exact result is NaN but a context's is not", p.op);
         continue;
       }
-      if (!(magnitude < 1e38) || !(std::fabs(alpha) * magnitude + extra < 1e38) ||
+      if (!(unscaled < 1e38) || !(magnitude < 1e38) || !(std::fabs(alpha) * magnitude + extra < 1e38) ||
           !(std::fabs(value) + bound < max_finite(out.dtype)))
         continue;
       bound += ulp_of(out.dtype, std::fabs(value) + bound);
       for (int c = 0; c < p.n(); ++c) {
         const double r = widen(out.dtype, &got[size_t(c)][at * element_bytes(out.dtype)]);
         if (!(std::fabs(r - value) <= bound)) {
-          std::fprintf(stderr, "D[%lld, %lld] on context %d: %.9g, exact %.9g, bound %.3g (m %lld n %lld k %lld)\n",
-                       (long long)i, (long long)j, c, r, value, bound, (long long)m, (long long)n, (long long)k);
+          std::fprintf(stderr, "D[%lld, %lld] on context %d: %.9g, exact %.9g, bound %.3g (m %lld n %lld k %lld%s)\n",
+                       (long long)i, (long long)j, c, r, value, bound, (long long)m, (long long)n, (long long)k,
+                       block ? ", block-scaled" : "");
           fail("GEMM: a result is outside numerics.md's bound", p.op);
         }
       }
