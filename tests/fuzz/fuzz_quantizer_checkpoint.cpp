@@ -22,7 +22,11 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz_input.hpp"
+
 namespace {
+
+using octet_fuzz::Input;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "fuzz_quantizer_checkpoint: %s (the library's last message, perhaps from an earlier call: %s)\n", what, octet_last_error_message());
@@ -57,29 +61,6 @@ uint32_t bits(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
-
-class Input {
- public:
-  Input(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool empty() const { return pos_ >= n_; }
-  uint8_t byte() { return pos_ < n_ ? p_[pos_++] : 0; }
-  uint32_t u32() {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= uint32_t(byte()) << (8 * i);
-    return v;
-  }
-  float f32() {
-    uint32_t u = u32();
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 struct Handles {
   octet_recipe* recipe = nullptr;

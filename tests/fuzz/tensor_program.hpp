@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "fuzz_input.hpp"
+
 namespace octet_fuzz {
 
 constexpr int kMaxContexts = 3;
@@ -35,39 +37,6 @@ constexpr int kMaxOps = 12;
                octet_last_error_message());
   std::abort();
 }
-
-class Input {
- public:
-  Input(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool empty() const { return pos_ >= n_; }
-  uint8_t byte() { return pos_ < n_ ? p_[pos_++] : 0; }
-  uint32_t u32() {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= uint32_t(byte()) << (8 * i);
-    return v;
-  }
-  template <typename T, size_t N>
-  T pick(const T (&table)[N]) {
-    return table[byte() % N];
-  }
-  // Mostly ordinary magnitudes, sometimes specials or raw bit patterns.
-  float value() {
-    static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 448.0f, 464.0f, -57344.0f,
-                                     61440.0f, 1e-40f, -2e-45f, 3.4028235e38f, 0.0019531f, 1.0f, -1.0f};
-    const uint8_t how = byte();
-    if (how < 160) return float(int(byte()) - 128) * 0.0625f * float(1 + how % 5);
-    if (how < 224) return specials[how % 16];
-    const uint32_t bits = u32();
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 bool fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
 
