@@ -677,22 +677,35 @@ void layer_backward(LayerState& L, SavedState& s, const TensorState& dy, TensorS
     LinearUnit& fc1 = L.linears[0];
     LinearUnit& fc2 = L.linears[1];
     TensorPtr da = make_plain(ctx, L.options.params_dtype, s.rows, L.ffn, OCTET_MEMORY_WORKSPACE);
-    LinearBackward b2 = linear_backward_quantize(L, fc2, s.recipe, s.linears[1], dy, true);
-    linear_backward_dgrad(L, s.recipe, s.linears[1], b2, dy, &da->state);
+    // In FP8, dh is quantized before FC2's gradients are written: with
+    // current scaling and reduce_amax that quantize calls the communicator,
+    // and if it fails, backward must fail with every gradient as it was (no
+    // result half-written, docs/abi.md). It costs FC2's saved input and dy's
+    // columnwise copy living beside dh. High precision quantizes nothing, so
+    // FC2 finishes first and frees its saved input before dh exists.
+    const bool fp8 = s.recipe != nullptr;
+    LinearBackward b2;
+    if (fp8) {
+      b2 = linear_backward_quantize(L, fc2, s.recipe, s.linears[1], dy, true);
+      linear_backward_dgrad(L, s.recipe, s.linears[1], b2, dy, &da->state);
+    } else {
+      linear_backward(L, fc2, s.recipe, s.linears[1], dy, &da->state, accumulate);
+      s.linears[1] = SavedLinear{};
+    }
     TensorPtr dh = make_plain(ctx, L.options.params_dtype, s.rows, fc1.out, OCTET_MEMORY_WORKSPACE);
     activation_call(*ctx, L.activation, s.h->state, nullptr, &da->state, &dh->state);
     da.reset();
     s.h.reset();
-    // dh is quantized before FC2's gradients are written: with current
-    // scaling and reduce_amax that quantize calls the communicator, and if
-    // it fails, backward must fail with every gradient as it was (no result
-    // half-written, docs/abi.md). It used to run after FC2's wgrad.
-    const LinearBackward b1 = linear_backward_quantize(L, fc1, s.recipe, s.linears[0], dh->state, true);
-    linear_backward_parameters(L, fc2, s.recipe, s.linears[1], b2, dy, accumulate);
-    b2 = LinearBackward{};
-    s.linears[1] = SavedLinear{};
-    linear_backward_dgrad(L, s.recipe, s.linears[0], b1, dh->state, &d_norm_out->state);
-    linear_backward_parameters(L, fc1, s.recipe, s.linears[0], b1, dh->state, accumulate);
+    if (fp8) {
+      const LinearBackward b1 = linear_backward_quantize(L, fc1, s.recipe, s.linears[0], dh->state, true);
+      linear_backward_parameters(L, fc2, s.recipe, s.linears[1], b2, dy, accumulate);
+      b2 = LinearBackward{};
+      s.linears[1] = SavedLinear{};
+      linear_backward_dgrad(L, s.recipe, s.linears[0], b1, dh->state, &d_norm_out->state);
+      linear_backward_parameters(L, fc1, s.recipe, s.linears[0], b1, dh->state, accumulate);
+    } else {
+      linear_backward(L, fc1, s.recipe, s.linears[0], dh->state, &d_norm_out->state, accumulate);
+    }
   }
   s.linears.clear();
   norm_backward(L, s, d_norm_out->state, dx, accumulate);
