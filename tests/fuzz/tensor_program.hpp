@@ -403,7 +403,7 @@ GemmOperand gemm_operand(const Program& p, const Slot& s, bool trans) {
     for (size_t e = 0; e < codes.size(); ++e) g.value[e] = octet_fp8_decode(codes[e], s.dtype);
     const int64_t br = i.block_rows;
     g.bk = i.block_cols;
-    const int64_t grid_rows = (g.rows + br - 1) / br, grid_cols = (g.k + g.bk - 1) / g.bk;
+    const int64_t grid_cols = (g.k + g.bk - 1) / g.bk;
     const std::vector<uint8_t> grid =
         component(s.t[0], trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
                   trans ? i.columnwise_scale_inv_bytes : i.rowwise_scale_inv_bytes, p.op);
@@ -419,7 +419,6 @@ GemmOperand gemm_operand(const Program& p, const Slot& s, bool trans) {
         }
         g.scale[size_t(r * grid_cols + b)] = v;
       }
-    (void)grid_rows;
     return g;
   }
   put(stored);
