@@ -95,6 +95,30 @@ void print_table(const std::vector<Row>& rows) {
                 verdict_words(r.verdict));
 }
 
+// Says which backends the table covers and which it does not, so that a run
+// on the reference alone (the reference compared with itself) is never
+// mistaken for a validation of a device.
+void print_coverage(const std::vector<octet::BackendInfo>& backends, const std::string& only) {
+  std::string validated;
+  size_t others = 0;
+  for (const auto& b : backends) {
+    if (!b.available || (!only.empty() && b.name != only)) continue;
+    validated += (validated.empty() ? "" : ", ") + b.name;
+    if (b.name != "reference") ++others;
+  }
+  std::printf("validated against the reference: %s\n", validated.c_str());
+  for (const auto& b : backends)
+    if (!b.available && (only.empty() || b.name == only))
+      std::printf("not validated: %s (unavailable: %s)\n", b.name.c_str(),
+                  b.unavailable_reason.c_str());
+  if (others == 0)
+    std::printf(
+        "note: only the reference was validated (against itself, natively and under the\n"
+        "      hopper-like and blackwell-like profiles); no other backend was checked.\n"
+        "      The cpu backend is built when oneDNN is found (Debian: libdnnl-dev\n"
+        "      ocl-icd-opencl-dev); other plugins load from OCTET_BACKEND_PATH.\n");
+}
+
 }  // namespace
 
 int run_validate(const std::vector<std::string>& args) {
@@ -153,6 +177,7 @@ int run_validate(const std::vector<std::string>& args) {
   }
   std::printf("\n%zu rows: %zu passed, %zu failed, %zu unsupported\n", rows.size(), passed,
               failed, unsupported);
+  print_coverage(backends, options.backend);
   return failed ? kExitFailure : kExitOk;
 }
 
