@@ -31,3 +31,6 @@ from .quantizers import Quantizer, QuantizerInfo
 from .autocast import Autocast, autocast, autocast_state, set_communicator
 from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,
                      WEIGHTS_HIGH_PRECISION, Layer, LayerNormLinear, LayerNormMLP, Linear, Saved)
+
+# The loaded liboctet's version (octet_library_version), as "major.minor.patch".
+__version__ = "{}.{}.{}".format(*library_version())
