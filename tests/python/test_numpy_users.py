@@ -235,3 +235,17 @@ def test_weights_the_layer_does_not_hold(ctx):
     fp8 = octet.Linear(ctx, 32, 16, weight_storage="fp8_only", recipe=octet.DelayedScaling(), seed=3)
     y = fp8.forward(np.ones((2, 32)))
     assert np.isfinite(y).all() and np.abs(y).max() > 0
+
+
+@NEEDS_ML
+def test_wrap_takes_ml_dtypes_arrays(ctx):
+    a = octet.aligned_empty((4, 8), ml_dtypes.bfloat16, ctx.info()["alignment"])
+    a[...] = np.arange(32, dtype=np.float32).reshape(4, 8).astype(ml_dtypes.bfloat16)
+    t = ctx.wrap(a)
+    assert t.dtype == octet.BF16 and np.array_equal(t.values(), a.astype(np.float32))
+
+
+def test_wrap_refuses_float64_with_advice(ctx):
+    a = octet.aligned_empty((2, 2), np.float64, ctx.info()["alignment"])
+    with pytest.raises(TypeError, match=r"ctx\.tensor\(x\) rounds it to float32"):
+        ctx.wrap(a)

@@ -2,9 +2,16 @@
 
     import numpy as np, octet
     with octet.Context("reference", profile="hopper-like") as ctx:
-        x = ctx.quantize(np.random.randn(64, 32).astype(np.float32), octet.E4M3, scale=8.0)
-        w = ctx.quantize(np.random.randn(16, 32).astype(np.float32), octet.E4M3, scale=64.0)
+        x = ctx.quantize(np.random.randn(64, 32), octet.E4M3)   # scale = 448 / amax(x)
+        w = ctx.quantize(np.random.randn(16, 32), octet.E4M3)
         y = ctx.gemm(x, w).numpy()          # y = x w^T, FP32, scales applied
+
+NumPy conventions (docs/python.md): host data is anything numpy.asarray
+takes (float64 and lists rounded to float32); BF16/FP8/E8M0 tensors come out
+of Tensor.numpy() as ml_dtypes arrays when ml_dtypes is installed (raw codes
+otherwise; Tensor.codes() always); numpy.asarray(tensor) works; layers start
+initialised as torch.nn.Linear's (seed=); quantize's scale defaults to
+fp8_max / amax and saturation raises octet.SaturationWarning.
 
 Beyond tensors and GEMMs (docs/python.md):
   - recipes (octet.recipes): DelayedScaling, CurrentScaling, StaticScaling,

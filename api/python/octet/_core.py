@@ -514,8 +514,9 @@ class Context(_Handle):
         through Octet are seen in `obj` and the other way round; the tensor
         keeps `obj` alive. Rules: C-contiguous, writable, 1 to 8 dimensions,
         data aligned to the backend's alignment (ctx.info()["alignment"]).
-        dtype: inferred for float32 (FP32) and float16 (FP16); pass
-        BF16/E4M3/E5M2 for uint16/uint8 memory holding raw codes."""
+        dtype: inferred for float32 (FP32), float16 (FP16) and ml_dtypes
+        bfloat16/float8_e4m3fn/float8_e5m2 arrays; pass BF16/E4M3/E5M2 for
+        uint16/uint8 memory holding raw codes."""
         device = self.info()["memory"] == "device"
         attribute = "__cuda_array_interface__" if device else "__array_interface__"
         interface = getattr(obj, attribute, None)
@@ -538,13 +539,20 @@ class Context(_Handle):
                 step *= n
             if tuple(strides) != tuple(reversed(expected)) and 0 not in shape:
                 raise ValueError(f"wrap needs C-contiguous memory; got strides {tuple(strides)} for shape {shape}")
+        typed = _FROM_ML.get(obj.dtype) if isinstance(obj, _np.ndarray) else None  # an ml_dtypes array
         if dtype is None:
-            dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(item.newbyteorder("="))
+            dtype = typed or {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(item.newbyteorder("="))
             if dtype is None or item.byteorder == ">":
-                raise TypeError(f"cannot infer an Octet dtype from {item}; pass dtype= (BF16/E4M3/E5M2 for raw codes)")
+                raise TypeError(f"wrap cannot infer an Octet dtype from {item} memory: it wraps float32 (FP32) and "
+                                "float16 (FP16) arrays, ml_dtypes bfloat16/float8_e4m3fn/float8_e5m2 arrays, and "
+                                "uint16/uint8 arrays of raw codes with dtype=octet.BF16/E4M3/E5M2; other data "
+                                "(float64, lists) needs a copy: ctx.tensor(x) rounds it to float32")
         if dtype not in _NUMPY or dtype == E8M0:
             raise ValueError(f"dtype must be FP32, FP16, BF16, E4M3 or E5M2; got {dtype}")
-        if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or item.kind not in "fiu":
+        if typed is not None and typed != dtype:
+            raise TypeError(f"obj is {obj.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
+                            f"{_lib_dtype_name(dtype)}: leave dtype out")
+        if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or (item.kind not in "fiu" and typed is None):
             raise TypeError(f"{item} memory cannot hold {_lib_dtype_name(dtype)} elements "
                             f"({_np.dtype(_NUMPY[dtype]).itemsize} bytes each)")
         alignment = max(int(self.info()["alignment"]), 1)
