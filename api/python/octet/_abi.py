@@ -21,7 +21,7 @@ _sz, _p, _str = _c.c_size_t, _c.c_void_p, _c.c_char_p
 _P = _c.POINTER
 
 # ---- #defines ---------------------------------------------------------------------
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 1, 0  # the header's; the library says its own
+# (OCTET_VERSION_*: not restated; octet.__version__ asks the loaded library.)
 ABI_MAJOR, ABI_MINOR = 1, 5
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8

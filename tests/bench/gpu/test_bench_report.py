@@ -452,7 +452,8 @@ def test_linear_step_through_the_declarations(lib, kind):
     lib.fn("octet_context_destroy")(hc.ctx)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (pip install torch; a CPU build suffices): the host dry run of the checks")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="needs torch (pip install torch; a CPU build suffices): the host dry run of the checks")
 def test_checks_pass_on_the_reference_backend_with_cpu_torch(lib, tmp_path):
     """Where torch is installed: the numerics checks of bench_cuda.py, run on
     the reference backend with CPU tensors (host dry run)."""
