@@ -257,12 +257,12 @@ def test_lent_weight_and_fp8_only_weights():
         stored = inference.parameter("weight")
         assert stored.dtype == octet.E4M3
         sw = current_scale(np.abs(w).max(), octet.E4M3)
-        assert np.array_equal(stored.numpy(), encode(w * sw, octet.E4M3))
+        assert np.array_equal(stored.codes(), encode(w * sw, octet.E4M3))
         with pytest.raises(octet.OctetError):
             inference.forward(x, training=True)
         y = inference.forward(x)
         sx = current_scale(np.abs(x).max(), octet.E4M3)
-        qx, qw = decode(encode(x * sx, octet.E4M3), octet.E4M3), decode(stored.numpy(), octet.E4M3)
+        qx, qw = decode(encode(x * sx, octet.E4M3), octet.E4M3), decode(stored.codes(), octet.E4M3)
         inv = f64(np.float32(1) / sx) * f64(np.float32(1) / sw)
         want = qx @ qw.T * inv
         assert_within(y, want, gemm_bound(qx, qw.T) * inv + 4 * EPS32 * np.abs(want), "fp8-only")
@@ -290,10 +290,14 @@ def test_bad_layer_arguments():
         layer = octet.Linear(ctx, 4, 3)
         with pytest.raises(ValueError, match=r"\[\.\.\., 4\]"):
             layer.forward(np.ones((2, 5), np.float32))
-        with pytest.raises(TypeError, match="float array"):
-            layer.forward(np.ones((2, 4), np.int32))
-        with pytest.raises(TypeError, match="NumPy array"):
-            layer.forward([[1.0, 2.0, 3.0, 4.0]])
+        # integer arrays and lists are numbers: converted like float arrays (issue 13)
+        want = layer.forward(np.ones((2, 4), np.float32))
+        assert np.array_equal(layer.forward(np.ones((2, 4), np.int32)), want)
+        assert np.array_equal(layer.forward([[1.0, 1.0, 1.0, 1.0]] * 2), want)
+        with pytest.raises(TypeError, match="real numbers"):
+            layer.forward(np.ones((2, 4), np.complex64))
+        with pytest.raises(TypeError, match="real numbers"):
+            layer.forward([["a", "b", "c", "d"]])
         with pytest.raises(ValueError, match="fp32"):
             layer.forward(ctx.convert(np.ones((2, 4), np.float32), octet.BF16))
         with pytest.raises(KeyError, match="weight, bias"):

@@ -2,9 +2,16 @@
 
     import numpy as np, octet
     with octet.Context("reference", profile="hopper-like") as ctx:
-        x = ctx.quantize(np.random.randn(64, 32).astype(np.float32), octet.E4M3, scale=8.0)
-        w = ctx.quantize(np.random.randn(16, 32).astype(np.float32), octet.E4M3, scale=64.0)
+        x = ctx.quantize(np.random.randn(64, 32), octet.E4M3)   # scale = 448 / amax(x)
+        w = ctx.quantize(np.random.randn(16, 32), octet.E4M3)
         y = ctx.gemm(x, w).numpy()          # y = x w^T, FP32, scales applied
+
+NumPy conventions (docs/python.md): host data is anything numpy.asarray
+takes (float64 and lists rounded to float32); BF16/FP8/E8M0 tensors come out
+of Tensor.numpy() as ml_dtypes arrays when ml_dtypes is installed (raw codes
+otherwise; Tensor.codes() always); numpy.asarray(tensor) works; layers start
+initialised as torch.nn.Linear's (seed=); quantize's scale defaults to
+fp8_max / amax and saturation raises octet.SaturationWarning.
 
 Beyond tensors and GEMMs (docs/python.md):
   - recipes (octet.recipes): DelayedScaling, CurrentScaling, StaticScaling,
@@ -22,8 +29,9 @@ library keeps what tensors need alive).
 
 from ._core import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SCALE_INV, DATA, E4M3, E5M2, E8M0,
                     FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
-                    SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_TENSOR, Context, OctetError, Tensor,
-                    abi_version, aligned_empty, backend_failures, backends, fp8_decode, fp8_encode, library_version)
+                    SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_TENSOR, Context, OctetError,
+                    SaturationWarning, Tensor, abi_version, aligned_empty, backend_failures, backends, fp8_decode,
+                    fp8_encode, library_version)
 from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID,
                       MX_ROUND_FLOOR, MX_ROUND_RCEIL, ROLE_GRADIENT, ROLE_INPUT, ROLE_WEIGHT, BlockScaling,
                       CurrentScaling, DelayedScaling, MXFP8Scaling, Recipe, StaticScaling)
@@ -31,3 +39,6 @@ from .quantizers import Quantizer, QuantizerInfo
 from .autocast import Autocast, autocast, autocast_state, set_communicator
 from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,
                      WEIGHTS_HIGH_PRECISION, Layer, LayerNormLinear, LayerNormMLP, Linear, Saved)
+
+# The loaded liboctet's version (octet_library_version), as "major.minor.patch".
+__version__ = "{}.{}.{}".format(*library_version())

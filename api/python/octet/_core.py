@@ -7,8 +7,14 @@ import ctypes as _c
 import math as _math
 import operator as _operator
 import threading as _threading
+import warnings as _warnings
 
 import numpy as _np
+
+try:  # optional: FP8, BF16 and E8M0 data as typed NumPy arrays
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the installation
+    _ml_dtypes = None
 
 from . import _lib
 from ._lib import lib as _libc
@@ -23,6 +29,20 @@ _MEMORY_CATEGORY_COUNT = 5
 _PROFILES = {"native": 0, "hopper-like": 1, "blackwell-like": 2}
 # Host representation of each dtype: FP8 and BF16 as raw codes.
 _NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8}
+# The ml_dtypes type of each coded dtype (when ml_dtypes is installed and has it).
+_ML_NAMES = {BF16: "bfloat16", E4M3: "float8_e4m3fn", E5M2: "float8_e5m2", E8M0: "float8_e8m0fnu"}
+_ML = {code: _np.dtype(getattr(_ml_dtypes, name)) for code, name in _ML_NAMES.items()
+       if _ml_dtypes is not None and hasattr(_ml_dtypes, name)}
+_FROM_ML = {dt: code for code, dt in _ML.items()}
+# Largest finite value of each FP8 format (numerics.md section 1).
+_FP8_MAX = {E4M3: 448.0, E5M2: 57344.0}
+_FEATURE_QUANTIZE_STATISTICS = 1 << 8
+
+
+class SaturationWarning(RuntimeWarning):
+    """ctx.quantize saturated values: |x * scale| went beyond the FP8
+    format's largest value (448 for E4M3, 57344 for E5M2) and was clamped
+    to it (or became NaN/inf with saturate=False)."""
 
 
 class OctetError(RuntimeError):
@@ -302,8 +322,52 @@ class Tensor(_Handle):
         return out
 
     def numpy(self):
-        """The data as the dtype's host representation (FP8/BF16: raw codes)."""
+        """The stored elements as a NumPy array: float32 (FP32), float16
+        (FP16); BF16, E4M3, E5M2 and E8M0 as ml_dtypes arrays (bfloat16,
+        float8_e4m3fn, float8_e5m2, float8_e8m0fnu) when ml_dtypes is
+        installed, else as raw codes (uint16/uint8, as codes() gives). A
+        quantized tensor's elements are the scaled values x * SCALE; values()
+        gives what they stand for."""
+        data = self.component(DATA)
+        typed = _ML.get(self.dtype)
+        return data.view(typed) if typed is not None else data
+
+    def codes(self):
+        """The raw codes of a BF16 (uint16), E4M3/E5M2 or E8M0 (uint8)
+        tensor, whether or not ml_dtypes is installed."""
+        if self.dtype not in _ML_NAMES:
+            raise TypeError(f"codes() is for BF16/FP8/E8M0 tensors; this one is {_lib_dtype_name(self.dtype)}: "
+                            "use numpy()")
         return self.component(DATA)
+
+    def values(self):
+        """float32 values the tensor stands for: a quantized tensor
+        dequantized (codes times its scale_inv, per tensor or per block);
+        BF16/FP8/E8M0/FP16 elements decoded (exact); FP32 as stored."""
+        if self.usages:
+            return self._context.dequantize(self, FP32).numpy()
+        data = self.component(DATA)
+        if self.dtype in (FP32, FP16):
+            return data.astype(_np.float32)
+        out = _np.empty(data.shape, dtype=_np.float32)
+        decode = {BF16: ("octet_bf16_decode_array",), E8M0: ("octet_e8m0_decode_array",),
+                  E4M3: ("octet_fp8_decode_array", E4M3), E5M2: ("octet_fp8_decode_array", E5M2)}[self.dtype]
+        _check(getattr(_libc, decode[0])(data.ctypes.data, out.ctypes.data, data.size, *decode[1:]))
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(tensor): a quantized tensor gives values() (float32,
+        dequantized); a plain one numpy() where NumPy has its type (FP32,
+        FP16, and BF16/FP8/E8M0 with ml_dtypes installed), else values().
+        Always a copy from the backend, so copy=False raises ValueError."""
+        if copy is False:
+            raise ValueError("an octet Tensor lives in its backend's memory: converting it to a NumPy array always "
+                             "copies (use copy=None or True, or ctx.wrap an array to share memory)")
+        if self.usages or (self.dtype not in (FP32, FP16) and self.dtype not in _ML):
+            array = self.values()
+        else:
+            array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
 
     def set_scale(self, scale):
         """Sets the SCALE of a quantized tensor (finite and > 0, the rule of
@@ -450,8 +514,9 @@ class Context(_Handle):
         through Octet are seen in `obj` and the other way round; the tensor
         keeps `obj` alive. Rules: C-contiguous, writable, 1 to 8 dimensions,
         data aligned to the backend's alignment (ctx.info()["alignment"]).
-        dtype: inferred for float32 (FP32) and float16 (FP16); pass
-        BF16/E4M3/E5M2 for uint16/uint8 memory holding raw codes."""
+        dtype: inferred for float32 (FP32), float16 (FP16) and ml_dtypes
+        bfloat16/float8_e4m3fn/float8_e5m2 arrays; pass BF16/E4M3/E5M2 for
+        uint16/uint8 memory holding raw codes."""
         device = self.info()["memory"] == "device"
         attribute = "__cuda_array_interface__" if device else "__array_interface__"
         interface = getattr(obj, attribute, None)
@@ -474,13 +539,20 @@ class Context(_Handle):
                 step *= n
             if tuple(strides) != tuple(reversed(expected)) and 0 not in shape:
                 raise ValueError(f"wrap needs C-contiguous memory; got strides {tuple(strides)} for shape {shape}")
+        typed = _FROM_ML.get(obj.dtype) if isinstance(obj, _np.ndarray) else None  # an ml_dtypes array
         if dtype is None:
-            dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(item.newbyteorder("="))
+            dtype = typed or {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(item.newbyteorder("="))
             if dtype is None or item.byteorder == ">":
-                raise TypeError(f"cannot infer an Octet dtype from {item}; pass dtype= (BF16/E4M3/E5M2 for raw codes)")
+                raise TypeError(f"wrap cannot infer an Octet dtype from {item} memory: it wraps float32 (FP32) and "
+                                "float16 (FP16) arrays, ml_dtypes bfloat16/float8_e4m3fn/float8_e5m2 arrays, and "
+                                "uint16/uint8 arrays of raw codes with dtype=octet.BF16/E4M3/E5M2; other data "
+                                "(float64, lists) needs a copy: ctx.tensor(x) rounds it to float32")
         if dtype not in _NUMPY or dtype == E8M0:
             raise ValueError(f"dtype must be FP32, FP16, BF16, E4M3 or E5M2; got {dtype}")
-        if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or item.kind not in "fiu":
+        if typed is not None and typed != dtype:
+            raise TypeError(f"obj is {obj.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
+                            f"{_lib_dtype_name(dtype)}: leave dtype out")
+        if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or (item.kind not in "fiu" and typed is None):
             raise TypeError(f"{item} memory cannot hold {_lib_dtype_name(dtype)} elements "
                             f"({_np.dtype(_NUMPY[dtype]).itemsize} bytes each)")
         alignment = max(int(self.info()["alignment"]), 1)
@@ -497,24 +569,58 @@ class Context(_Handle):
         return t
 
     def tensor(self, array, dtype=None):
-        """Uploads a NumPy array: float32 -> FP32, float16 -> FP16; pass
-        dtype=BF16/E4M3/E5M2 for uint16/uint8 arrays of raw codes."""
-        array = _np.ascontiguousarray(array)
-        if dtype is None:
-            dtype = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16}.get(array.dtype)
-            if dtype is None:
-                raise TypeError(f"cannot infer an Octet dtype from {array.dtype}; pass dtype=")
-        if dtype not in _NUMPY:
-            raise ValueError(f"unknown Octet dtype {dtype}")
+        """Uploads data (a copy) as a plain tensor.
+
+        array: a NumPy array, anything numpy.asarray takes (a list, a
+        scalar), or an ml_dtypes array. Without dtype: float32 -> FP32,
+        float16 -> FP16, an ml_dtypes bfloat16 / float8_e4m3fn / float8_e5m2
+        / float8_e8m0fnu array -> BF16 / E4M3 / E5M2 / E8M0 (its codes,
+        exactly); float64 and integer arrays (and lists) -> FP32, rounded to
+        float32 by NumPy (round to nearest even). dtype=FP32/FP16: any real
+        numbers, rounded the same way. dtype=BF16: float values rounded to
+        BF16 (float32 first, then BF16, both to nearest even: a float64
+        value can round twice), or raw uint16 codes from an integer array.
+        dtype=E4M3/E5M2/E8M0: raw uint8 codes from an integer array, or a
+        matching ml_dtypes array; float values are refused (ctx.quantize
+        scales them, octet.fp8_encode encodes them unscaled)."""
+        what = "array"
+        if isinstance(array, Tensor):
+            raise TypeError("array is already an octet Tensor: ctx.convert(t, dtype) changes its dtype")
+        try:
+            array = _np.asarray(array)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{what} must be a NumPy array or a (nested) list of numbers with one shape (not "
+                            f"ragged); got {type(array).__name__}: {e}") from None
+        if dtype is not None:
+            dtype = _dtype_code(dtype)
+            if dtype not in _NUMPY:
+                raise ValueError(f"dtype must be one of octet.FP32, FP16, BF16, E4M3, E5M2, E8M0; got {dtype}")
+        typed = _FROM_ML.get(array.dtype)
+        if typed is not None:  # an ml_dtypes array: its codes, as they are
+            if dtype is not None and dtype != typed:
+                raise ValueError(f"{what} is {array.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
+                                 f"{_lib_dtype_name(dtype)}: leave dtype out, or .astype() the array first")
+            dtype = typed
+            array = array.view(_NUMPY[typed])
+        elif array.dtype == object or array.dtype.kind not in "fiu":
+            raise TypeError(f"{what} must hold real numbers (float, integer or an ml_dtypes type); got "
+                            f"{array.dtype}" + (" (a ragged list, or one holding non-numbers?)"
+                                                if array.dtype == object else ""))
+        elif dtype is None:
+            dtype = FP16 if array.dtype == _np.float16 else FP32
         host = _np.dtype(_NUMPY[dtype])
-        # Float values are never taken as raw codes (a cast would truncate
-        # them to integers silently): encode them first (fp8_encode).
-        if _np.issubdtype(host, _np.integer):
-            if not _np.issubdtype(array.dtype, _np.integer):
-                raise TypeError(f"a {array.dtype} array cannot hold {_lib_dtype_name(dtype)} data: "
-                                f"pass {host} (raw codes for BF16/FP8)")
+        if _np.issubdtype(host, _np.integer) and typed is None:
+            if array.dtype.kind == "f":
+                if dtype == BF16:  # values: float32 (RNE), then BF16 (RNE) by the library
+                    return self.convert(self.tensor(array.astype(_np.float32)), BF16)
+                raise TypeError(f"a {array.dtype} {what} holds values, and dtype={_lib_dtype_name(dtype)} takes "
+                                f"raw {host} codes: for scaled FP8 use ctx.quantize(x, "
+                                f"octet.{_lib_dtype_name(dtype).upper()}) (scale from the data's amax), for "
+                                "unscaled codes octet.fp8_encode(x, dtype), or pass an ml_dtypes array")
             _raw_codes(array, host, f"raw {_lib_dtype_name(dtype)} codes")
         array = _np.ascontiguousarray(array, dtype=host)
+        if array.ndim == 0:
+            array = array.reshape(1)
         t = self.empty(array.shape, dtype)
         _check(_libc.octet_tensor_copy_from_host(t.handle, DATA, array.ctypes.data, array.nbytes))
         return t
@@ -528,16 +634,67 @@ class Context(_Handle):
         _check(_libc.octet_amax(self.handle, x.handle, _c.byref(value)))
         return value.value
 
-    def quantize(self, x, dtype=E4M3, scale=1.0, usages=BOTH, saturate=True):
-        """q = fp8(x * scale) for the usages asked; returns the quantized tensor."""
+    def quantize(self, x, dtype=E4M3, scale=None, usages=BOTH, saturate=True, stats=False):
+        """q = fp8(x * scale), per-tensor scaled, for the usages asked.
+
+        x: a Tensor or anything ctx.tensor takes (float64 and lists are
+        rounded to float32 first). scale=None (the default) is current
+        scaling, octet.CurrentScaling's rule (numerics.md section 3.2):
+        scale = fp8_max / amax(x) (448 for E4M3, 57344 for E5M2), so the
+        largest |x| maps to fp8_max and nothing saturates; amax 0, inf or NaN
+        gives scale 1, and a quotient that overflows float32 gives FLT_MAX.
+        A number is the caller's scale (finite, > 0).
+
+        Saturation is never silent: values with |x * scale| beyond fp8_max
+        (clamped to +-fp8_max, or NaN/inf with saturate=False) raise an
+        octet.SaturationWarning naming the count and the largest scale that
+        would not saturate. stats=True returns (q, counts): the call's
+        nan/saturated/flushed/total counts and amax (on a backend without
+        the statistics kernel, octet.h's OCTET_FEATURE_QUANTIZE_STATISTICS,
+        the counts other than total are None and saturation is judged
+        from amax * scale)."""
+        dtype = _dtype_code(dtype)
+        if dtype not in _FP8_MAX:
+            raise ValueError(f"dtype must be octet.E4M3 or octet.E5M2 (quantize makes FP8); got "
+                             f"{_lib_dtype_name(dtype)}")
         x = self._as_tensor(x)
-        q = self.empty(x.shape, dtype, usages)
-        q.set_scale(scale)
-        options = _lib.QuantizeOptions()
-        _check(_libc.octet_quantize_options_init(_c.byref(options)))
-        options.saturate = int(bool(saturate))
-        _check(_libc.octet_quantize(self.handle, x.handle, q.handle, _c.byref(options)))
-        return q
+        if scale is None:
+            from .quantizers import Quantizer
+            from .recipes import CurrentScaling
+            quantizer = Quantizer(CurrentScaling(format="e4m3" if dtype == E4M3 else "e5m2"), "input")
+            q, counts = quantizer.quantize(self, x, usages=usages, saturate=saturate, stats=True)
+        else:
+            q = self.empty(x.shape, dtype, usages)
+            q.set_scale(scale)
+            options = _lib.QuantizeOptions()
+            _check(_libc.octet_quantize_options_init(_c.byref(options)))
+            options.saturate = int(bool(saturate))
+            if self.info()["features"] & _FEATURE_QUANTIZE_STATISTICS:
+                raw = _lib.QuantizeStats(struct_size=_c.sizeof(_lib.QuantizeStats))
+                _check(_libc.octet_quantize_with_stats(self.handle, x.handle, q.handle, _c.byref(options),
+                                                       _c.byref(raw)))
+                counts = {name: getattr(raw, name) for name, _ in _lib.QuantizeStats._fields_
+                          if name != "struct_size"}
+            else:  # a backend without the statistics kernel: amax tells whether anything saturated
+                _check(_libc.octet_quantize(self.handle, x.handle, q.handle, _c.byref(options)))
+                amax = q.component(AMAX)
+                beyond = bool(_np.float32(amax) * _np.float32(scale) > _FP8_MAX[dtype]) or not _math.isfinite(amax)
+                counts = {"nan_count": None, "saturated_count": None, "flushed_count": None,
+                          "total_count": int(_np.prod(x.shape)), "amax": amax}
+                saturated = "some" if beyond else 0
+        if counts["saturated_count"] is not None:
+            saturated = counts["saturated_count"]
+        if saturated:
+            used, amax = q.component(SCALE), counts["amax"]
+            limit = _FP8_MAX[dtype] / amax if _math.isfinite(amax) and amax > 0 else None
+            advice = (f"the largest scale that does not saturate is {limit:.6g}; pass scale=None to take it from "
+                      "the data's amax" if limit is not None else
+                      "the data holds inf or NaN (its amax is not finite), which no scale avoids")
+            _warnings.warn(SaturationWarning(
+                f"quantize to {_lib_dtype_name(dtype)}: {saturated} of {counts['total_count']} values saturated "
+                f"(|x * scale| > {_FP8_MAX[dtype]:g}) with scale {used:.6g} and amax {amax:.6g}: {advice}"),
+                stacklevel=2)
+        return (q, counts) if stats else q
 
     def dequantize(self, q, dtype=FP32):
         if not isinstance(q, Tensor):

@@ -20,7 +20,7 @@ import weakref as _weakref
 import numpy as _np
 
 from . import _lib
-from ._core import BF16, FP32, Context, Tensor, _check, _Handle, _lib_dtype_name
+from ._core import _FROM_ML, BF16, FP32, Context, Tensor, _check, _Handle, _lib_dtype_name
 from ._lib import lib as _libc
 from .quantizers import Quantizer
 from .recipes import Recipe, _enum, _role
@@ -109,7 +109,7 @@ class Saved:
 class Layer(_Handle):
     """Common part of the layers (create one of the subclasses)."""
 
-    def _create(self, ctx, create, options, recipe):
+    def _create(self, ctx, create, options, recipe, linear_options, seed):
         self._handle = None
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be an octet Context; got {type(ctx).__name__}")
@@ -129,6 +129,60 @@ class Layer(_Handle):
             _check(_libc.octet_layer_parameter_name(handle, i, _c.byref(name)))
             names.append(name.value.decode())
         self.parameter_names = tuple(names)
+        self._skip_weights = bool(linear_options.skip_weight_allocation)
+        self._fp8_only = linear_options.weight_storage == WEIGHTS_FP8_ONLY
+        self.reset_parameters(seed)
+
+    def _fan_in(self, name):
+        """in_features of the matrix a parameter belongs to (torch's fan_in)."""
+        if name in ("fc2_weight", "fc2_bias"):
+            return self.ffn_features
+        return self.in_features
+
+    def reset_parameters(self, seed=None):
+        """Initialises the parameters as torch.nn.Linear and torch.nn.LayerNorm
+        do, from numpy.random.default_rng(seed) (seed: None for fresh
+        entropy, an int, or a numpy.random.Generator, used as is).
+
+        In parameter_names order: each weight matrix [out, in] gets
+        uniform(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform with a = sqrt(5)),
+        each Linear bias uniform with the same bound (in = its weight's
+        in_features), drawn as float64 by Generator.uniform, rounded to
+        float32, then to params_dtype by the library (BF16: to nearest
+        even); norm_weight is 1 and norm_bias 0 (nothing drawn). Weights the
+        layer does not hold (skip_weight_allocation: set_weight lends them)
+        are skipped, drawing nothing; FP8-only weights are quantized from
+        the drawn matrix (load_weight). With the weight cache on, call
+        new_step() afterwards."""
+        if isinstance(seed, _np.random.Generator):
+            rng = seed
+        elif seed is None or (isinstance(seed, (int, _np.integer)) and not isinstance(seed, bool) and seed >= 0):
+            rng = _np.random.default_rng(seed)
+        else:
+            raise TypeError(f"seed must be None, a non-negative int or a numpy.random.Generator; got {seed!r}")
+        for name in self.parameter_names:
+            is_weight = name.endswith("weight")
+            if name.startswith("norm_"):
+                shape = self.parameter(name).shape
+                self.set_parameter(name, _np.full(shape, 1.0 if is_weight else 0.0, _np.float32))
+                continue
+            if is_weight and self._skip_weights:
+                continue
+            bound = 1.0 / _np.sqrt(self._fan_in(name))
+            shape = self._weight_shape(name) if is_weight else self.parameter(name).shape
+            values = rng.uniform(-bound, bound, size=shape).astype(_np.float32)
+            if is_weight and self._fp8_only:
+                self.load_weight(name, values)
+            else:
+                self.set_parameter(name, values)
+
+    def _weight_shape(self, name):
+        if name == "fc1_weight":
+            rows = 2 * self.ffn_features if self.activation == ACTIVATION_SWIGLU else self.ffn_features
+            return (rows, self.in_features)
+        if name == "fc2_weight":
+            return (self.out_features, self.ffn_features)
+        return (self.out_features, self.in_features)
 
     _kind = "layer"
 
@@ -229,7 +283,7 @@ class Layer(_Handle):
         training=True returns (y, saved) for backward. out: a Tensor to
         write y into (returned)."""
         ctx = self.context
-        shape = _shape_of(x)
+        shape = _shape_of(x, "input")
         if len(shape) < 1 or shape[-1] != self.in_features:
             raise ValueError(f"input must have shape [..., {self.in_features}]; got {list(shape)}")
         xt = _as_tensor(ctx, x, self.params_dtype, "input")
@@ -261,7 +315,7 @@ class Layer(_Handle):
             raise ValueError("saved belongs to another layer")
         if saved.consumed:
             raise ValueError("saved was already consumed by a backward (or closed)")
-        shape = _shape_of(grad_output)
+        shape = _shape_of(grad_output, "grad_output")
         if tuple(shape) != tuple(saved.output_shape):
             raise ValueError(f"grad_output must have the forward output's shape {list(saved.output_shape)}; "
                              f"got {list(shape)}")
@@ -287,11 +341,13 @@ class Layer(_Handle):
 
 
 class Linear(Layer):
-    """y = x W^T + b. Parameters "weight" [out, in], "bias" [out]."""
+    """y = x W^T + b. Parameters "weight" [out, in], "bias" [out],
+    initialised as torch.nn.Linear's (reset_parameters; seed= makes it
+    repeatable)."""
 
     def __init__(self, ctx, in_features, out_features, *, bias=None, params_dtype=None, weight_storage=None,
                  recipe=None, save_original_input=None, minimize_memory=None, weight_cache=None,
-                 skip_weight_allocation=None):
+                 skip_weight_allocation=None, seed=None):
         self._handle = None
         self.in_features = _features(in_features, "in_features")
         self.out_features = _features(out_features, "out_features")
@@ -300,7 +356,7 @@ class Linear(Layer):
             save_original_input=save_original_input, minimize_memory=minimize_memory, weight_cache=weight_cache,
             skip_weight_allocation=skip_weight_allocation))
         self.params_dtype = o.params_dtype
-        self._create(ctx, _libc.octet_layer_create_linear, o, recipe)
+        self._create(ctx, _libc.octet_layer_create_linear, o, recipe, o, seed)
 
 
 class LayerNormLinear(Layer):
@@ -308,7 +364,7 @@ class LayerNormLinear(Layer):
     "norm_weight", "norm_bias" (LayerNorm), "weight", "bias". norm:
     "layernorm" or "rmsnorm"; epsilon; the other keywords as Linear's."""
 
-    def __init__(self, ctx, in_features, out_features, *, norm=None, epsilon=None, **linear_options):
+    def __init__(self, ctx, in_features, out_features, *, norm=None, epsilon=None, seed=None, **linear_options):
         self._handle = None
         self.in_features = _features(in_features, "in_features")
         self.out_features = _features(out_features, "out_features")
@@ -321,7 +377,7 @@ class LayerNormLinear(Layer):
         if epsilon is not None:
             o.epsilon = float(epsilon)
         self.params_dtype = lo.params_dtype
-        self._create(ctx, _libc.octet_layer_create_layernorm_linear, o, linear_options.get("recipe"))
+        self._create(ctx, _libc.octet_layer_create_layernorm_linear, o, linear_options.get("recipe"), lo, seed)
 
 
 class LayerNormMLP(Layer):
@@ -330,7 +386,7 @@ class LayerNormMLP(Layer):
     "fc1_bias", "fc2_weight", "fc2_bias". activation: "gelu" (tanh form) or
     "swiglu"; the other keywords as LayerNormLinear's."""
 
-    def __init__(self, ctx, hidden_features, ffn_features, *, norm=None, epsilon=None, activation=None,
+    def __init__(self, ctx, hidden_features, ffn_features, *, norm=None, epsilon=None, activation=None, seed=None,
                  **linear_options):
         self._handle = None
         self.in_features = self.out_features = _features(hidden_features, "hidden_features")
@@ -346,36 +402,50 @@ class LayerNormMLP(Layer):
             o.epsilon = float(epsilon)
         if activation is not None:
             o.activation = _enum(activation, _ACTIVATIONS, "activation")
+        self.activation = o.activation
         self.params_dtype = lo.params_dtype
-        self._create(ctx, _libc.octet_layer_create_layernorm_mlp, o, linear_options.get("recipe"))
+        self._create(ctx, _libc.octet_layer_create_layernorm_mlp, o, linear_options.get("recipe"), lo, seed)
 
 
 # -- host data <-> tensors of the parameter dtype ------------------------------
 
-def _shape_of(x):
+def _host(x, what):
+    """x as a NumPy array (lists and scalars through numpy.asarray)."""
+    if isinstance(x, _np.ndarray):
+        return x
+    try:
+        return _np.asarray(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a NumPy array, a (nested, not ragged) list of numbers or an octet "
+                        f"Tensor; got {type(x).__name__}") from None
+
+
+def _shape_of(x, what="input"):
     if isinstance(x, Tensor):
         return tuple(x.shape)
-    if isinstance(x, _np.ndarray):
-        return tuple(x.shape)
-    raise TypeError(f"expected a NumPy array or an octet Tensor; got {type(x).__name__}")
+    return tuple(_host(x, what).shape)
 
 
 def _as_tensor(ctx, x, dtype, what, shape=None):
-    """x as a Tensor of `dtype` on ctx: Tensors must have that dtype; float
-    arrays are converted (BF16 rounded to nearest even by the library);
-    uint16 arrays are taken as BF16 codes."""
-    if shape is not None and tuple(_shape_of(x)) != tuple(shape):
-        raise ValueError(f"{what} must have shape {list(shape)}; got {list(_shape_of(x))}")
+    """x as a Tensor of `dtype` on ctx: Tensors must have that dtype; host
+    data (NumPy arrays, lists) of real numbers is rounded to float32 by
+    NumPy (float64: to nearest even), then to the parameter dtype by the
+    library (BF16: to nearest even); an ml_dtypes array of the parameter
+    dtype is taken as it is; uint16 arrays are taken as BF16 codes."""
+    if shape is not None and tuple(_shape_of(x, what)) != tuple(shape):
+        raise ValueError(f"{what} must have shape {list(shape)}; got {list(_shape_of(x, what))}")
     if isinstance(x, Tensor):
         if x.dtype != dtype:
-            raise ValueError(f"{what} must be a {_lib_dtype_name(dtype)} tensor; got {_lib_dtype_name(x.dtype)}")
+            raise ValueError(f"{what} must be a {_lib_dtype_name(dtype)} tensor; got {_lib_dtype_name(x.dtype)} "
+                             f"(ctx.convert(t, octet.{_lib_dtype_name(dtype).upper()}) converts it)")
         return x
-    if not isinstance(x, _np.ndarray):
-        raise TypeError(f"{what} must be a NumPy array or an octet Tensor; got {type(x).__name__}")
+    x = _host(x, what)
     if dtype == BF16 and x.dtype == _np.uint16:
         return ctx.tensor(x, dtype=BF16)
-    if not _np.issubdtype(x.dtype, _np.floating):
-        raise TypeError(f"{what} must be a float array (or uint16 BF16 codes for BF16); got {x.dtype}")
+    if _FROM_ML.get(x.dtype) == dtype:
+        return ctx.tensor(x)
+    if x.dtype == object or x.dtype.kind not in "fiu" and x.dtype not in _FROM_ML:
+        raise TypeError(f"{what} must hold real numbers (a float array, or uint16 BF16 codes for BF16); got {x.dtype}")
     if x.ndim < 1:
         raise ValueError(f"{what} must have at least one dimension")
     t = ctx.tensor(_np.ascontiguousarray(x, dtype=_np.float32))

@@ -45,7 +45,7 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE))
 
 import bench_report as R  # noqa: E402
-import octet_abi as A  # noqa: E402
+import octet_lib as A  # noqa: E402  (liboctet through api/python/octet/_abi.py)
 
 _c = ctypes
 
@@ -212,11 +212,11 @@ class Recipe:
         self.kind = kind
         h = _c.c_void_p()
         if kind == "current":
-            o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init")
+            o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init_sized")
             o.format = A.FORMAT_HYBRID
             lib.call("octet_recipe_create_current", _c.byref(o), _c.byref(h))
         elif kind == "current_e4m3":
-            o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init")
+            o = lib.init_struct(A.CurrentScalingOptions, "octet_current_scaling_options_init_sized")
             o.format = A.FORMAT_E4M3
             lib.call("octet_recipe_create_current", _c.byref(o), _c.byref(h))
         elif kind == "delayed":

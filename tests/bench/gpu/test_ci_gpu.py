@@ -26,7 +26,7 @@ def test_syntax():
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="needs shellcheck (apt-get install shellcheck)")
 def test_shellcheck_is_clean():
     r = subprocess.run(["shellcheck", "-S", "info", str(SCRIPT)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
