@@ -41,9 +41,14 @@ KOKKOS_INLINE_FUNCTION float gelu_derivative(float x) {
 }
 KOKKOS_INLINE_FUNCTION float sigmoid(float a) { return div(1.0f, add(1.0f, exp_of(-a))); }
 
-struct RowStats {
-  float first, second;
-};
+// Two FP32 values of a row (mean and rstd, or the two means of the
+// backward) packed into one integer: what Kokkos 3's single() broadcasts to
+// the team (a plain scalar, as its volatile broadcast needs).
+KOKKOS_INLINE_FUNCTION uint64_t pack(float first, float second) {
+  return (static_cast<uint64_t>(bits_of(first)) << 32) | bits_of(second);
+}
+KOKKOS_INLINE_FUNCTION float first_of(uint64_t p) { return float_of(static_cast<uint32_t>(p >> 32)); }
+KOKKOS_INLINE_FUNCTION float second_of(uint64_t p) { return float_of(static_cast<uint32_t>(p)); }
 
 }  // namespace
 
@@ -90,10 +95,10 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
     Kokkos::parallel_for(
         "octet_kokkos::norm_forward", Team(static_cast<int>(rows), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
           const int64_t r = team.league_rank();
-          RowStats st{0.0f, 0.0f};  // mean, rstd
+          uint64_t st = 0;  // mean, rstd
           Kokkos::single(
               Kokkos::PerTeam(team),
-              [&](RowStats& out_stats) {
+              [&](uint64_t& out_stats) {
                 float mean = 0.0f, rstd;
                 if (layernorm) {
                   float sum = 0.0f;
@@ -113,14 +118,13 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
                   }
                   rstd = div(1.0f, sqrt_of(add(div(ms, n), epsilon)));
                 }
-                out_stats.first = mean;
-                out_stats.second = rstd;
+                out_stats = pack(mean, rstd);
                 if (write_mean) mean_out(r) = mean;
                 if (write_rstd) rstd_out(r) = rstd;
               },
               st);
           team.team_barrier();
-          const float mean = st.first, rstd = st.second;
+          const float mean = first_of(st), rstd = second_of(st);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int64_t c) {
             float y = layernorm ? mul(mul(sub(x.at(r, c), mean), rstd), gamma.at(0, c))
                                 : mul(mul(x.at(r, c), rstd), gamma.at(0, c));
@@ -201,10 +205,10 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
       "octet_kokkos::norm_backward_dx", Team(static_cast<int>(rows), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
         const int64_t r = team.league_rank();
         const float rs = rstd(r), mu = layernorm ? mean(r) : 0.0f;
-        RowStats means{0.0f, 0.0f};
+        uint64_t means = 0;
         Kokkos::single(
             Kokkos::PerTeam(team),
-            [&](RowStats& m) {
+            [&](uint64_t& m) {
               float sum_g = 0.0f, sum_gx = 0.0f;
               for (int64_t c = 0; c < cols; ++c) {
                 const float xhat = layernorm ? mul(sub(x.at(r, c), mu), rs) : mul(x.at(r, c), rs);
@@ -212,12 +216,11 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
                 sum_g = add(sum_g, g);
                 sum_gx = add(sum_gx, mul(g, xhat));
               }
-              m.first = div(sum_g, n);
-              m.second = div(sum_gx, n);
+              m = pack(div(sum_g, n), div(sum_gx, n));
             },
             means);
         team.team_barrier();
-        const float mean_g = means.first, mean_gx = means.second;
+        const float mean_g = first_of(means), mean_gx = second_of(means);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int64_t c) {
           const float xhat = layernorm ? mul(sub(x.at(r, c), mu), rs) : mul(x.at(r, c), rs);
           const float g = mul(dy.at(r, c), gamma.at(0, c));
