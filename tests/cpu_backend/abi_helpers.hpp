@@ -14,6 +14,12 @@
 #include <string>
 #include <vector>
 
+// The backend these suites compare with the reference: "cpu", or another
+// host-visible plugin that reuses them (tests/kokkos_backend defines it).
+#ifndef OCTET_TEST_BACKEND
+#define OCTET_TEST_BACKEND "cpu"
+#endif
+
 namespace cpu_test {
 
 struct ContextDeleter {

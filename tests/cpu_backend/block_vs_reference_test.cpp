@@ -218,7 +218,7 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
             const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8) +
                                       " input " + std::to_string(in_dtype) + " " + shape_name(s) +
                                       (data == 0 ? " random" : " graded");
-            Quantized cpu = block_quantize_on("cpu", c, fp8, in_dtype, s.rows, s.cols, raw,
+            Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, fp8, in_dtype, s.rows, s.cols, raw,
                                               OCTET_USAGE_BOTH);
             Quantized ref = block_quantize_on("reference", c, fp8, in_dtype, s.rows, s.cols, raw,
                                               OCTET_USAGE_BOTH);
@@ -250,7 +250,7 @@ TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
       std::vector<uint8_t> raw = graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, 17);
       const std::string where = std::string(c.name) + " usages " + std::to_string(usages);
       Quantized cpu =
-          block_quantize_on("cpu", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols, raw, usages);
+          block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols, raw, usages);
       Quantized ref = block_quantize_on("reference", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows,
                                         s.cols, raw, usages);
       const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
@@ -282,7 +282,7 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
         }
         const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8) +
                                   " special bits " + std::to_string(special);
-        Quantized cpu = block_quantize_on("cpu", c, fp8, OCTET_DTYPE_FP32, s.rows, s.cols, raw,
+        Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, fp8, OCTET_DTYPE_FP32, s.rows, s.cols, raw,
                                           OCTET_USAGE_BOTH);
         Quantized ref = block_quantize_on("reference", c, fp8, OCTET_DTYPE_FP32, s.rows, s.cols,
                                           raw, OCTET_USAGE_BOTH);
@@ -304,7 +304,7 @@ TEST(CpuBlockScaling, DequantizeMatchesReferenceBitForBit) {
     for (Shape s : block_shapes()) {
       std::vector<uint8_t> raw =
           graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, static_cast<uint32_t>(s.rows + s.cols));
-      Quantized cpu = block_quantize_on("cpu", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols,
+      Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows, s.cols,
                                         raw, OCTET_USAGE_ROWWISE);
       Quantized ref = block_quantize_on("reference", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows,
                                         s.cols, raw, OCTET_USAGE_ROWWISE);
@@ -333,7 +333,7 @@ TEST(CpuBlockScaling, DequantizeMatchesReferenceBitForBit) {
 // (found by tests/fuzz/fuzz_backend_vs_reference.cpp: the cpu backend gave
 // every element of such a block the scale's NaN).
 TEST(CpuBlockScaling, DequantizeWithANanScaleKeepsTheNanOfNanCodes) {
-  Context ctx = context("cpu");
+  Context ctx = context(OCTET_TEST_BACKEND);
   ASSERT_TRUE(ctx);
   const int64_t cols = 70;  // blocks 0 and 1 whole, block 2 a tail of 6
   octet_tensor_desc d{};
@@ -389,7 +389,7 @@ TEST(CpuQuantizeStatistics, MatchReference) {
             octet_quantize_stats got{}, want{};
             std::vector<uint8_t> codes[2];
             int side = 0;
-            for (const char* backend : {"cpu", "reference"}) {
+            for (const char* backend : {OCTET_TEST_BACKEND, "reference"}) {
               Context ctx = context(backend);
               Tensor in = tensor(ctx.get(), in_dtype, s.rows, s.cols);
               upload(in.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size());
@@ -454,7 +454,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
                                   " variant " + std::to_string(variant);
         Quantized qa[2], qb[2];
         std::vector<float> d_result[2];
-        const char* backends[2] = {"cpu", "reference"};
+        const char* backends[2] = {OCTET_TEST_BACKEND, "reference"};
         for (int side = 0; side < 2; ++side) {
           qa[side] = block_quantize_on(backends[side], ca, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32,
                                        a_rows, a_cols, raw_a, OCTET_USAGE_BOTH);

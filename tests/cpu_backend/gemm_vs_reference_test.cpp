@@ -159,7 +159,7 @@ void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uin
 }
 
 TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
-  Context cpu = context("cpu"), ref = context("reference");
+  Context cpu = context(OCTET_TEST_BACKEND), ref = context("reference");
   uint32_t seed = 1;
   for (Dims s : kDims) {
     for (int32_t ad : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
@@ -178,7 +178,7 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 }
 
 TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
-  Context cpu = context("cpu"), ref = context("reference");
+  Context cpu = context(OCTET_TEST_BACKEND), ref = context("reference");
   uint32_t seed = 1000;
   for (Dims s : kDims) {
     for (int32_t ad : high_precision_dtypes()) {
@@ -198,7 +198,7 @@ TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
 // transpose combination: the core presents other copies and flags to the
 // Hopper-like context (or transposes into a workspace), yet the bits match.
 TEST(CpuGemm, HopperLikeProfileGivesBitIdenticalResults) {
-  Context native = context("cpu"), hopper = context("cpu", OCTET_PROFILE_HOPPER_LIKE);
+  Context native = context(OCTET_TEST_BACKEND), hopper = context(OCTET_TEST_BACKEND, OCTET_PROFILE_HOPPER_LIKE);
   const int64_t m = 67, n = 45, k = 131;
   std::mt19937 rng(7);
   for (uint32_t usages : {uint32_t(OCTET_USAGE_BOTH), uint32_t(OCTET_USAGE_ROWWISE)}) {

@@ -22,6 +22,11 @@
 
 #include "layer_test_helpers.hpp"
 
+// The backend compared with the reference (tests/kokkos_backend reuses this suite).
+#ifndef OCTET_TEST_BACKEND
+#define OCTET_TEST_BACKEND "cpu"
+#endif
+
 namespace layers_test {
 namespace {
 
@@ -531,7 +536,7 @@ void compare_layer(const LayerRun& got, const LayerRun& want, const Case& c, int
 }
 
 bool cpu_available() {
-  octet_context* probe = make_context("cpu", OCTET_PROFILE_NATIVE);
+  octet_context* probe = make_context(OCTET_TEST_BACKEND, OCTET_PROFILE_NATIVE);
   if (probe == nullptr) return false;
   octet_context_destroy(probe);
   return true;
@@ -542,7 +547,7 @@ TEST(CpuLayers, HighPrecisionMatchReference) {
   for (const Case& c : all_cases())
     for (int32_t dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
       SCOPED_TRACE(c.name() + (dtype == OCTET_DTYPE_FP32 ? " fp32" : " bf16"));
-      const LayerRun got = run("cpu", c, dtype, nullptr);
+      const LayerRun got = run(OCTET_TEST_BACKEND, c, dtype, nullptr);
       const LayerRun want = run("reference", c, dtype, nullptr);
       // FP32: summation order only. BF16: a one-unit rounding difference
       // (2^-8) of an intermediate may follow from it.
@@ -575,7 +580,7 @@ TEST(CpuLayers, EveryFp8RecipeMatchesReference) {
   for (const Case& c : all_cases())
     for (const auto& [name, recipe] : recipes) {
       SCOPED_TRACE(c.name() + " " + name);
-      const LayerRun got = run("cpu", c, OCTET_DTYPE_FP32, recipe);
+      const LayerRun got = run(OCTET_TEST_BACKEND, c, OCTET_DTYPE_FP32, recipe);
       const LayerRun want = run("reference", c, OCTET_DTYPE_FP32, recipe);
       // The FP8 codes are the reference's wherever the GEMM results they are
       // quantized from agree; a last-bit GEMM difference can move a value

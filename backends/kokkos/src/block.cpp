@@ -1,0 +1,193 @@
+// Block scaling (numerics.md section 11): MXFP8 1x32 blocks with E8M0 scales
+// and 1x128 / 128x128 blocks with FP32 scales, quantize and dequantize. One
+// Kokkos team per block: the team reduces the block's amax (and whether it
+// holds a NaN), every thread derives the same scale from it, then the team
+// writes the codes and reduces the statistics.
+#include <cfloat>
+#include <string>
+
+#include "views.hpp"
+
+namespace octet_kokkos {
+namespace {
+
+// E8M0 scale code of a block (numerics.md 11, MXFP8).
+KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_t rounding) {
+  if (is_nan(block_amax)) return 0xFF;
+  if (block_amax == 0.0f) return 0x00;
+  if (rounding == 0) {  // RCEIL; a quotient that underflows to 0 gets 0x00, never the NaN code
+    const float quotient = div(block_amax, fp8_max_of(e4m3));
+    return quotient == 0.0f ? static_cast<uint8_t>(0x00) : e8m0_encode(quotient, true);
+  }
+  if (is_inf(block_amax)) return 0xFE;  // FLOOR (OCP)
+  const int code = ilogb_of(block_amax) - (e4m3 ? 8 : 15) + 127;
+  if (code < 0) return 0x00;
+  if (code > 0xFE) return 0xFE;
+  return static_cast<uint8_t>(code);
+}
+
+// FP32 block scale by the current-scaling rule (numerics.md 3.2).
+KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
+  const float amax = fmax_of(block_amax, epsilon);
+  if (is_nan(block_amax) || is_inf(amax) || amax == 0.0f) return 1.0f;
+  float scale = div(fp8_max_of(e4m3), amax);
+  if (is_inf(scale)) scale = FLT_MAX;
+  if (power_of_two) scale = float_of(bits_of(scale) & 0xFF800000u);
+  return scale;
+}
+
+int32_t check_block_shape(const char* kernel, int32_t block_rows, int32_t block_cols) {
+  if (block_rows >= 1 && block_cols >= 1) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": block shape " + std::to_string(block_rows) +
+                                                   "x" + std::to_string(block_cols) + " must be at least 1x1");
+}
+
+int32_t check_scale_dtype(const char* kernel, int32_t scale_dtype) {
+  if (scale_dtype == OCTET_DTYPE_E8M0 || scale_dtype == OCTET_DTYPE_FP32) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_INVALID_ARGUMENT,
+                std::string(kernel) + ": scale_dtype (" + std::to_string(scale_dtype) + ") must be e8m0 or fp32");
+}
+
+}  // namespace
+
+int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
+  const char* kernel = "block_quantize";
+  if (int32_t s = check_not_null(kernel, "args", args)) return s;
+  if (int32_t s = check_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_quantize_args))) return s;
+  if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::HighPrecision)) return s;
+  if (!is_fp8(args->out_dtype)) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->out_dtype must be e4m3 or e5m2");
+  }
+  if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (args->scale_dtype == OCTET_DTYPE_E8M0 && args->e8m0_rounding != 0 && args->e8m0_rounding != 1) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->e8m0_rounding must be 0 (RCEIL) or 1 (FLOOR)");
+  }
+  if (int32_t s = check_not_null(kernel, "args->out", args->out)) return s;
+  if (int32_t s = check_not_null(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
+
+  const Mat in(args->input);
+  const bool transposed = args->transposed != 0;
+  const int64_t rows = transposed ? in.cols : in.rows;
+  const int64_t cols = transposed ? in.rows : in.cols;
+  const int64_t br = args->block_rows, bc = args->block_cols;
+  const int64_t grid_rows = ceil_div(rows, br), grid_cols = ceil_div(cols, bc);
+  const int64_t blocks = (rows > 0 && cols > 0) ? grid_rows * grid_cols : 0;
+  const bool e4m3 = args->out_dtype == OCTET_DTYPE_E4M3;
+  const bool e8m0 = args->scale_dtype == OCTET_DTYPE_E8M0;
+  const int32_t rounding = args->e8m0_rounding;
+  const float epsilon = args->amax_epsilon;
+  const bool power_of_two = args->power_of_two != 0;
+  const DeviceView<uint8_t> out(args->out, static_cast<size_t>(blocks > 0 ? rows * cols : 0));
+  const DeviceView<uint8_t> scale_codes(e8m0 ? static_cast<uint8_t*>(args->scale_inv_out) : nullptr,
+                                        e8m0 ? static_cast<size_t>(blocks) : 0);
+  const DeviceView<float> scale_values(e8m0 ? nullptr : static_cast<float*>(args->scale_inv_out),
+                                       e8m0 ? 0 : static_cast<size_t>(blocks));
+  Stats stats;
+  if (blocks > 0) {
+    Kokkos::parallel_reduce(
+        "octet_kokkos::block_quantize", Team(static_cast<int>(blocks), Kokkos::AUTO),
+        KOKKOS_LAMBDA(const Member& team, Stats& total) {
+          const int64_t block = team.league_rank();
+          const int64_t r0 = (block / grid_cols) * br, c0 = (block % grid_cols) * bc;
+          const int64_t r1 = r0 + br < rows ? r0 + br : rows, c1 = c0 + bc < cols ? c0 + bc : cols;
+          const int64_t width = c1 - c0, count = (r1 - r0) * width;
+          auto value = [&](int64_t e) {
+            const int64_t r = r0 + e / width, c = c0 + e % width;
+            return transposed ? in.at(c, r) : in.at(r, c);
+          };
+          // Ragged blocks cover only existing elements (zero padding changes no amax).
+          float block_amax = 0.0f;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, count),
+              [&](int64_t e, float& m) {
+                const float x = value(e);
+                if (!is_nan(x) && abs_of(x) > m) m = abs_of(x);
+              },
+              Kokkos::Max<float>(block_amax));
+          if (!(block_amax > 0.0f)) block_amax = 0.0f;
+          int nans = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, count), [&](int64_t e, int& n) { n += is_nan(value(e)) ? 1 : 0; },
+              Kokkos::Sum<int>(nans));
+          if (nans > 0) block_amax = float_of(0x7FC00000u);
+          uint8_t scale_code = 0;
+          float scale = 1.0f, divisor = 0.0f;
+          if (e8m0) {
+            scale_code = mx_scale_code(block_amax, e4m3, rounding);
+            divisor = e8m0_decode(scale_code);
+          } else {
+            scale = fp32_block_scale(block_amax, e4m3, epsilon, power_of_two);
+          }
+          Kokkos::single(Kokkos::PerTeam(team), [&]() {
+            if (e8m0) {
+              scale_codes(block) = scale_code;
+            } else {
+              scale_values(block) = div(1.0f, scale);
+            }
+          });
+          Stats block_stats;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, count),
+              [&](int64_t e, Stats& s) {
+                const float x = value(e);
+                const int64_t r = r0 + e / width, c = c0 + e % width;
+                float scaled;
+                uint8_t code;
+                if (e8m0) {
+                  scaled = div(x, divisor);
+                  // A NaN scale makes the whole block NaN, each code keeping x's sign.
+                  code = scale_code == 0xFF ? static_cast<uint8_t>(sign_bit(x) ? 0xFF : 0x7F)
+                                            : fp8_encode(scaled, e4m3, true);
+                  if (scale_code == 0xFF) scaled = float_of(0x7FC00000u);
+                } else {
+                  scaled = mul(x, scale);
+                  code = fp8_encode(scaled, e4m3, true);
+                }
+                out(r * cols + c) = code;
+                s.count(x, scaled, code, e4m3);
+              },
+              Kokkos::Sum<Stats>(block_stats));
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { total += block_stats; });
+        },
+        Kokkos::Sum<Stats>(stats));
+  }
+  if (args->amax_out != nullptr) write_scalar(args->amax_out, stats.amax);
+  if (args->stats_out != nullptr) write_scalar(args->stats_out, stats.result());
+  return OCTET_STATUS_SUCCESS;
+}
+
+int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
+  const char* kernel = "block_dequantize";
+  if (int32_t s = check_not_null(kernel, "args", args)) return s;
+  if (int32_t s = check_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_dequantize_args))) return s;
+  if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::Fp8)) return s;
+  if (int32_t s = check_matrix(kernel, "args->output", args->output, DtypeClass::HighPrecision)) return s;
+  if (int32_t s = check_shape(kernel, "args->output", args->output, args->input.rows, args->input.cols,
+                              "same rows x cols as args->input"))
+    return s;
+  if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
+  if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;
+  if (int32_t s = check_not_null(kernel, "args->scale_inv", args->scale_inv)) return s;
+  const Mat in(args->input), out(args->output);
+  if (in.empty()) return OCTET_STATUS_SUCCESS;
+  const int64_t br = args->block_rows, bc = args->block_cols;
+  const int64_t grid_cols = ceil_div(in.cols, bc);
+  const int64_t blocks = ceil_div(in.rows, br) * grid_cols;
+  const bool e8m0 = args->scale_dtype == OCTET_DTYPE_E8M0;
+  const DeviceView<uint8_t> codes(e8m0 ? static_cast<uint8_t*>(const_cast<void*>(args->scale_inv)) : nullptr,
+                                  e8m0 ? static_cast<size_t>(blocks) : 0);
+  const DeviceView<float> values(e8m0 ? nullptr : static_cast<float*>(const_cast<void*>(args->scale_inv)),
+                                 e8m0 ? 0 : static_cast<size_t>(blocks));
+  Kokkos::parallel_for(
+      "octet_kokkos::block_dequantize", Range2({0, 0}, {in.rows, in.cols}), KOKKOS_LAMBDA(int64_t r, int64_t c) {
+        const int64_t block = (r / br) * grid_cols + c / bc;
+        const float scale_inv = e8m0 ? e8m0_decode(codes(block)) : values(block);
+        out.put(r, c, mul(in.at(r, c), scale_inv), true);
+      });
+  Kokkos::fence();
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet_kokkos

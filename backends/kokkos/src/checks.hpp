@@ -1,0 +1,64 @@
+// Host-side argument checks and error reporting. Every check reports one
+// message naming the kernel, the argument and the broken rule (the same
+// rules, and the same argument names, as the reference), and returns the
+// status; OCTET_STATUS_SUCCESS when the argument is fine. Nothing here runs
+// in a Kokkos kernel.
+#pragma once
+
+#include <octet/octet_backend.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace octet_kokkos {
+
+// Keeps a copy of the host's services (NULL forgets them).
+void remember_host_services(const octet_host_services* host);
+int32_t report(int32_t status, const std::string& message);
+
+const char* dtype_name(int32_t dtype);
+std::size_t dtype_size(int32_t dtype);  // 0 for a value that is not an octet_dtype
+inline bool is_fp8(int32_t d) { return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2; }
+inline bool is_high_precision(int32_t d) {
+  return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;
+}
+
+enum class DtypeClass { Any, Fp8, HighPrecision };
+
+int32_t check_not_null(const char* kernel, const char* name, const void* pointer);
+int32_t check_struct_size(const char* kernel, const char* name, std::size_t given, std::size_t required);
+int32_t check_matrix(const char* kernel, const char* name, const octet_matrix_view& view, DtypeClass accepted,
+                     int32_t outside_class_status = OCTET_STATUS_INVALID_ARGUMENT);
+int32_t check_shape(const char* kernel, const char* name, const octet_matrix_view& view, int64_t rows,
+                    int64_t cols, const std::string& rule);
+
+// Runs an entry point's body so that no exception crosses the C ABI.
+template <typename Body>
+int32_t guarded(const char* entry, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    try {
+      return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry) + ": out of memory");
+    } catch (...) {
+      return OCTET_STATUS_OUT_OF_MEMORY;
+    }
+  } catch (const std::exception& e) {
+    try {
+      return report(OCTET_STATUS_BACKEND_ERROR, std::string(entry) + ": " + e.what());
+    } catch (...) {
+      return OCTET_STATUS_BACKEND_ERROR;
+    }
+  } catch (...) {
+    try {
+      return report(OCTET_STATUS_BACKEND_ERROR, std::string(entry) + ": unknown failure");
+    } catch (...) {
+      return OCTET_STATUS_BACKEND_ERROR;
+    }
+  }
+}
+
+}  // namespace octet_kokkos
