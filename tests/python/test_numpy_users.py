@@ -96,6 +96,10 @@ def test_quantize_default_scale_edge_cases(ctx):
     with pytest.warns(octet.SaturationWarning, match="not finite"):
         q = ctx.quantize(np.array([[np.inf, 1.0]]))                               # amax inf: scale 1
     assert q.component(octet.SCALE) == 1.0 and q.values().tolist() == [[448.0, 1.0]]
+    q, stats = ctx.quantize(np.array([[np.nan, 2.0]]), stats=True)               # the amax ignores NaN
+    assert q.component(octet.SCALE) == 224.0 and stats["nan_count"] == 1
+    assert np.isnan(q.values()[0, 0]) and q.values()[0, 1] == 2.0
+    assert ctx.quantize(np.full((1, 2), np.nan)).component(octet.SCALE) == 1.0    # all NaN: amax 0
     tiny = np.array([[1e-40, 0.0]], np.float32)                                   # 448 / amax overflows
     assert ctx.quantize(tiny).component(octet.SCALE) == np.finfo(np.float32).max
 
@@ -249,3 +253,15 @@ def test_wrap_refuses_float64_with_advice(ctx):
     a = octet.aligned_empty((2, 2), np.float64, ctx.info()["alignment"])
     with pytest.raises(TypeError, match=r"ctx\.tensor\(x\) rounds it to float32"):
         ctx.wrap(a)
+
+
+def test_numpy_types_name_octet_dtypes(ctx):
+    x = np.array([[1.0, -2.0, 3.0, 0.5]])
+    assert ctx.tensor(x, dtype=np.float16).dtype == octet.FP16
+    assert ctx.convert(x, np.float32).dtype == octet.FP32
+    with pytest.raises(TypeError, match=r"must be an Octet dtype .* or the NumPy type of one"):
+        ctx.tensor(x, dtype=np.float64)
+    if ml_dtypes is not None:
+        q = ctx.quantize(x, ml_dtypes.float8_e5m2)
+        assert q.dtype == octet.E5M2
+        assert ctx.tensor(x, dtype=ml_dtypes.bfloat16).dtype == octet.BF16

@@ -103,12 +103,23 @@ def abi_version():
 
 
 def _dtype_code(dtype, what="dtype"):
-    """An Octet dtype constant (octet.E4M3, ...): an int, checked before ctypes
-    sees it (ctypes would raise its own ArgumentError); the library checks
-    the value."""
-    if isinstance(dtype, bool) or not isinstance(dtype, (int, _np.integer)):
-        raise TypeError(f"{what} must be an Octet dtype constant (octet.FP32, octet.E4M3, ...); got {dtype!r}")
-    return int(dtype)
+    """An Octet dtype: a constant (octet.E4M3, ...), an int checked before
+    ctypes sees it (ctypes would raise its own ArgumentError; the library
+    checks the value), or the NumPy type of one: numpy.float32 -> FP32,
+    numpy.float16 -> FP16, ml_dtypes bfloat16 / float8_e4m3fn / float8_e5m2
+    / float8_e8m0fnu -> BF16 / E4M3 / E5M2 / E8M0."""
+    if isinstance(dtype, (int, _np.integer)) and not isinstance(dtype, bool):
+        return int(dtype)
+    try:
+        numpy_type = _np.dtype(dtype) if dtype is not None and not isinstance(dtype, bool) else None
+    except TypeError:
+        numpy_type = None
+    code = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16, **_FROM_ML}.get(numpy_type)
+    if code is None:
+        raise TypeError(f"{what} must be an Octet dtype (octet.FP32, FP16, BF16, E4M3, E5M2, E8M0) or the NumPy "
+                        f"type of one (numpy.float32, numpy.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, "
+                        f"...); got {dtype!r}")
+    return code
 
 
 def _dims(shape, what="shape"):
@@ -641,8 +652,9 @@ class Context(_Handle):
         rounded to float32 first). scale=None (the default) is current
         scaling, octet.CurrentScaling's rule (numerics.md section 3.2):
         scale = fp8_max / amax(x) (448 for E4M3, 57344 for E5M2), so the
-        largest |x| maps to fp8_max and nothing saturates; amax 0, inf or NaN
-        gives scale 1, and a quotient that overflows float32 gives FLT_MAX.
+        largest |x| maps to fp8_max and nothing saturates. The amax ignores
+        NaN (NaN stays NaN); amax 0 (all zeros or all NaN) and amax inf give
+        scale 1, and a quotient that overflows float32 gives FLT_MAX.
         A number is the caller's scale (finite, > 0).
 
         Saturation is never silent: values with |x * scale| beyond fp8_max
