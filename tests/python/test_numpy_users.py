@@ -109,13 +109,17 @@ def test_a_callers_scale_that_saturates_is_reported(ctx):
     with pytest.warns(octet.SaturationWarning) as record:
         q, stats = ctx.quantize(x, scale=1.0, stats=True)
     message = str(record[0].message)
-    assert "2 of 4 values saturated" in message and "scale=None" in message
-    assert f"{448.0 / 5000.0:.6g}" in message                   # the largest scale that would not saturate
+    assert "2 of 4 values went beyond" in message and "clamped to +-448" in message and "scale=None" in message
+    assert f"at most {448.0 / 5000.0:.6g}" in message           # fp8_max / amax: a scale that avoids it
     assert stats["saturated_count"] == 2
     assert q.values().tolist() == [[1.0, 2.0, 448.0, -448.0]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ctx.quantize(x, scale=448.0 / 5000.0)                   # within range: silent
+        ctx.quantize(np.array([[450.0, 464.0]]), scale=1.0)     # rounds to 448: not saturation (octet.h)
+    with pytest.warns(octet.SaturationWarning, match="became NaN/inf"):
+        q = ctx.quantize(x, octet.E5M2, scale=100.0, saturate=False)
+    assert np.isinf(q.values()[0, 2:]).all()
 
 
 # ---- ml_dtypes arrays in and out, numpy.asarray ---------------------------------------
@@ -265,3 +269,18 @@ def test_numpy_types_name_octet_dtypes(ctx):
         q = ctx.quantize(x, ml_dtypes.float8_e5m2)
         assert q.dtype == octet.E5M2
         assert ctx.tensor(x, dtype=ml_dtypes.bfloat16).dtype == octet.BF16
+
+
+def test_saturation_is_reported_without_the_statistics_kernel(ctx, monkeypatch):
+    """A backend without OCTET_FEATURE_QUANTIZE_STATISTICS: the saturation
+    is judged from amax * scale (the same thresholds), the counts are None."""
+    info = ctx.info
+    monkeypatch.setattr(ctx, "info", lambda: {**info(), "features": 0})
+    x = np.array([[1.0, 2.0, 1000.0, -5000.0]], np.float32)
+    with pytest.warns(octet.SaturationWarning, match="some of 4 values went beyond"):
+        q, stats = ctx.quantize(x, scale=1.0, stats=True)
+    assert stats["saturated_count"] is None and stats["total_count"] == 4 and stats["amax"] == 5000.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q, stats = ctx.quantize(np.array([[450.0, 464.0]]), scale=1.0, stats=True)
+    assert q.values().tolist() == [[448.0, 448.0]]
