@@ -318,7 +318,8 @@ def test_no_other_ctypes_declaration_of_octet_h_in_the_repository():
     found = []
     for path in REPO.rglob("*.py"):
         parts = path.relative_to(REPO).parts
-        if parts[0].startswith(("build", ".")) or "site-packages" in parts or path == pathlib.Path(_abi.__file__):
+        if parts[0].startswith(("build", ".")) or "site-packages" in parts or parts == ("api", "python", "octet",
+                                                                                         "_abi.py"):
             continue
         if declaring.search(path.read_text(errors="replace")):
             found.append(str(path.relative_to(REPO)))

@@ -96,6 +96,10 @@ def test_quantize_default_scale_edge_cases(ctx):
     with pytest.warns(octet.SaturationWarning, match="not finite"):
         q = ctx.quantize(np.array([[np.inf, 1.0]]))                               # amax inf: scale 1
     assert q.component(octet.SCALE) == 1.0 and q.values().tolist() == [[448.0, 1.0]]
+    q, stats = ctx.quantize(np.array([[np.nan, 2.0]]), stats=True)               # the amax ignores NaN
+    assert q.component(octet.SCALE) == 224.0 and stats["nan_count"] == 1
+    assert np.isnan(q.values()[0, 0]) and q.values()[0, 1] == 2.0
+    assert ctx.quantize(np.full((1, 2), np.nan)).component(octet.SCALE) == 1.0    # all NaN: amax 0
     tiny = np.array([[1e-40, 0.0]], np.float32)                                   # 448 / amax overflows
     assert ctx.quantize(tiny).component(octet.SCALE) == np.finfo(np.float32).max
 
@@ -105,13 +109,17 @@ def test_a_callers_scale_that_saturates_is_reported(ctx):
     with pytest.warns(octet.SaturationWarning) as record:
         q, stats = ctx.quantize(x, scale=1.0, stats=True)
     message = str(record[0].message)
-    assert "2 of 4 values saturated" in message and "scale=None" in message
-    assert f"{448.0 / 5000.0:.6g}" in message                   # the largest scale that would not saturate
+    assert "2 of 4 values went beyond" in message and "clamped to +-448" in message and "scale=None" in message
+    assert f"at most {448.0 / 5000.0:.6g}" in message           # fp8_max / amax: a scale that avoids it
     assert stats["saturated_count"] == 2
     assert q.values().tolist() == [[1.0, 2.0, 448.0, -448.0]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ctx.quantize(x, scale=448.0 / 5000.0)                   # within range: silent
+        ctx.quantize(np.array([[450.0, 464.0]]), scale=1.0)     # rounds to 448: not saturation (octet.h)
+    with pytest.warns(octet.SaturationWarning, match="became NaN/inf"):
+        q = ctx.quantize(x, octet.E5M2, scale=100.0, saturate=False)
+    assert np.isinf(q.values()[0, 2:]).all()
 
 
 # ---- ml_dtypes arrays in and out, numpy.asarray ---------------------------------------
@@ -249,3 +257,30 @@ def test_wrap_refuses_float64_with_advice(ctx):
     a = octet.aligned_empty((2, 2), np.float64, ctx.info()["alignment"])
     with pytest.raises(TypeError, match=r"ctx\.tensor\(x\) rounds it to float32"):
         ctx.wrap(a)
+
+
+def test_numpy_types_name_octet_dtypes(ctx):
+    x = np.array([[1.0, -2.0, 3.0, 0.5]])
+    assert ctx.tensor(x, dtype=np.float16).dtype == octet.FP16
+    assert ctx.convert(x, np.float32).dtype == octet.FP32
+    with pytest.raises(TypeError, match=r"must be an Octet dtype .* or the NumPy type of one"):
+        ctx.tensor(x, dtype=np.float64)
+    if ml_dtypes is not None:
+        q = ctx.quantize(x, ml_dtypes.float8_e5m2)
+        assert q.dtype == octet.E5M2
+        assert ctx.tensor(x, dtype=ml_dtypes.bfloat16).dtype == octet.BF16
+
+
+def test_saturation_is_reported_without_the_statistics_kernel(ctx, monkeypatch):
+    """A backend without OCTET_FEATURE_QUANTIZE_STATISTICS: the saturation
+    is judged from amax * scale (the same thresholds), the counts are None."""
+    info = ctx.info
+    monkeypatch.setattr(ctx, "info", lambda: {**info(), "features": 0})
+    x = np.array([[1.0, 2.0, 1000.0, -5000.0]], np.float32)
+    with pytest.warns(octet.SaturationWarning, match="some of 4 values went beyond"):
+        q, stats = ctx.quantize(x, scale=1.0, stats=True)
+    assert stats["saturated_count"] is None and stats["total_count"] == 4 and stats["amax"] == 5000.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q, stats = ctx.quantize(np.array([[450.0, 464.0]]), scale=1.0, stats=True)
+    assert q.values().tolist() == [[448.0, 448.0]]

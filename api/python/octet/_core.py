@@ -34,13 +34,16 @@ _ML_NAMES = {BF16: "bfloat16", E4M3: "float8_e4m3fn", E5M2: "float8_e5m2", E8M0:
 _ML = {code: _np.dtype(getattr(_ml_dtypes, name)) for code, name in _ML_NAMES.items()
        if _ml_dtypes is not None and hasattr(_ml_dtypes, name)}
 _FROM_ML = {dt: code for code, dt in _ML.items()}
-# Largest finite value of each FP8 format (numerics.md section 1).
+# Largest finite value of each FP8 format (numerics.md section 1), and where
+# octet_quantize_stats.saturated_count starts: a scaled |y| whose
+# non-saturating conversion overflows (E4M3 |y| > 464, E5M2 |y| >= 61440).
 _FP8_MAX = {E4M3: 448.0, E5M2: 57344.0}
+_OVERFLOWS = {E4M3: lambda y: y > 464.0, E5M2: lambda y: y >= 61440.0}
 _FEATURE_QUANTIZE_STATISTICS = 1 << 8
 
 
 class SaturationWarning(RuntimeWarning):
-    """ctx.quantize saturated values: |x * scale| went beyond the FP8
+    """ctx.quantize saturated values: |x * scale| rounded beyond the FP8
     format's largest value (448 for E4M3, 57344 for E5M2) and was clamped
     to it (or became NaN/inf with saturate=False)."""
 
@@ -103,12 +106,23 @@ def abi_version():
 
 
 def _dtype_code(dtype, what="dtype"):
-    """An Octet dtype constant (octet.E4M3, ...): an int, checked before ctypes
-    sees it (ctypes would raise its own ArgumentError); the library checks
-    the value."""
-    if isinstance(dtype, bool) or not isinstance(dtype, (int, _np.integer)):
-        raise TypeError(f"{what} must be an Octet dtype constant (octet.FP32, octet.E4M3, ...); got {dtype!r}")
-    return int(dtype)
+    """An Octet dtype: a constant (octet.E4M3, ...), an int checked before
+    ctypes sees it (ctypes would raise its own ArgumentError; the library
+    checks the value), or the NumPy type of one: numpy.float32 -> FP32,
+    numpy.float16 -> FP16, ml_dtypes bfloat16 / float8_e4m3fn / float8_e5m2
+    / float8_e8m0fnu -> BF16 / E4M3 / E5M2 / E8M0."""
+    if isinstance(dtype, (int, _np.integer)) and not isinstance(dtype, bool):
+        return int(dtype)
+    try:
+        numpy_type = _np.dtype(dtype) if dtype is not None and not isinstance(dtype, bool) else None
+    except TypeError:
+        numpy_type = None
+    code = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16, **_FROM_ML}.get(numpy_type)
+    if code is None:
+        raise TypeError(f"{what} must be an Octet dtype (octet.FP32, FP16, BF16, E4M3, E5M2, E8M0) or the NumPy "
+                        f"type of one (numpy.float32, numpy.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, "
+                        f"...); got {dtype!r}")
+    return code
 
 
 def _dims(shape, what="shape"):
@@ -641,14 +655,16 @@ class Context(_Handle):
         rounded to float32 first). scale=None (the default) is current
         scaling, octet.CurrentScaling's rule (numerics.md section 3.2):
         scale = fp8_max / amax(x) (448 for E4M3, 57344 for E5M2), so the
-        largest |x| maps to fp8_max and nothing saturates; amax 0, inf or NaN
-        gives scale 1, and a quotient that overflows float32 gives FLT_MAX.
+        largest |x| maps to fp8_max and nothing saturates. The amax ignores
+        NaN (NaN stays NaN); amax 0 (all zeros or all NaN) and amax inf give
+        scale 1, and a quotient that overflows float32 gives FLT_MAX.
         A number is the caller's scale (finite, > 0).
 
-        Saturation is never silent: values with |x * scale| beyond fp8_max
-        (clamped to +-fp8_max, or NaN/inf with saturate=False) raise an
-        octet.SaturationWarning naming the count and the largest scale that
-        would not saturate. stats=True returns (q, counts): the call's
+        Saturation is never silent: values whose |x * scale| rounds beyond
+        fp8_max (octet_quantize_stats.saturated_count: E4M3 above 464, E5M2
+        from 61440; clamped to +-fp8_max, or NaN/inf with saturate=False)
+        raise an octet.SaturationWarning naming the count and a scale that
+        avoids it. stats=True returns (q, counts): the call's
         nan/saturated/flushed/total counts and amax (on a backend without
         the statistics kernel, octet.h's OCTET_FEATURE_QUANTIZE_STATISTICS,
         the counts other than total are None and saturation is judged
@@ -678,7 +694,7 @@ class Context(_Handle):
             else:  # a backend without the statistics kernel: amax tells whether anything saturated
                 _check(_libc.octet_quantize(self.handle, x.handle, q.handle, _c.byref(options)))
                 amax = q.component(AMAX)
-                beyond = bool(_np.float32(amax) * _np.float32(scale) > _FP8_MAX[dtype]) or not _math.isfinite(amax)
+                beyond = _OVERFLOWS[dtype](float(_np.float32(amax) * _np.float32(scale))) or not _math.isfinite(amax)
                 counts = {"nan_count": None, "saturated_count": None, "flushed_count": None,
                           "total_count": int(_np.prod(x.shape)), "amax": amax}
                 saturated = "some" if beyond else 0
@@ -687,12 +703,13 @@ class Context(_Handle):
         if saturated:
             used, amax = q.component(SCALE), counts["amax"]
             limit = _FP8_MAX[dtype] / amax if _math.isfinite(amax) and amax > 0 else None
-            advice = (f"the largest scale that does not saturate is {limit:.6g}; pass scale=None to take it from "
-                      "the data's amax" if limit is not None else
-                      "the data holds inf or NaN (its amax is not finite), which no scale avoids")
+            advice = (f"a scale of at most {limit:.6g} (fp8_max / amax) avoids it; scale=None takes that one from "
+                      "the data" if limit is not None else
+                      "the data holds inf (its amax is not finite), which no scale avoids")
+            became = f"clamped to +-{_FP8_MAX[dtype]:g}" if saturate else "became NaN/inf (saturate=False)"
             _warnings.warn(SaturationWarning(
-                f"quantize to {_lib_dtype_name(dtype)}: {saturated} of {counts['total_count']} values saturated "
-                f"(|x * scale| > {_FP8_MAX[dtype]:g}) with scale {used:.6g} and amax {amax:.6g}: {advice}"),
+                f"quantize to {_lib_dtype_name(dtype)}: {saturated} of {counts['total_count']} values went beyond "
+                f"the format's range and {became}, with scale {used:.6g} and amax {amax:.6g}: {advice}"),
                 stacklevel=2)
         return (q, counts) if stats else q
 

@@ -1,17 +1,20 @@
 """Layers: Linear, LayerNormLinear, LayerNormMLP (docs/layers.md).
 
-    layer = octet.Linear(ctx, 64, 32, params_dtype=octet.FP32)
-    layer.set_parameter("weight", w); layer.set_parameter("bias", b)
+    layer = octet.Linear(ctx, 64, 32, params_dtype=octet.FP32, seed=0)  # torch-like init
+    layer.set_parameter("weight", w); layer.set_parameter("bias", b)     # optional
     with ctx.autocast(octet.DelayedScaling()):
         y, saved = layer.forward(x, training=True)
         dx = layer.backward(saved, dy)
     dw = layer.get_gradient("weight")
 
 Options are keywords mirroring octet_linear_options (and the LayerNorm
-structs); one left out (None) keeps the library's `_init` default. Inputs
-and gradients are NumPy arrays (float arrays are converted to the
-parameter dtype; results come back as float32 arrays) or Tensors of the
-layer's context in the parameter dtype (results come back as Tensors).
+structs); one left out (None) keeps the library's `_init` default.
+Parameters start initialised as torch.nn.Linear/LayerNorm's
+(Layer.reset_parameters; seed= makes it repeatable). Inputs and gradients
+are host data (NumPy arrays or lists of real numbers, converted to float32
+and then the parameter dtype; results come back as float32 arrays) or
+Tensors of the layer's context in the parameter dtype (results come back
+as Tensors).
 """
 
 import ctypes as _c
