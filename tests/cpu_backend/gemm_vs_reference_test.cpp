@@ -177,6 +177,33 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
   }
 }
 
+// Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
+// and the K slices of the sgemm path): decode kernel fused in registers
+// (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
+// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail);
+// blocked kernel with several K panels (k > 256), M blocks (m > 192), N
+// blocks (n > 1024) and edge tiles; m = 33 (just past the decode kernel).
+// Transposed B with small m goes to the blocked kernel too. Each layout,
+// both FP8 dtypes, FP32 and BF16 output.
+TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
+  Context cpu = context("cpu"), ref = context("reference");
+  const Dims dims[] = {{5, 9, 1100},  {9, 7, 70},    {20, 37, 2101},
+                       {32, 5, 300},  {33, 50, 40},  {200, 1100, 600}};
+  uint32_t seed = 5000;
+  int i = 0;
+  for (Dims s : dims) {
+    for (int layout = 0; layout < 4; ++layout) {
+      for (int32_t dd : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+        const int32_t ad = (i & 1) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
+        const int32_t bd = (i & 2) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
+        run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, (i % 3) == 0}, s,
+                 seed++);
+        ++i;
+      }
+    }
+  }
+}
+
 TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
   uint32_t seed = 1000;

@@ -139,20 +139,23 @@ TEST_F(CpuTable, DeclaresAHostBackendWithEveryLayout) {
   EXPECT_EQ(api->mem_alloc, nullptr);
 }
 
-// A GEMM whose FP32 panel would hold more bytes than a size_t can count:
-// m = k = 2^31 (2^62 floats, 2^64 bytes) and m = k = 2^32 (2^64 floats).
-// The workspace size used to wrap around to a tiny allocation that the
-// panel then overran; now the kernel answers OUT_OF_MEMORY before reading
-// any operand (the data pointers below are never dereferenced).
+// A GEMM whose FP32 accumulator (BF16 output, so D cannot hold it) would
+// hold more bytes than a size_t can count: m = n = k = 2^31 (2^62 floats,
+// 2^64 bytes) and 2^32 (2^64 floats). Such a size used to wrap around to a
+// tiny allocation that was then overrun; the kernel answers OUT_OF_MEMORY
+// before reading any operand (the data pointers below are never
+// dereferenced). (Before the kernels widened panels in cache, the FP32
+// copy of A was the allocation that failed; with n = 1 the current kernels
+// need no more than a few panels, so n = m here.)
 octet_gemm_args huge_gemm(int64_t mk, uint8_t* fake_fp8, float* d) {
   octet_gemm_args g{};
   g.struct_size = sizeof g;
   g.m = mk;
-  g.n = 1;
+  g.n = mk;
   g.k = mk;
   g.a = octet_matrix_view{fake_fp8, OCTET_DTYPE_E4M3, 0, mk, mk, mk};
-  g.b = octet_matrix_view{fake_fp8, OCTET_DTYPE_E4M3, 0, 1, mk, mk};
-  g.d = octet_matrix_view{d, OCTET_DTYPE_FP32, 0, mk, 1, 1};
+  g.b = octet_matrix_view{fake_fp8, OCTET_DTYPE_E4M3, 0, mk, mk, mk};
+  g.d = octet_matrix_view{d, OCTET_DTYPE_BF16, 0, mk, mk, mk};
   g.alpha = 1.0f;
   return g;
 }
