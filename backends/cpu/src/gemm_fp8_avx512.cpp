@@ -134,7 +134,7 @@ void decode_row(const uint8_t* src, int64_t len, int64_t padded_len, const Table
 // A' rows [i0, i0 + mc), k [k0, k0 + kc) -> micro-panels of kMR rows, each
 // [kp][kMR] 32-bit pairs (kp = ceil(kc / 2)); rows past mc and the odd k
 // are zero. row_buf: round_up(kKC, 32) uint16.
-void pack_a(const Fp8Operand& a, const Bf16Codes& c, const Table& t, int64_t i0, int64_t mc,
+__attribute__((noinline)) void pack_a(const Fp8Operand& a, const Bf16Codes& c, const Table& t, int64_t i0, int64_t mc,
             int64_t k0, int64_t kc, uint32_t* out, uint16_t* row_buf) {
   const int64_t kp = (kc + 1) / 2;
   const int64_t panels = (mc + kMR - 1) / kMR;
@@ -164,7 +164,7 @@ void pack_a(const Fp8Operand& a, const Bf16Codes& c, const Table& t, int64_t i0,
 
 // B' columns [j0, j0 + nc), k [k0, k0 + kc) -> panels of kNR columns, each
 // [kp][kNR] 32-bit pairs; columns past nc and the odd k are zero.
-void pack_b(const Fp8Operand& b, const Table& t, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+__attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
             uint32_t* out, uint16_t* row_buf) {
   const int64_t kp = (kc + 1) / 2;
   const int64_t panels = (nc + kNR - 1) / kNR;
@@ -219,7 +219,7 @@ void pack_b(const Fp8Operand& b, const Table& t, int64_t j0, int64_t nc, int64_t
 // c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
 // from c's values, else from zero.
 template <bool kLoadC>
-void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
+__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
