@@ -29,11 +29,6 @@ void require_high_precision(const TensorState& t, const char* name) {
           dtype_name(t.dtype), ")");
 }
 
-const ContextState& context_arg(const octet_context* context) {
-  require(context != nullptr, "argument 'context' is NULL");
-  return *context->state;
-}
-
 // A block-scaled tensor: the rowwise copy with its scale grid, or else the
 // columnwise copy dequantized and transposed back.
 void dequantize_blocks(const std::shared_ptr<ContextState>& context, const TensorState& in, TensorState& out) {

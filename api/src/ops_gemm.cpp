@@ -272,8 +272,7 @@ using namespace octet::core;
 extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a, const octet_tensor* b,
                                              octet_tensor* d, const octet_gemm_options* options) {
   return guarded("octet_gemm", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    const ContextState& ctx = *context->state;
+    const ContextState& ctx = context_arg(context);
     const TensorState& ta = tensor_arg(a, ctx, "a");
     const TensorState& tb = tensor_arg(b, ctx, "b");
     TensorState& td = tensor_arg(d, ctx, "d");

@@ -25,8 +25,14 @@ octet_matrix_view TensorState::columnwise_view() const {
   return octet_matrix_view{columnwise.data(), dtype, 0, cols, rows, rows};
 }
 
+TensorState& tensor_handle(const octet_tensor* t, const char* name) {
+  require_live_handle(t, HandleKind::Tensor, name);
+  enter_context(*t->state.ctx);
+  return const_cast<TensorState&>(t->state);
+}
+
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name) {
-  require(t != nullptr, "argument '", name, "' is NULL");
+  require_live_handle(t, HandleKind::Tensor, name);
   require(t->state.ctx.get() == &ctx, "tensor '", name, "' was created on another context");
   return t->state;
 }
@@ -185,7 +191,7 @@ extern "C" {
 OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_tensor_desc* desc,
                                            octet_tensor** tensor) {
   return guarded("octet_tensor_create", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);
     require(tensor != nullptr, "argument 'tensor' is NULL");
     *tensor = create_tensor(context->state, read_desc(desc), OCTET_MEMORY_USER_TENSORS).release();
   });
@@ -194,7 +200,7 @@ OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_t
 OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_tensor_desc* desc, void* data,
                                          octet_tensor** tensor) {
   return guarded("octet_tensor_wrap", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);
     require(tensor != nullptr, "argument 'tensor' is NULL");
     require(data != nullptr, "argument 'data' is NULL");
     const auto& ctx = context->state;
@@ -212,13 +218,20 @@ OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_ten
   });
 }
 
-OCTET_API void octet_tensor_destroy(octet_tensor* tensor) { delete tensor; }
+OCTET_API void octet_tensor_destroy(octet_tensor* tensor) {
+  if (tensor == nullptr) return;
+  std::shared_ptr<ContextState> keep;  // outlives the call's hold on the context
+  guarded("octet_tensor_destroy", [&] {
+    tensor_handle(tensor, "tensor");
+    keep = tensor->state.ctx;
+    delete tensor;
+  });
+}
 
 OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_tensor_info* info) {
   return guarded("octet_tensor_get_info", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    const TensorState& s = tensor_handle(tensor, "tensor");
     require_struct(info, info ? info->struct_size : 0, "info");
-    const TensorState& s = tensor->state;
     octet_tensor_info out{};
     out.struct_size = sizeof(out);
     out.dtype = s.dtype;
@@ -246,7 +259,7 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
 OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t component, const void* src,
                                                    size_t bytes) {
   return guarded("octet_tensor_copy_from_host", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    tensor_handle(tensor, "tensor");
     require(src != nullptr, "argument 'src' is NULL");
     const Buffer* buffer = nullptr;
     size_t offset = 0;
@@ -259,7 +272,7 @@ OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t
 OCTET_API octet_status octet_tensor_copy_to_host(const octet_tensor* tensor, int32_t component, void* dst,
                                                  size_t bytes) {
   return guarded("octet_tensor_copy_to_host", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    tensor_handle(tensor, "tensor");
     require(dst != nullptr, "argument 'dst' is NULL");
     const Buffer* buffer = nullptr;
     size_t offset = 0;

@@ -56,6 +56,7 @@ struct TensorState {
 
 struct octet_tensor {
   octet::core::TensorState state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Tensor)
 };
 
 namespace octet::core {
@@ -66,7 +67,10 @@ std::string scaling_mode_list(uint32_t modes);
 // counted under `plain_category`, quantized ones as quantized copies.
 std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& desc,
                                             int32_t plain_category);
-// Checks a tensor argument: not NULL and created on `ctx`.
+// A tensor argument of a call without a context argument: not NULL, live,
+// and its context held for the running call.
+TensorState& tensor_handle(const octet_tensor* t, const char* name);
+// Checks a tensor argument: not NULL, live and created on `ctx`.
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name);
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name);
 }  // namespace octet::core
