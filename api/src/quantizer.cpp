@@ -346,7 +346,8 @@ OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer) 
 OCTET_API octet_status octet_quantizer_set_scale(octet_quantizer* quantizer, float scale) {
   return guarded("octet_quantizer_set_scale", [&] {
     QuantizerState& q = quantizer_arg(quantizer);
-    require(std::isfinite(scale) && scale > 0.0f, "argument 'scale' (", scale, ") must be finite and > 0");
+    require(scale_allowed(scale), "argument 'scale' (", scale,
+            ") must be finite and > 0 with a finite reciprocal (scale_inv = 1/scale)");
     sync_host(q);
     q.scale = scale;
     q.scale_inv = 1.0f / scale;

@@ -1,7 +1,9 @@
 #include "tensor.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "backend_info.hpp"
 #include "dtype.hpp"
@@ -39,6 +41,21 @@ const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, co
 
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name) {
   return const_cast<TensorState&>(tensor_arg(static_cast<const octet_tensor*>(t), ctx, name));
+}
+
+bool scale_allowed(float value) { return std::isfinite(value) && value > 0.0f && std::isfinite(1.0f / value); }
+
+namespace {
+const char* kScaleRule =
+    "a per-tensor SCALE or SCALE_INV must be finite and > 0 with a finite reciprocal (the rule of "
+    "octet_quantizer_set_scale)";
+}
+
+void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name) {
+  if (!t.quantized() || t.block_scaled() || !t.ctx->host_memory()) return;
+  const float value = *t.scalar(slot);
+  require(scale_allowed(value), "tensor '", name, "' has ", slot == kScale ? "SCALE " : "SCALE_INV ", value,
+          ", which no rule allows: ", kScaleRule);
 }
 
 const char* scaling_mode_name(int32_t mode) {
@@ -146,6 +163,29 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
     default:
       fail(OCTET_STATUS_INVALID_ARGUMENT, "argument 'component' (", component, ") is not an octet_component");
   }
+}
+
+// Scales a caller writes: per-tensor SCALE / SCALE_INV by kScaleRule; FP32
+// block grids (1x128, 128x128) entry by entry by the same rule (the library
+// writes 1/scale of a finite scale > 0); MXFP8's E8M0 codes are all allowed
+// (0xFF is the NaN code the quantizer itself writes for a block holding NaN).
+void check_written_scales(const TensorState& t, int32_t component, const void* src, size_t bytes) {
+  if (component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) {
+    float value = 0.0f;
+    std::memcpy(&value, src, sizeof(value));
+    require(scale_allowed(value), "argument 'src' holds ",
+            component == OCTET_COMPONENT_SCALE ? "SCALE " : "SCALE_INV ", value,
+            " for tensor 'tensor', which no rule allows: ", kScaleRule);
+    return;
+  }
+  const bool grid = component == OCTET_COMPONENT_ROWWISE_SCALE_INV || component == OCTET_COMPONENT_COLUMNWISE_SCALE_INV;
+  if (!grid || t.scale_inv_dtype() != OCTET_DTYPE_FP32) return;
+  std::vector<float> values(bytes / sizeof(float));
+  std::memcpy(values.data(), src, values.size() * sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i)
+    require(scale_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",
+            scaling_mode_name(t.scaling_mode), " scale_inv grid of tensor 'tensor', which no rule allows: each ",
+            "entry must be finite and > 0 with a finite reciprocal");
 }
 
 }  // namespace
@@ -265,6 +305,7 @@ OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t
     size_t offset = 0;
     size_t expected = component_bytes(tensor->state, component, &buffer, &offset);
     require(bytes == expected, "argument 'bytes' (", bytes, ") must equal the component's size (", expected, ")");
+    check_written_scales(tensor->state, component, src, bytes);
     const_cast<Buffer*>(buffer)->copy_from_host(src, bytes, offset);
   });
 }

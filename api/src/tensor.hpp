@@ -67,6 +67,16 @@ std::string scaling_mode_list(uint32_t modes);
 // counted under `plain_category`, quantized ones as quantized copies.
 std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& desc,
                                             int32_t plain_category);
+// The rule for a per-tensor SCALE or SCALE_INV (and octet_quantizer_set_scale's
+// scale): finite, > 0, and with a finite reciprocal (the other one of the pair).
+bool scale_allowed(float value);
+// A per-tensor SCALE / SCALE_INV the call is about to read must satisfy
+// scale_allowed; else INVALID_ARGUMENT naming the tensor. Only tensors in host
+// memory are read here: on a device, the value is checked where the caller
+// writes it (octet_tensor_copy_from_host), and the library writes only
+// allowed values, so reading it back would only cost a synchronisation.
+void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name);
+
 // A tensor argument of a call without a context argument: not NULL, live,
 // and its context held for the running call.
 TensorState& tensor_handle(const octet_tensor* t, const char* name);
