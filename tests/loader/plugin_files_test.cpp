@@ -44,7 +44,8 @@ TEST(PluginFilesIn, KeepsOnlyPluginNamedRegularFilesSortedByName) {
 TEST(PluginFilesIn, BrokenPluginsFolderListsEveryBrokenPlugin) {
   const std::string d = OCTET_TEST_BROKEN_DIR;
   std::vector<std::string> expected;
-  for (const char* kind : {"alignment", "badname", "devicenomemory", "halfmemory", "initfails",
+  for (const char* kind : {"alignment", "badname", "devicenomemory", "halfmemory", "hugealignment",
+                           "hugetable", "initfails",
                            "memorykind", "noentry", "nosymbol", "notalib", "nulltable", "refuses",
                            "smalltable", "wrongmajor"}) {
     expected.push_back(d + "/liboctet_backend_" + kind + ".so");
