@@ -138,6 +138,7 @@ octet_status load_failure_status(const PluginFailure& failure) {
     case PluginFailureKind::kBadTable:
     case PluginFailureKind::kDuplicateName:
     case PluginFailureKind::kBadCapabilities:
+    case PluginFailureKind::kUnsafePermissions:
       return OCTET_STATUS_INVALID_ARGUMENT;
     case PluginFailureKind::kEntryThrew:
       return OCTET_STATUS_BACKEND_ERROR;
@@ -274,8 +275,11 @@ std::optional<PluginFailure> Registry::load_file_locked(const std::string& file)
 }
 
 void Registry::discover_directories_locked() {
-  for (const std::string& dir : plugin_search_directories())
-    for (const std::string& file : plugin_files_in(dir)) load_file_locked(file);
+  for (const std::string& dir : plugin_search_directories()) {
+    std::vector<SkippedFile> skipped;
+    for (const std::string& file : plugin_files_in(dir, &skipped)) load_file_locked(file);
+    for (const SkippedFile& s : skipped) record_failure_locked(s.path, PluginFailure{PluginFailureKind::kNotAFile, s.reason});
+  }
 }
 
 void Registry::discover_locked() {
