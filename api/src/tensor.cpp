@@ -43,18 +43,19 @@ TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* na
   return const_cast<TensorState&>(tensor_arg(static_cast<const octet_tensor*>(t), ctx, name));
 }
 
-bool scale_allowed(float value) { return std::isfinite(value) && value > 0.0f && std::isfinite(1.0f / value); }
+bool scale_inv_allowed(float value) { return std::isfinite(value) && value > 0.0f; }
+bool scale_allowed(float value) { return scale_inv_allowed(value) && std::isfinite(1.0f / value); }
 
 namespace {
 const char* kScaleRule =
-    "a per-tensor SCALE or SCALE_INV must be finite and > 0 with a finite reciprocal (the rule of "
-    "octet_quantizer_set_scale)";
+    "a per-tensor SCALE must be finite and > 0 with a finite reciprocal (the rule of octet_quantizer_set_scale), "
+    "a SCALE_INV finite and > 0";
 }
 
 void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name) {
   if (!t.quantized() || t.block_scaled() || !t.ctx->host_memory()) return;
   const float value = *t.scalar(slot);
-  require(scale_allowed(value), "tensor '", name, "' has ", slot == kScale ? "SCALE " : "SCALE_INV ", value,
+  require(slot == kScale ? scale_allowed(value) : scale_inv_allowed(value), "tensor '", name, "' has ", slot == kScale ? "SCALE " : "SCALE_INV ", value,
           ", which no rule allows: ", kScaleRule);
 }
 
@@ -173,7 +174,8 @@ void check_written_scales(const TensorState& t, int32_t component, const void* s
   if (component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) {
     float value = 0.0f;
     std::memcpy(&value, src, sizeof(value));
-    require(scale_allowed(value), "argument 'src' holds ",
+    require(component == OCTET_COMPONENT_SCALE ? scale_allowed(value) : scale_inv_allowed(value),
+            "argument 'src' holds ",
             component == OCTET_COMPONENT_SCALE ? "SCALE " : "SCALE_INV ", value,
             " for tensor 'tensor', which no rule allows: ", kScaleRule);
     return;
@@ -183,9 +185,9 @@ void check_written_scales(const TensorState& t, int32_t component, const void* s
   std::vector<float> values(bytes / sizeof(float));
   std::memcpy(values.data(), src, values.size() * sizeof(float));
   for (size_t i = 0; i < values.size(); ++i)
-    require(scale_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",
+    require(scale_inv_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",
             scaling_mode_name(t.scaling_mode), " scale_inv grid of tensor 'tensor', which no rule allows: each ",
-            "entry must be finite and > 0 with a finite reciprocal");
+            "entry must be finite and > 0");
 }
 
 }  // namespace

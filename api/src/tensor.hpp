@@ -67,9 +67,12 @@ std::string scaling_mode_list(uint32_t modes);
 // counted under `plain_category`, quantized ones as quantized copies.
 std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& desc,
                                             int32_t plain_category);
-// The rule for a per-tensor SCALE or SCALE_INV (and octet_quantizer_set_scale's
-// scale): finite, > 0, and with a finite reciprocal (the other one of the pair).
+// The rule for a SCALE (and octet_quantizer_set_scale's scale): finite, > 0,
+// with a finite reciprocal (its SCALE_INV). For a SCALE_INV (per-tensor, or an
+// FP32 block grid entry): finite and > 0 (1/FLT_MAX, a subnormal, is the
+// library's own SCALE_INV of the largest scale).
 bool scale_allowed(float value);
+bool scale_inv_allowed(float value);
 // A per-tensor SCALE / SCALE_INV the call is about to read must satisfy
 // scale_allowed; else INVALID_ARGUMENT naming the tensor. Only tensors in host
 // memory are read here: on a device, the value is checked where the caller

@@ -17,8 +17,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const float kBad[] = {0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
-                      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                      1e-40f /* subnormal: 1/x is inf */};
+                      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+const float kTiny = 1e-40f;  // a subnormal whose reciprocal is inf: no SCALE, yet a SCALE_INV
 
 TEST(ScaleRules, PerTensorScaleAndScaleInvOutsideTheRuleAreRefused) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
@@ -38,6 +38,8 @@ TEST(ScaleRules, PerTensorScaleAndScaleInvOutsideTheRuleAreRefused) {
       EXPECT_THAT(m, HasSubstr("octet_quantizer_set_scale"));
     }
   }
+  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &kTiny, sizeof(kTiny)),
+            OCTET_STATUS_INVALID_ARGUMENT);
   // The tensor kept its unit scale: quantize, dequantize and GEMM read it.
   EXPECT_EQ(read<float>(q.get(), OCTET_COMPONENT_SCALE, 1)[0], 1.0f);
   ASSERT_EQ(octet_quantize(ctx.get(), x.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
@@ -46,15 +48,22 @@ TEST(ScaleRules, PerTensorScaleAndScaleInvOutsideTheRuleAreRefused) {
   EXPECT_EQ(read<float>(back.get(), OCTET_COMPONENT_DATA, 4), v);
   ASSERT_EQ(octet_gemm(ctx.get(), q.get(), q.get(), d.get(), nullptr), OCTET_STATUS_SUCCESS);
   for (float r : read<float>(d.get(), OCTET_COMPONENT_DATA, 4)) EXPECT_TRUE(std::isfinite(r));
-  // Allowed values still go through, the largest and smallest included.
-  for (float good : {2.0f, std::numeric_limits<float>::max(), std::numeric_limits<float>::min()})
+  // Allowed values still go through, the largest and smallest included; the
+  // largest SCALE gives a subnormal SCALE_INV, which dequantize accepts.
+  for (float good : {2.0f, std::numeric_limits<float>::min(), std::numeric_limits<float>::max()})
     EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &good, sizeof(good)), OCTET_STATUS_SUCCESS);
+  ASSERT_EQ(octet_quantize(ctx.get(), x.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  EXPECT_EQ(read<float>(q.get(), OCTET_COMPONENT_SCALE_INV, 1)[0], 1.0f / std::numeric_limits<float>::max());
+  EXPECT_EQ(octet_dequantize(ctx.get(), q.get(), back.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE_INV, &kTiny, sizeof(kTiny)),
+            OCTET_STATUS_SUCCESS);
 }
 
 TEST(ScaleRules, QuantizerSetScaleFollowsTheSameRule) {
   octet_quantizer* q = nullptr;
   ASSERT_EQ(octet_quantizer_create(nullptr, OCTET_ROLE_INPUT, &q), OCTET_STATUS_SUCCESS);
   for (float bad : kBad) EXPECT_EQ(octet_quantizer_set_scale(q, bad), OCTET_STATUS_INVALID_ARGUMENT) << bad;
+  EXPECT_EQ(octet_quantizer_set_scale(q, kTiny), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(octet_quantizer_set_scale(q, 0.25f), OCTET_STATUS_SUCCESS);
   octet_quantizer_destroy(q);
 }
