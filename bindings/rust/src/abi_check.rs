@@ -203,7 +203,7 @@ fn parse_field(decl: &str) -> CField {
             rust_type: format!("[{element};{}]", decl[open + 1..close].trim()),
         };
     }
-    let split = decl.rfind(|c: char| c == ' ' || c == '*').unwrap();
+    let split = decl.rfind([' ', '*']).unwrap();
     CField {
         name: decl[split + 1..].to_string(),
         rust_type: rust_type_of_c(&decl[..split + 1]),
