@@ -27,6 +27,42 @@
 //!   with nothing of it left behind;
 //! - [`Recipe`] is `Send` and `Sync`.
 //!
+//! These are checked at compile time (the compiler refuses each of these):
+//!
+//! ```compile_fail
+//! fn sync<T: Sync>() {}
+//! sync::<octet::Context>();
+//! ```
+//! ```compile_fail
+//! fn send<T: Send>() {}
+//! send::<octet::Tensor<'static>>();
+//! ```
+//! ```compile_fail
+//! fn send<T: Send>() {}
+//! send::<octet::Layer<'static>>();
+//! ```
+//! ```compile_fail
+//! fn send<T: Send>() {}
+//! send::<octet::Saved<'static>>();
+//! ```
+//! ```compile_fail
+//! // A tensor cannot outlive its context.
+//! let tensor = {
+//!     let ctx = octet::Context::new("reference").unwrap();
+//!     ctx.tensor_from_f32(&[1], &[1.0]).unwrap()
+//! };
+//! ```
+//!
+//! while these compile:
+//!
+//! ```no_run
+//! fn send<T: Send>() {}
+//! fn sync<T: Sync>() {}
+//! send::<octet::Context>();
+//! send::<octet::Recipe>();
+//! sync::<octet::Recipe>();
+//! ```
+//!
 //! # Linking
 //!
 //! `build.rs` links `liboctet` from `OCTET_LIB_DIR`, by default the
@@ -467,6 +503,42 @@ impl Context {
         Ok(tensor)
     }
 
+    /// max |x| over a high-precision tensor (NaN ignored), `octet_amax`.
+    pub fn amax(&self, input: &Tensor<'_>) -> Result<f32> {
+        let mut amax = 0f32;
+        // SAFETY: live handles, a valid out-pointer.
+        unsafe { check(sys::octet_amax(self.as_ptr(), input.as_ptr(), &mut amax))? };
+        Ok(amax)
+    }
+
+    /// `output = fp8(input * scale)` with the scale read from `output`'s
+    /// SCALE component, every usage of `output`, saturating (`octet_quantize`
+    /// with default options). `output` is a quantized tensor
+    /// ([`TensorDesc::quantized`]).
+    pub fn quantize(&self, input: &Tensor<'_>, output: &mut Tensor<'_>) -> Result<()> {
+        // SAFETY: live handles; NULL options are the defaults.
+        unsafe {
+            check(sys::octet_quantize(
+                self.as_ptr(),
+                input.as_ptr(),
+                output.as_ptr(),
+                ptr::null(),
+            ))
+        }
+    }
+
+    /// `output = decode(input) * scale_inv` (`octet_dequantize`).
+    pub fn dequantize(&self, input: &Tensor<'_>, output: &mut Tensor<'_>) -> Result<()> {
+        // SAFETY: live handles.
+        unsafe {
+            check(sys::octet_dequantize(
+                self.as_ptr(),
+                input.as_ptr(),
+                output.as_ptr(),
+            ))
+        }
+    }
+
     /// Opens an autocast scope with `recipe` (kept alive by the scope),
     /// closed when the returned guard is dropped or [`Autocast::end`]ed.
     pub fn autocast(&self, recipe: &Recipe) -> Result<Autocast<'_>> {
@@ -600,6 +672,15 @@ impl TensorDesc {
             shape: shape.to_vec(),
             usages: 0,
             scaling_mode: 0,
+        }
+    }
+
+    /// A quantized FP8 tensor (per-tensor scaling) with `usages`
+    /// (`sys::OCTET_USAGE_*`): codes plus SCALE, SCALE_INV and AMAX.
+    pub fn quantized(dtype: DType, shape: &[i64], usages: u32) -> TensorDesc {
+        TensorDesc {
+            usages,
+            ..TensorDesc::new(dtype, shape)
         }
     }
 
