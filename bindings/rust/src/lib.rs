@@ -55,7 +55,7 @@
 //!
 //! while these compile:
 //!
-//! ```no_run
+//! ```
 //! fn send<T: Send>() {}
 //! fn sync<T: Sync>() {}
 //! send::<octet::Context>();
@@ -1227,3 +1227,9 @@ impl fmt::Debug for Layer<'_> {
         f.debug_struct("Layer").field("raw", &self.raw).finish()
     }
 }
+
+/// docs/rust.md: its `rust` code blocks run as doctests, so the page's
+/// examples cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/rust.md")]
+pub struct DocsRustMd;
