@@ -381,12 +381,37 @@ impl BackendInfo {
     }
 }
 
-fn zeroed_with_size<T>() -> T {
-    // SAFETY: only used for the sys structs, whose fields are integers, floats,
-    // raw pointers and Option<fn>: all-zero is a valid value of each.
+/// The sys structs that start with `size_t struct_size` and whose fields
+/// are all integers, floats, raw pointers or `Option<fn>`: all-zero is a
+/// valid value of each.
+///
+/// # Safety
+/// Implement only for such structs.
+unsafe trait SizedCStruct: Copy {}
+
+macro_rules! sized_c_structs {
+    ($($name:ident),*) => {$(
+        // SAFETY: a #[repr(C)] sys struct starting with struct_size, with
+        // only integer, float, raw pointer and Option<fn> fields.
+        unsafe impl SizedCStruct for sys::$name {}
+    )*};
+}
+sized_c_structs!(
+    octet_backend_info,
+    octet_context_options,
+    octet_current_scaling_options,
+    octet_delayed_scaling_options,
+    octet_linear_options,
+    octet_recipe_info,
+    octet_tensor_desc,
+    octet_tensor_info
+);
+
+/// A zeroed struct with its struct_size set, ready for an `_init` or a get.
+fn zeroed_with_size<T: SizedCStruct>() -> T {
+    // SAFETY: all-zero is a valid T (SizedCStruct's contract).
     let mut value: T = unsafe { std::mem::zeroed() };
-    // Every sys struct with a struct_size starts with it (a usize).
-    // SAFETY: T is one of those structs, #[repr(C)], with struct_size first.
+    // SAFETY: T is #[repr(C)] and starts with struct_size, a usize.
     unsafe { ptr::write(&mut value as *mut T as *mut usize, std::mem::size_of::<T>()) };
     value
 }
@@ -787,8 +812,7 @@ impl<'a> Tensor<'a> {
         DType::from_code(code).ok_or_else(|| Error::invalid(format!("unknown dtype {code}")))
     }
 
-    /// The size in bytes of one component, with the element type it holds
-    /// (`None`: the FP32 scale components).
+    /// The size in bytes of one component and the dtype of its elements.
     fn component_bytes(&self, component: Component) -> Result<(u64, i32)> {
         let info = self.info()?;
         Ok(match component {
