@@ -30,4 +30,6 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=dylib=octet");
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+    // For tests that build C programs against the same library.
+    println!("cargo:rustc-env=OCTET_LINKED_LIB_DIR={}", dir.display());
 }

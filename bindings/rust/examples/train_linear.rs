@@ -16,6 +16,8 @@
 // rejects a NaN loss.
 #![allow(clippy::needless_range_loop, clippy::neg_cmp_op_on_partial_ord)]
 
+use std::io::Write;
+
 use octet::{Context, DType, Format, LinearOptions, Recipe, TensorDesc};
 
 const IN: usize = 16;
@@ -34,8 +36,9 @@ impl Uniform {
     }
 }
 
-/// Trains for `steps` steps on `backend`; returns the first and last losses.
-fn train(backend: &str, steps: usize, verbose: bool) -> octet::Result<(f64, f64)> {
+/// Trains for `steps` steps on `backend`, writing the loss every 50 steps
+/// to `log`; returns the first and last losses.
+fn train(backend: &str, steps: usize, log: &mut dyn Write) -> octet::Result<(f64, f64)> {
     let mut rng = Uniform(12345);
     let mut a = [[0f32; IN]; OUT]; // the map to learn
     let mut b = [0f32; OUT];
@@ -103,8 +106,8 @@ fn train(backend: &str, steps: usize, verbose: bool) -> octet::Result<(f64, f64)
         scope.end()?;
 
         first_loss.get_or_insert(loss);
-        if verbose && (step == 1 || step % 50 == 0) {
-            println!("step {step:3}  loss {loss:.6}");
+        if step == 1 || step % 50 == 0 {
+            writeln!(log, "step {step:3}  loss {loss:.6}").expect("the log is writable");
         }
 
         // SGD on the host masters, then back into the layer.
@@ -123,16 +126,20 @@ fn train(backend: &str, steps: usize, verbose: bool) -> octet::Result<(f64, f64)
     Ok((first_loss.unwrap_or(loss), loss))
 }
 
+fn final_line(first: f64, last: f64) -> String {
+    format!(
+        "final loss {last:.6} = {:.4}% of the initial {first:.6}",
+        100.0 * last / first
+    )
+}
+
 fn main() {
     let backend = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "reference".into());
-    match train(&backend, STEPS, true) {
+    match train(&backend, STEPS, &mut std::io::stdout()) {
         Ok((first, last)) => {
-            println!(
-                "final loss {last:.6} = {:.4}% of the initial {first:.6}",
-                100.0 * last / first
-            );
+            println!("{}", final_line(first, last));
             if !(last < 0.01 * first) {
                 eprintln!("train_linear: the loss did not fall below 1% of its initial value");
                 std::process::exit(1);
@@ -147,14 +154,55 @@ fn main() {
 
 #[test]
 fn the_loss_falls_below_one_percent() {
-    let (first, last) = train("reference", STEPS, false).unwrap();
+    let (first, last) = train("reference", STEPS, &mut std::io::sink()).unwrap();
     assert!(first > 0.1, "initial loss {first}");
     assert!(last < 0.01 * first, "loss {first} -> {last}");
 }
 
 #[test]
 fn a_bad_backend_is_an_error_with_its_message() {
-    let error = train("no-such-backend", 1, false).unwrap_err();
+    let error = train("no-such-backend", 1, &mut std::io::sink()).unwrap_err();
     assert_eq!(error.status(), octet::Status::NotFound);
     assert!(error.message().contains("no-such-backend"), "{error}");
+}
+
+/// The C example (docs/examples/train_linear.c), compiled with `CC` (else
+/// `cc`) against the same liboctet, prints exactly what this one prints.
+#[test]
+fn prints_what_the_c_example_prints() {
+    use std::path::Path;
+    use std::process::Command;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = env!("OCTET_LINKED_LIB_DIR");
+    let exe = std::env::temp_dir().join(format!("octet-train-linear-c-{}", std::process::id()));
+    let cc = std::env::var("CC").ok().filter(|cc| !cc.is_empty());
+    let cc = cc.unwrap_or_else(|| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-std=c99", "-pedantic", "-Wall"])
+        .arg(repo.join("docs/examples/train_linear.c"))
+        .arg("-I")
+        .arg(repo.join("api/include"))
+        .arg(format!("-L{lib}"))
+        .arg("-loctet")
+        .arg(format!("-Wl,-rpath,{lib}"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler `{cc}` (set CC): {e}"));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let c = Command::new(&exe).arg("reference").output().unwrap();
+    std::fs::remove_file(&exe).ok();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+
+    let mut rust = Vec::new();
+    let (first, last) = train("reference", STEPS, &mut rust).unwrap();
+    writeln!(rust, "{}", final_line(first, last)).unwrap();
+    assert_eq!(
+        String::from_utf8(rust).unwrap(),
+        String::from_utf8(c.stdout).unwrap()
+    );
 }
