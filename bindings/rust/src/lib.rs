@@ -25,6 +25,8 @@
 //!   so they are neither `Send` nor `Sync` (a `&Context` is not `Send` when
 //!   `Context` is not `Sync`), and a context can only move to another thread
 //!   with nothing of it left behind;
+//! - [`Quantizer`] is neither: its state lives in the memory of the backend
+//!   it last quantized on, so it stays on that context's thread;
 //! - [`Recipe`] is `Send` and `Sync`.
 //!
 //! These are checked at compile time (the compiler refuses each of these):
@@ -44,6 +46,10 @@
 //! ```compile_fail
 //! fn send<T: Send>() {}
 //! send::<octet::Saved<'static>>();
+//! ```
+//! ```compile_fail
+//! fn send<T: Send>() {}
+//! send::<octet::Quantizer<'static>>();
 //! ```
 //! ```compile_fail
 //! // A tensor cannot outlive its context.
@@ -402,6 +408,7 @@ sized_c_structs!(
     octet_current_scaling_options,
     octet_delayed_scaling_options,
     octet_linear_options,
+    octet_quantizer_info,
     octet_recipe_info,
     octet_tensor_desc,
     octet_tensor_info
@@ -1013,6 +1020,57 @@ impl Recipe {
     }
 }
 
+/// Tensor roles of a quantizer (`octet_tensor_role`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A GEMM's input (activations).
+    Input,
+    /// A weight.
+    Weight,
+    /// A gradient.
+    Gradient,
+}
+
+impl Role {
+    fn code(self) -> sys::octet_tensor_role {
+        match self {
+            Role::Input => sys::OCTET_ROLE_INPUT,
+            Role::Weight => sys::OCTET_ROLE_WEIGHT,
+            Role::Gradient => sys::OCTET_ROLE_GRADIENT,
+        }
+    }
+}
+
+impl Recipe {
+    /// The dtype and scaling mode (`sys::OCTET_SCALING_*`) a quantized
+    /// tensor of `role` takes under this recipe (`octet_recipe_tensor_format`).
+    pub fn tensor_format(&self, role: Role) -> Result<(DType, i32)> {
+        let (mut dtype, mut mode) = (0, 0);
+        // SAFETY: a live recipe, valid out-pointers.
+        unsafe {
+            check(sys::octet_recipe_tensor_format(
+                self.as_ptr(),
+                role.code(),
+                &mut dtype,
+                &mut mode,
+            ))?
+        };
+        let dtype = DType::from_code(dtype)
+            .ok_or_else(|| Error::invalid(format!("unknown dtype {dtype}")))?;
+        Ok((dtype, mode))
+    }
+
+    /// A quantized tensor description for `role` under this recipe, with
+    /// `usages` (`sys::OCTET_USAGE_*`).
+    pub fn tensor_desc(&self, role: Role, shape: &[i64], usages: u32) -> Result<TensorDesc> {
+        let (dtype, scaling_mode) = self.tensor_format(role)?;
+        Ok(TensorDesc {
+            scaling_mode,
+            ..TensorDesc::quantized(dtype, shape, usages)
+        })
+    }
+}
+
 impl Drop for Recipe {
     fn drop(&mut self) {
         // SAFETY: owned by this handle (layers and scopes keep their own).
@@ -1023,6 +1081,151 @@ impl Drop for Recipe {
 impl fmt::Debug for Recipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recipe").field("raw", &self.raw).finish()
+    }
+}
+
+// ---- quantizers ----------------------------------------------------------------------
+
+/// The scaling state of one tensor role (`octet_quantizer`): owned (from
+/// [`Quantizer::new`], destroyed on drop) or borrowed from a layer
+/// ([`Layer::quantizer`]).
+///
+/// Neither `Send` nor `Sync`: octet.h ties no quantizer to a context, but
+/// its state lives in the memory of the backend it last quantized on
+/// (docs/recipes.md, "Where the scaling state lives"), so it is kept to one
+/// thread, like that context.
+pub struct Quantizer<'a> {
+    raw: NonNull<sys::octet_quantizer>,
+    owned: bool,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl Quantizer<'static> {
+    /// A quantizer of `role` under `recipe` (which it keeps alive).
+    pub fn new(recipe: &Recipe, role: Role) -> Result<Quantizer<'static>> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live recipe, a valid out-pointer.
+        unsafe {
+            check(sys::octet_quantizer_create(
+                recipe.as_ptr(),
+                role.code(),
+                &mut raw,
+            ))?
+        };
+        Ok(Quantizer {
+            raw: NonNull::new(raw).expect("octet_quantizer_create succeeded with NULL"),
+            owned: true,
+            _borrow: PhantomData,
+        })
+    }
+}
+
+impl Quantizer<'_> {
+    /// The raw handle, for calls through [`sys`]; it stays owned by `self`.
+    pub fn as_ptr(&self) -> *mut sys::octet_quantizer {
+        self.raw.as_ptr()
+    }
+
+    /// Quantizes `input` into `output` on `context` with the recipe's scale
+    /// (current scaling: from this input's amax), recording the amax. The
+    /// output's format must be [`Recipe::tensor_format`]'s.
+    pub fn quantize(
+        &mut self,
+        context: &Context,
+        input: &Tensor<'_>,
+        output: &mut Tensor<'_>,
+    ) -> Result<()> {
+        // SAFETY: live handles; NULL options and stats are allowed.
+        unsafe {
+            check(sys::octet_quantizer_quantize(
+                context.as_ptr(),
+                self.as_ptr(),
+                input.as_ptr(),
+                output.as_ptr(),
+                ptr::null(),
+                ptr::null_mut(),
+            ))
+        }
+    }
+
+    /// Role, recipe kind, scale, scale_inv, amax and counters.
+    pub fn info(&self) -> Result<sys::octet_quantizer_info> {
+        let mut info: sys::octet_quantizer_info = zeroed_with_size();
+        // SAFETY: a live quantizer, a valid out-pointer.
+        unsafe { check(sys::octet_quantizer_get_info(self.as_ptr(), &mut info))? };
+        Ok(info)
+    }
+
+    /// Sets the scale (and scale_inv = 1/scale).
+    pub fn set_scale(&mut self, scale: f32) -> Result<()> {
+        // SAFETY: a live quantizer.
+        unsafe { check(sys::octet_quantizer_set_scale(self.as_ptr(), scale)) }
+    }
+
+    /// Records an amax measured elsewhere, as a quantize would.
+    pub fn record_amax(&mut self, amax: f32) -> Result<()> {
+        // SAFETY: a live quantizer.
+        unsafe { check(sys::octet_quantizer_record_amax(self.as_ptr(), amax)) }
+    }
+
+    /// Applies the recipe's scale update (delayed scaling).
+    pub fn update_scale(&mut self) -> Result<()> {
+        // SAFETY: a live quantizer.
+        unsafe { check(sys::octet_quantizer_update_scale(self.as_ptr())) }
+    }
+
+    /// The checkpoint bytes of the state (`octet_quantizer_save`).
+    pub fn save(&self) -> Result<Vec<u8>> {
+        let mut size = 0;
+        // SAFETY: a NULL buffer asks for the size; then a buffer of that size.
+        unsafe {
+            check(sys::octet_quantizer_save(
+                self.as_ptr(),
+                ptr::null_mut(),
+                0,
+                &mut size,
+            ))?;
+            let mut bytes = vec![0u8; size];
+            check(sys::octet_quantizer_save(
+                self.as_ptr(),
+                bytes.as_mut_ptr().cast(),
+                bytes.len(),
+                &mut size,
+            ))?;
+            bytes.truncate(size);
+            Ok(bytes)
+        }
+    }
+
+    /// Restores a state saved by [`Quantizer::save`] (same role, recipe kind
+    /// and history length).
+    pub fn load(&mut self, bytes: &[u8]) -> Result<()> {
+        // SAFETY: a live quantizer; `bytes` is readable for its length.
+        unsafe {
+            check(sys::octet_quantizer_load(
+                self.as_ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+            ))
+        }
+    }
+}
+
+impl Drop for Quantizer<'_> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: owned by this handle.
+            unsafe { sys::octet_quantizer_destroy(self.raw.as_ptr()) }
+        }
+    }
+}
+
+impl fmt::Debug for Quantizer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quantizer")
+            .field("raw", &self.raw)
+            .field("owned", &self.owned)
+            .finish()
     }
 }
 
@@ -1229,6 +1432,27 @@ impl<'c> Layer<'c> {
                 accumulate as i32,
             ))
         }
+    }
+
+    /// The quantizer of `role` of linear `linear_index` (0: the only one),
+    /// borrowed from the layer.
+    pub fn quantizer(&self, linear_index: usize, role: Role) -> Result<Quantizer<'_>> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live layer; the quantizer lives as long as the layer,
+        // which the returned borrow guarantees.
+        unsafe {
+            check(sys::octet_layer_get_quantizer(
+                self.as_ptr(),
+                linear_index,
+                role.code(),
+                &mut raw,
+            ))?
+        };
+        Ok(Quantizer {
+            raw: NonNull::new(raw).expect("octet_layer_get_quantizer succeeded with NULL"),
+            owned: false,
+            _borrow: PhantomData,
+        })
     }
 
     /// The optimizer stepped: cached FP8 weights are quantized again.

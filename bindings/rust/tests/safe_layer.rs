@@ -157,3 +157,57 @@ fn send_and_sync_as_documented() {
     .unwrap();
     assert_eq!(shape, [2]);
 }
+
+#[test]
+fn quantizers_owned_and_borrowed() {
+    use octet::{Format, Quantizer, Role};
+    let ctx = reference();
+    let recipe = Recipe::current(Format::Hybrid).unwrap();
+    assert_eq!(recipe.tensor_format(Role::Gradient).unwrap().0, DType::E5m2);
+    let mut quantizer = Quantizer::new(&recipe, Role::Input).unwrap();
+    let input = ctx
+        .tensor_from_f32(&[1, 4], &[1.0, -2.0, 0.5, 4.0])
+        .unwrap();
+    let desc = recipe
+        .tensor_desc(Role::Input, &[1, 4], sys::OCTET_USAGE_ROWWISE)
+        .unwrap();
+    assert_eq!(desc.dtype, DType::E4m3);
+    let mut q = ctx.tensor(&desc).unwrap();
+    quantizer.quantize(&ctx, &input, &mut q).unwrap();
+    let info = quantizer.info().unwrap();
+    assert_eq!(info.amax, 4.0);
+    assert_eq!(info.scale, 448.0 / 4.0); // current scaling: fp8_max / amax
+    let mut scale = [0f32];
+    q.copy_component_to_host(Component::Scale, &mut scale)
+        .unwrap();
+    assert_eq!(scale[0], info.scale);
+
+    // Checkpoint round trip into a fresh quantizer.
+    let bytes = quantizer.save().unwrap();
+    let mut other = Quantizer::new(&recipe, Role::Input).unwrap();
+    other.load(&bytes).unwrap();
+    assert_eq!(other.info().unwrap().scale, info.scale);
+    assert_eq!(
+        other.load(&bytes[..bytes.len() - 1]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+
+    // A layer's quantizers are borrowed; they see the layer's forwards.
+    let delayed = Recipe::delayed(Format::Hybrid, 0, 4).unwrap();
+    let layer = ctx
+        .linear(&LinearOptions {
+            recipe: Some(&delayed),
+            ..LinearOptions::new(4, 2)
+        })
+        .unwrap();
+    layer
+        .parameter(0)
+        .unwrap()
+        .copy_from_host(&[0.25f32; 8])
+        .unwrap();
+    let mut y = ctx.tensor(&TensorDesc::new(DType::Fp32, &[1, 2])).unwrap();
+    layer.infer(&input, &mut y).unwrap();
+    let input_quantizer = layer.quantizer(0, Role::Input).unwrap();
+    assert_eq!(input_quantizer.info().unwrap().amax, 4.0);
+    assert_eq!(input_quantizer.info().unwrap().role, sys::OCTET_ROLE_INPUT);
+}
