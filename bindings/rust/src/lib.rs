@@ -6,7 +6,8 @@
 //! - [`sys`]: the raw declaration of every type, constant and function of
 //!   `octet.h`, checked against the header by the crate's tests;
 //! - this module: owning handles that free themselves ([`Context`],
-//!   [`Tensor`], [`Recipe`], [`Layer`], [`Saved`], [`Autocast`]), every
+//!   [`Tensor`], [`Recipe`], [`Quantizer`], [`Layer`], [`Saved`],
+//!   [`Autocast`]), every
 //!   fallible call returning [`Result`] with an [`Error`] that carries the
 //!   status and the library's message, and host data passed as slices whose
 //!   length is checked before the library sees them.
@@ -406,6 +407,8 @@ sized_c_structs!(
     octet_backend_info,
     octet_context_options,
     octet_current_scaling_options,
+    octet_layernorm_linear_options,
+    octet_layernorm_mlp_options,
     octet_delayed_scaling_options,
     octet_linear_options,
     octet_quantizer_info,
@@ -604,6 +607,77 @@ impl Context {
         }
         Ok(Layer {
             raw: NonNull::new(raw).expect("octet_layer_create_linear succeeded with NULL"),
+            _context: PhantomData,
+        })
+    }
+
+    /// LayerNorm or RMSNorm over the last dimension, then a Linear
+    /// (`linear.in_features` is the normalized size). Parameters:
+    /// "norm_weight", "norm_bias" (LayerNorm only), "weight", "bias".
+    pub fn layernorm_linear(
+        &self,
+        linear: &LinearOptions,
+        norm: Norm,
+        epsilon: f32,
+    ) -> Result<Layer<'_>> {
+        let mut raw_linear: sys::octet_linear_options = zeroed_with_size();
+        let mut raw_options: sys::octet_layernorm_linear_options = zeroed_with_size();
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid pointers; raw_linear outlives the create call, which
+        // reads it only while it runs.
+        unsafe {
+            check(sys::octet_linear_options_init(&mut raw_linear))?;
+            linear.fill(&mut raw_linear);
+            check(sys::octet_layernorm_linear_options_init(&mut raw_options))?;
+            raw_options.linear = &raw_linear;
+            raw_options.norm = norm.code();
+            raw_options.epsilon = epsilon;
+            check(sys::octet_layer_create_layernorm_linear(
+                self.as_ptr(),
+                &raw_options,
+                &mut raw,
+            ))?;
+        }
+        Ok(Layer {
+            raw: NonNull::new(raw)
+                .expect("octet_layer_create_layernorm_linear succeeded with NULL"),
+            _context: PhantomData,
+        })
+    }
+
+    /// Norm, FC1 (hidden -> ffn, or 2*ffn for SwiGLU), activation, FC2
+    /// (ffn -> hidden), with hidden = `linear.in_features` (its
+    /// out_features is ignored). Parameters: "norm_weight", "norm_bias"
+    /// (LayerNorm only), "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias".
+    pub fn layernorm_mlp(
+        &self,
+        linear: &LinearOptions,
+        ffn_features: i64,
+        norm: Norm,
+        activation: Activation,
+        epsilon: f32,
+    ) -> Result<Layer<'_>> {
+        let mut raw_linear: sys::octet_linear_options = zeroed_with_size();
+        let mut raw_options: sys::octet_layernorm_mlp_options = zeroed_with_size();
+        let mut raw = ptr::null_mut();
+        // SAFETY: as in layernorm_linear.
+        unsafe {
+            check(sys::octet_linear_options_init(&mut raw_linear))?;
+            linear.fill(&mut raw_linear);
+            check(sys::octet_layernorm_mlp_options_init(&mut raw_options))?;
+            raw_options.linear = &raw_linear;
+            raw_options.ffn_features = ffn_features;
+            raw_options.norm = norm.code();
+            raw_options.activation = activation.code();
+            raw_options.epsilon = epsilon;
+            check(sys::octet_layer_create_layernorm_mlp(
+                self.as_ptr(),
+                &raw_options,
+                &mut raw,
+            ))?;
+        }
+        Ok(Layer {
+            raw: NonNull::new(raw).expect("octet_layer_create_layernorm_mlp succeeded with NULL"),
             _context: PhantomData,
         })
     }
@@ -1270,6 +1344,44 @@ impl LinearOptions<'_> {
         raw.params_dtype = self.params_dtype.code();
         raw.recipe = self.recipe.map_or(ptr::null(), |r| r.as_ptr());
         raw.weight_cache = self.weight_cache as i32;
+    }
+}
+
+/// Normalisations of the fused layers (`octet_norm_kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Norm {
+    /// LayerNorm (weight and bias).
+    #[default]
+    LayerNorm,
+    /// RMSNorm (weight only).
+    RmsNorm,
+}
+
+impl Norm {
+    fn code(self) -> sys::octet_norm_kind {
+        match self {
+            Norm::LayerNorm => sys::OCTET_LAYER_LAYERNORM,
+            Norm::RmsNorm => sys::OCTET_LAYER_RMSNORM,
+        }
+    }
+}
+
+/// Activations of LayerNormMLP (`octet_activation_kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Activation {
+    /// GELU.
+    #[default]
+    Gelu,
+    /// SwiGLU (FC1 is twice as wide).
+    SwiGlu,
+}
+
+impl Activation {
+    fn code(self) -> sys::octet_activation_kind {
+        match self {
+            Activation::Gelu => sys::OCTET_LAYER_GELU,
+            Activation::SwiGlu => sys::OCTET_LAYER_SWIGLU,
+        }
     }
 }
 

@@ -211,3 +211,58 @@ fn quantizers_owned_and_borrowed() {
     assert_eq!(input_quantizer.info().unwrap().amax, 4.0);
     assert_eq!(input_quantizer.info().unwrap().role, sys::OCTET_ROLE_INPUT);
 }
+
+#[test]
+fn fused_layers_train() {
+    use octet::{Activation, Norm};
+    let ctx = reference();
+    let norm_linear = ctx
+        .layernorm_linear(&LinearOptions::new(8, 4), Norm::LayerNorm, 1e-5)
+        .unwrap();
+    assert_eq!(
+        norm_linear.parameter_names().unwrap(),
+        ["norm_weight", "norm_bias", "weight", "bias"]
+    );
+    let mlp = ctx
+        .layernorm_mlp(
+            &LinearOptions::new(8, 8),
+            16,
+            Norm::RmsNorm,
+            Activation::SwiGlu,
+            1e-5,
+        )
+        .unwrap();
+    assert_eq!(
+        mlp.parameter_names().unwrap(),
+        [
+            "norm_weight",
+            "fc1_weight",
+            "fc1_bias",
+            "fc2_weight",
+            "fc2_bias"
+        ]
+    );
+    assert_eq!(mlp.parameter(1).unwrap().shape().unwrap(), [32, 8]); // 2 * ffn for SwiGLU
+    let x: Vec<f32> = (0..16).map(|i| (i as f32 * 0.37).sin()).collect();
+    let x = ctx.tensor_from_f32(&[2, 8], &x).unwrap();
+    for (layer, out) in [(&norm_linear, 4), (&mlp, 8)] {
+        for name in layer.parameter_names().unwrap() {
+            let index = layer.find_parameter(&name).unwrap();
+            let mut p = layer.parameter(index).unwrap();
+            let n = p.to_vec::<f32>().unwrap().len();
+            let values: Vec<f32> = (0..n).map(|i| 0.1 + 0.01 * (i % 7) as f32).collect();
+            p.copy_from_host(&values).unwrap();
+        }
+        let mut y = ctx
+            .tensor(&TensorDesc::new(DType::Fp32, &[2, out]))
+            .unwrap();
+        let saved = layer.forward(&x, &mut y).unwrap();
+        assert!(y.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
+        let dy = ctx
+            .tensor_from_f32(&[2, out], &vec![1.0; 2 * out as usize])
+            .unwrap();
+        let mut dx = ctx.tensor(&TensorDesc::new(DType::Fp32, &[2, 8])).unwrap();
+        layer.backward(saved, &dy, Some(&mut dx), false).unwrap();
+        assert!(dx.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
+    }
+}
