@@ -294,8 +294,8 @@ OCTET_API void octet_quantizer_destroy(octet_quantizer* quantizer) {
   if (quantizer == nullptr) return;
   std::shared_ptr<QuantizerState> keep;  // outlives the call's hold on a context
   guarded("octet_quantizer_destroy", [&] {
+    quantizer_arg(quantizer);  // a destroyed quantizer is refused before anything is read
     keep = quantizer->state;
-    quantizer_arg(quantizer);
     delete quantizer;
   });
 }
