@@ -139,6 +139,19 @@ def test_octet_to_octet(ctx):
     assert user_bytes(ctx) == 0
 
 
+def test_legacy_and_versioned_capsules_and_a_consumed_one(ctx):
+    t = ctx.tensor(np.arange(4, dtype=np.float32))
+    for capsule in (t.__dlpack__(), t.__dlpack__(max_version=(1, 3))):  # legacy, versioned
+        u = ctx.from_dlpack(capsule)
+        assert u.numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+        with pytest.raises(ValueError, match="consumed already"):
+            ctx.from_dlpack(capsule)
+        u.close()
+    t.close()
+    gc.collect()
+    assert user_bytes(ctx) == 0
+
+
 def test_module_level_from_dlpack_picks_a_host_context():
     a = octet.aligned_empty((2, 2), np.float32)
     a[...] = 1.5
@@ -189,6 +202,17 @@ def test_torch_cpu_tensors_both_ways(ctx, name):
     gc.collect()
     assert t.values()[3, 7] == -4.0 and t.values()[1, 2] == 2.0
     t.close()
+
+
+def test_torch_takes_a_legacy_capsule(ctx):
+    torch = pytest.importorskip("torch")
+    t = ctx.tensor(np.arange(4, dtype=np.float32))
+    y = torch.utils.dlpack.from_dlpack(t.__dlpack__())
+    t.close()
+    assert y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    del y
+    gc.collect()
+    assert user_bytes(ctx) == 0
 
 
 def test_torch_releases_before_octet_and_after(ctx):
