@@ -21,9 +21,11 @@ import octet
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def ctx():
-    with octet.Context("reference") as c:
+@pytest.fixture(params=["reference", "cpu"])
+def ctx(request):
+    if request.param not in [b["name"] for b in octet.backends() if b["available"]]:
+        pytest.skip(f"the {request.param} backend is not registered (build with -DOCTET_WITH_ONEDNN=ON)")
+    with octet.Context(request.param) as c:
         yield c
 
 
