@@ -433,3 +433,30 @@ TEST_F(DLPack, ImportRefusalsNameTheFieldAndLeaveOwnershipWithTheCaller) {
   m->dl_tensor.strides = p->strides;
   expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, "never copies", deleted);
 }
+
+TEST_F(DLPack, AnExportedLayerParameterOutlivesTheLayer) {
+  octet_linear_options options;
+  ASSERT_EQ(octet_linear_options_init(&options), 0);
+  options.in_features = 4;
+  options.out_features = 2;
+  octet_layer* layer = nullptr;
+  ASSERT_EQ(octet_layer_create_linear(ctx.get(), &options, &layer), 0) << octet_last_error_message();
+  octet_tensor* weight = nullptr;
+  ASSERT_EQ(octet_layer_get_parameter(layer, 0, &weight), 0);
+  std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(octet_tensor_copy_from_host(weight, OCTET_COMPONENT_DATA, values.data(), 32), 0);
+  Versioned* e = nullptr;
+  ASSERT_EQ(octet_tensor_to_dlpack(weight, OCTET_COMPONENT_DATA, &e), 0) << octet_last_error_message();
+  auto parameter_bytes = [&] {
+    octet_memory_stats stats{};
+    stats.struct_size = sizeof(stats);
+    EXPECT_EQ(octet_context_get_memory_stats(ctx.get(), &stats), 0);
+    return stats.current_bytes[OCTET_MEMORY_PARAMETERS];
+  };
+  const uint64_t with_layer = parameter_bytes();
+  octet_layer_destroy(layer);
+  EXPECT_EQ(parameter_bytes(), 32u) << "the exported weight stays counted; the bias went (" << with_layer << ")";
+  EXPECT_EQ(static_cast<float*>(e->dl_tensor.data)[7], 8.0f);
+  e->deleter(e);
+  EXPECT_EQ(parameter_bytes(), 0u);
+}
