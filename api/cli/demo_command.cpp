@@ -5,9 +5,15 @@
 #include <octet/octet.hpp>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -87,24 +93,42 @@ int parse(const std::vector<std::string>& args, DemoOptions* o) {
       }
     } else if (a == "--seed") {
       if (!parse_int(value, 0, (1ll << 62), &n))
-        return usage_error("--seed needs a non-negative integer (got '" + value + "')");
+        return usage_error("--seed needs an integer from 0 to 4611686018427387904 (got '" + value + "')");
       o->config.seed = static_cast<uint64_t>(n);
     } else if (a == "--steps") {
       if (!parse_int(value, 10, 1000000, &n))
-        return usage_error("--steps needs an integer >= 10 (got '" + value + "')");
+        return usage_error("--steps needs an integer from 10 to 1000000 (got '" + value + "')");
       o->config.steps = n;
     } else if (a == "--batch") {
       if (!parse_int(value, 1, 65536, &n))
-        return usage_error("--batch needs a positive integer (got '" + value + "')");
+        return usage_error("--batch needs an integer from 1 to 65536 (got '" + value + "')");
       o->config.shape.batch = n;
     } else {  // --hidden
       if (!parse_int(value, 2, 16384, &n))
-        return usage_error("--hidden needs an integer >= 2 (got '" + value + "')");
+        return usage_error("--hidden needs an integer from 2 to 16384 (got '" + value + "')");
       o->config.shape.hidden = n;
       o->config.shape.ffn = 2 * n;
     }
   }
   return kExitOk;
+}
+
+// Whether the plot can be written at `path`, checked before training: an
+// existing file must be a writable regular file; a new one must be creatable
+// (it is created and removed again). Empty on success, else the system's reason.
+std::string plot_path_problem(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return std::strerror(EISDIR);
+    if (access(path.c_str(), W_OK) != 0) return std::strerror(errno);
+    return "";
+  }
+  if (errno != ENOENT) return std::strerror(errno);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+  if (fd < 0) return std::strerror(errno);
+  close(fd);
+  unlink(path.c_str());
+  return "";
 }
 
 std::string pad(const std::string& s, size_t width) {
@@ -175,6 +199,12 @@ int run_demo(const std::vector<std::string>& args) {
     return kExitFailure;
   }
 
+  if (const std::string problem = plot_path_problem(options.plot); !problem.empty()) {
+    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s': %s\n", options.plot.c_str(),
+                 problem.c_str());
+    return kExitFailure;
+  }
+
   std::vector<demo::Precision> chosen;
   for (const auto& p : demo::all_precisions())
     if (options.precisions.empty() ||
@@ -215,8 +245,10 @@ int run_demo(const std::vector<std::string>& args) {
   for (const RunResult& r : results)
     if (r.outcome == Outcome::Ok) series.push_back({r.precision.name, r.losses});
   const std::string title = "octet demo: training loss on " + options.config.backend;
+  errno = 0;
   if (!demo::write_text_file(options.plot, demo::loss_plot_svg(series, title))) {
-    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s'\n", options.plot.c_str());
+    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s': %s\n", options.plot.c_str(),
+                 errno != 0 ? std::strerror(errno) : "the write failed");
     return kExitFailure;
   }
   std::printf("loss curves: %s\n", options.plot.c_str());

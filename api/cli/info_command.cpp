@@ -4,6 +4,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <string>
 
 #include "capability_words.hpp"
 #include "commands.hpp"
@@ -11,16 +12,37 @@
 namespace octet_cli {
 namespace {
 
+// What the library reports (plugin file names, reasons, a plugin's own
+// strings) with control characters and backslash escaped (\n, \t, \xNN), so
+// that no name can forge lines of this output.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 void print_backend(size_t index, const octet::BackendInfo& b) {
-  std::printf("backend %zu: %s\n", index, b.name.c_str());
-  std::printf("  version            %s\n", b.version.c_str());
-  std::printf("  device             %s\n", b.device.c_str());
-  std::printf("  path               %s\n", b.path.c_str());
+  std::printf("backend %zu: %s\n", index, escaped(b.name).c_str());
+  std::printf("  version            %s\n", escaped(b.version).c_str());
+  std::printf("  device             %s\n", escaped(b.device).c_str());
+  std::printf("  path               %s\n", escaped(b.path).c_str());
   std::printf("  memory             %s\n", memory_kind_words(b.memory_kind).c_str());
   if (b.available)
     std::printf("  status             available\n");
   else
-    std::printf("  status             unavailable: %s\n", b.unavailable_reason.c_str());
+    std::printf("  status             unavailable: %s\n", escaped(b.unavailable_reason).c_str());
   std::printf("  plugin ABI         %u.%u\n", b.abi_major, b.abi_minor);
   std::printf("  dtypes             %s\n", dtype_list(b.dtypes).c_str());
   std::printf("  scaling modes      %s\n", scaling_mode_list(b.scaling_modes).c_str());
@@ -56,7 +78,7 @@ int run_info(const std::vector<std::string>& args) {
   } else {
     std::printf("plugins that failed to load: %zu\n", failures.size());
     for (const auto& f : failures)
-      std::printf("  %s\n    reason: %s\n", f.path.c_str(), f.reason.c_str());
+      std::printf("  %s\n    reason: %s\n", escaped(f.path).c_str(), escaped(f.reason).c_str());
   }
   return kExitOk;
 }

@@ -110,8 +110,7 @@ extern "C" {
 
 OCTET_API octet_status octet_context_set_communicator(octet_context* context, const octet_communicator* communicator) {
   return guarded("octet_context_set_communicator", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    ContextState& ctx = *context->state;
+    ContextState& ctx = context_arg(context);
     if (communicator == nullptr) {
       ctx.communicator = octet_communicator{};
       return;
@@ -127,18 +126,17 @@ OCTET_API octet_status octet_context_set_communicator(octet_context* context, co
 
 OCTET_API octet_status octet_autocast_begin(octet_context* context, const octet_recipe* recipe) {
   return guarded("octet_autocast_begin", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    require(recipe != nullptr, "argument 'recipe' is NULL");
-    ContextState& ctx = *context->state;
+    ContextState& ctx = context_arg(context);
+    require_live_handle(recipe, HandleKind::Recipe, "recipe");
     require(ctx.autocast_stack.size() < 64, "autocast scopes nest at most 64 deep");
-    ctx.autocast_stack.push_back(std::make_shared<octet_recipe>(octet_recipe{recipe->state}));
+    // A pooled handle: octet_autocast_get_state hands it out.
+    ctx.autocast_stack.push_back(std::shared_ptr<octet_recipe>(new octet_recipe{recipe->state}));
   });
 }
 
 OCTET_API octet_status octet_autocast_end(octet_context* context) {
   return guarded("octet_autocast_end", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    ContextState& ctx = *context->state;
+    ContextState& ctx = context_arg(context);
     require(!ctx.autocast_stack.empty(), "no autocast scope is open on this context");
     ctx.autocast_stack.pop_back();
     if (!ctx.autocast_stack.empty()) return;
@@ -151,8 +149,7 @@ OCTET_API octet_status octet_autocast_end(octet_context* context) {
 OCTET_API octet_status octet_autocast_get_state(const octet_context* context, int32_t* depth,
                                                 const octet_recipe** recipe) {
   return guarded("octet_autocast_get_state", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    const ContextState& ctx = *context->state;
+    const ContextState& ctx = context_arg(context);
     if (depth != nullptr) *depth = int32_t(ctx.autocast_stack.size());
     // The scope's own handle: valid while the scope is open.
     if (recipe != nullptr) *recipe = ctx.autocast_stack.empty() ? nullptr : ctx.autocast_stack.back().get();

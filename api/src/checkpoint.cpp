@@ -104,7 +104,7 @@ extern "C" {
 OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, void* buffer, size_t capacity,
                                             size_t* size) {
   return guarded("octet_quantizer_save", [&] {
-    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    quantizer_arg(quantizer);
     require(size != nullptr, "argument 'size' is NULL");
     sync_host(*quantizer->state);  // a host read: the device may hold the newer state
     std::vector<uint8_t> bytes = serialize(*quantizer->state);
@@ -121,7 +121,7 @@ OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, vo
 
 OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const void* buffer, size_t size) {
   return guarded("octet_quantizer_load", [&] {
-    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    quantizer_arg(quantizer);
     require(buffer != nullptr, "argument 'buffer' is NULL");
     const uint8_t* p = static_cast<const uint8_t*>(buffer);
     // Magic, format version and ABI major sit at offsets 0, 4 and 8 in

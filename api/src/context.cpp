@@ -12,6 +12,46 @@ ContextState::~ContextState() {
   if (handle != nullptr && backend->api->context_destroy != nullptr) backend->api->context_destroy(handle);
 }
 
+namespace {
+thread_local char thread_token;  // its address names the thread
+}
+
+void enter_context(ContextState& ctx) {
+  CallScope* call = current_call();
+  if (call == nullptr) return;  // not inside an entry point
+  for (int i = 0; i < call->held_count; ++i)
+    if (call->held[i] == &ctx) return;
+  if (call->held_count == CallScope::kMaxContexts)
+    fail(OCTET_STATUS_INTERNAL, "one call holds more than ", CallScope::kMaxContexts, " contexts");
+  const void* expected = nullptr;
+  if (ctx.use.owner.compare_exchange_strong(expected, &thread_token, std::memory_order_acquire,
+                                            std::memory_order_relaxed)) {
+    ctx.use.depth = 1;
+    ctx.use.call.store(call->function, std::memory_order_relaxed);
+  } else if (expected == &thread_token) {
+    ++ctx.use.depth;  // this thread, from inside one of its own calls
+  } else {
+    const char* other = ctx.use.call.load(std::memory_order_relaxed);
+    fail(OCTET_STATUS_INVALID_ARGUMENT, "the context (", static_cast<const void*>(&ctx), ") is in use by ",
+         other != nullptr ? other : "another call", " on another thread; a context, with everything created on it "
+         "(tensors, layers, saved states, resident quantizer state), is used by one thread at a time");
+  }
+  call->held[call->held_count++] = &ctx;
+}
+
+void leave_context(ContextState& ctx) noexcept {
+  if (--ctx.use.depth != 0) return;
+  ctx.use.call.store(nullptr, std::memory_order_relaxed);
+  ctx.use.owner.store(nullptr, std::memory_order_release);
+}
+
+ContextState& context_arg(const octet_context* context, const char* name) {
+  require_live_handle(context, HandleKind::Context, name);
+  ContextState& ctx = *context->state;
+  enter_context(ctx);
+  return ctx;
+}
+
 void require_entry(const ContextState& ctx, bool present, const char* name) {
   if (!present)
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not provide the entry point '",
@@ -89,28 +129,31 @@ OCTET_API octet_status octet_context_options_init(octet_context_options* options
 }
 
 OCTET_API void octet_context_destroy(octet_context* context) {
-  // No scope can end once the handle is gone: dropping the scopes' list of
-  // quantizers breaks the cycle context -> quantizer -> resident state ->
-  // context, so the context dies with its last tensor.
-  if (context != nullptr) {
-    context->state->autocast_used.clear();
-    context->state->autocast_stack.clear();
-  }
-  delete context;
+  if (context == nullptr) return;
+  std::shared_ptr<ContextState> keep;  // outlives the call's hold on the context
+  guarded("octet_context_destroy", [&] {
+    ContextState& ctx = context_arg(context);
+    keep = context->state;
+    // No scope can end once the handle is gone: dropping the scopes' list of
+    // quantizers breaks the cycle context -> quantizer -> resident state ->
+    // context, so the context dies with its last tensor.
+    ctx.autocast_used.clear();
+    ctx.autocast_stack.clear();
+    delete context;
+  });
 }
 
 OCTET_API octet_status octet_context_get_info(const octet_context* context, octet_backend_info* info) {
   return guarded("octet_context_get_info", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    const ContextState& ctx = context_arg(context);
     require_struct(info, info ? info->struct_size : 0, "info");
-    fill_backend_info(*context->state->backend, context->state->caps, info);
+    fill_backend_info(*ctx.backend, ctx.caps, info);
   });
 }
 
 OCTET_API octet_status octet_context_synchronize(octet_context* context) {
   return guarded("octet_context_synchronize", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    const ContextState& ctx = *context->state;
+    const ContextState& ctx = context_arg(context);
     if (ctx.api().synchronize == nullptr) return;  // a synchronous backend
     call_backend(ctx, "synchronize", [&] { return ctx.api().synchronize(ctx.handle); });
   });

@@ -5,8 +5,11 @@
 #include <octet/octet.h>
 #include <octet/octet_backend.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
+
+#include "handle.hpp"
 
 #include "memory_ledger.hpp"
 #include "registry.hpp"
@@ -15,6 +18,15 @@ namespace octet::core {
 
 struct RecipeState;
 struct QuantizerState;
+
+// Which thread is inside a call that uses the context, and which call: a
+// context is used by one thread at a time, and a second thread entering
+// while another is inside is refused (enter_context).
+struct ContextUse {
+  std::atomic<const void*> owner{nullptr};  // a per-thread token, NULL when idle
+  std::atomic<const char*> call{nullptr};   // the owner's outermost entry point
+  uint32_t depth = 0;                       // the owner's nested entries (callbacks)
+};
 
 struct ContextState {
   std::shared_ptr<const Backend> backend;
@@ -28,6 +40,7 @@ struct ContextState {
   std::vector<std::shared_ptr<QuantizerState>> autocast_used;
   octet_communicator communicator{};
   MemoryLedger memory;  // bytes held by the buffers of this context
+  ContextUse use;
 
   ContextState() = default;
   ContextState(const ContextState&) = delete;
@@ -37,6 +50,15 @@ struct ContextState {
   const octet_backend_api& api() const { return *backend->api; }
   bool host_memory() const { return caps.memory_kind == OCTET_MEMORY_HOST; }
 };
+
+// Holds `ctx` for the running entry point (current_call()) until it returns.
+// Another thread inside a call on `ctx` makes this INVALID_ARGUMENT naming
+// both calls; the same thread may enter again (a callback calling Octet).
+void enter_context(ContextState& ctx);
+void leave_context(ContextState& ctx) noexcept;
+
+// A context argument: not NULL, live, and held for the running call.
+ContextState& context_arg(const octet_context* context, const char* name = "context");
 
 // Fails with UNSUPPORTED naming `entry` when the backend does not provide it.
 void require_entry(const ContextState& ctx, bool present, const char* name);
@@ -55,4 +77,5 @@ void call_backend(const ContextState& ctx, const char* entry, Call&& call) {
 // of them.
 struct octet_context {
   std::shared_ptr<octet::core::ContextState> state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Context)
 };

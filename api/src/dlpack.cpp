@@ -225,8 +225,7 @@ struct Export {
 
 template <typename Managed>
 Managed* to_dlpack(octet_tensor* tensor, int32_t component) {
-  require(tensor != nullptr, "argument 'tensor' is NULL");
-  const TensorState& t = tensor->state;
+  const TensorState& t = tensor_handle(tensor, "tensor");  // live, its context held for this call
   const int32_t device = context_device(*t.ctx);
   ComponentView v = component_view(t, component);
   auto e = std::make_unique<Export<Managed>>();
@@ -267,7 +266,7 @@ extern "C" {
 OCTET_API octet_status octet_tensor_from_dlpack(octet_context* context, octet_dlpack_managed_tensor_versioned* managed,
                                                 octet_tensor** tensor) {
   return guarded("octet_tensor_from_dlpack", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);  // live, held for this call
     require(managed != nullptr, "argument 'managed' is NULL");
     require(tensor != nullptr, "argument 'tensor' is NULL");
     require(managed->version.major == OCTET_DLPACK_MAJOR_VERSION, "managed->version (", managed->version.major, ".",
@@ -284,7 +283,7 @@ OCTET_API octet_status octet_tensor_from_dlpack(octet_context* context, octet_dl
 OCTET_API octet_status octet_tensor_from_dlpack_legacy(octet_context* context, octet_dlpack_managed_tensor* managed,
                                                        octet_tensor** tensor) {
   return guarded("octet_tensor_from_dlpack_legacy", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);  // live, held for this call
     require(managed != nullptr, "argument 'managed' is NULL");
     require(tensor != nullptr, "argument 'tensor' is NULL");
     from_dlpack(context, managed, tensor, managed->dl_tensor);

@@ -44,10 +44,33 @@ void require(bool condition, const Parts&... parts) {
   if (!condition) fail(OCTET_STATUS_INVALID_ARGUMENT, parts...);
 }
 
+struct ContextState;
+
+// One running C entry point on this thread: its name, and the contexts it
+// holds (enter_context in context.hpp), released when it returns. Nested
+// scopes (a callback that calls Octet) chain through `outer`.
+class CallScope {
+ public:
+  explicit CallScope(const char* function) noexcept;
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  static constexpr int kMaxContexts = 4;
+  const char* function;
+  CallScope* outer;
+  ContextState* held[kMaxContexts] = {};
+  int held_count = 0;
+};
+
+// The innermost running entry point of this thread, or NULL.
+CallScope* current_call() noexcept;
+
 // Runs the body of a C entry point: exceptions become a status plus message.
 // Success leaves the message alone: it always describes the last failure.
 template <typename Body>
 octet_status guarded(const char* function, Body&& body) noexcept {
+  CallScope scope(function);
   try {
     body();
     return OCTET_STATUS_SUCCESS;

@@ -103,7 +103,7 @@ struct Quantized {
 };
 
 const std::shared_ptr<QuantizerState>& quantizer(LinearUnit& u, int32_t role) {
-  return u.quantizers[size_t(role)].state;
+  return u.quantizers[size_t(role)]->state;
 }
 
 // Static scaling with observe = 1: every quantize of new data is counted
@@ -818,7 +818,7 @@ void add_linear(LayerState& L, const std::string& prefix, int64_t in, int64_t ou
         q->scale_inv = 1.0f / q->scale;
       }
     }
-    u.quantizers[size_t(role)].state = std::move(q);
+    u.quantizers[size_t(role)] = std::shared_ptr<octet_quantizer>(new octet_quantizer{std::move(q)});
   }
   L.linears.push_back(std::move(u));
 }
@@ -844,7 +844,7 @@ void add_norm(LayerState& L, int32_t norm, float epsilon) {
 
 std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linear_options* linear, LayerKind kind,
                                        const char* prefix) {
-  require(context != nullptr, "argument 'context' is NULL");
+  context_arg(context);
   require(linear != nullptr, "argument '", prefix, "' is NULL");
   octet_linear_options o = read_versioned(linear, linear_defaults(), prefix);
   check_linear_options(o, (std::string(prefix) + "->").c_str());
@@ -855,20 +855,18 @@ std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linea
   L.kind = kind;
   L.options = o;
   if (o.recipe != nullptr) {
+    require_live_handle(o.recipe, HandleKind::Recipe, (std::string(prefix) + "->recipe").c_str());
     L.recipe = o.recipe->state;
   }
   L.options.recipe = nullptr;  // kept through L.recipe
   return layer;
 }
 
-LayerState& layer_arg(octet_layer* layer) {
-  require(layer != nullptr, "argument 'layer' is NULL");
-  return layer->state;
-}
-
-const LayerState& layer_arg(const octet_layer* layer) {
-  require(layer != nullptr, "argument 'layer' is NULL");
-  return layer->state;
+// A layer argument: not NULL, live, and its context held for the running call.
+LayerState& layer_arg(const octet_layer* layer) {
+  require_live_handle(layer, HandleKind::Layer, "layer");
+  enter_context(*layer->state.ctx);
+  return const_cast<LayerState&>(layer->state);
 }
 
 Parameter& param_arg(LayerState& L, size_t index) {
@@ -961,7 +959,14 @@ OCTET_API octet_status octet_layer_create_layernorm_mlp(octet_context* context,
   });
 }
 
-OCTET_API void octet_layer_destroy(octet_layer* layer) { delete layer; }
+OCTET_API void octet_layer_destroy(octet_layer* layer) {
+  if (layer == nullptr) return;
+  std::shared_ptr<ContextState> keep;  // outlives the call's hold on the context
+  guarded("octet_layer_destroy", [&] {
+    keep = layer_arg(layer).ctx;
+    delete layer;
+  });
+}
 
 OCTET_API octet_status octet_layer_parameter_count(const octet_layer* layer, size_t* count) {
   return guarded("octet_layer_parameter_count", [&] {
@@ -1072,7 +1077,7 @@ OCTET_API octet_status octet_layer_get_quantizer(octet_layer* layer, size_t line
     require(linear_index < L.linears.size(), "argument 'linear_index' (", linear_index, ") must be < ",
             L.linears.size());
     require_role(role);
-    *quantizer = &L.linears[linear_index].quantizers[size_t(role)];
+    *quantizer = L.linears[linear_index].quantizers[size_t(role)].get();
   });
 }
 
@@ -1085,6 +1090,7 @@ OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tenso
             "argument 'saved' is NULL: a training forward returns the handle its backward consumes");
     auto handle = std::make_unique<octet_saved>();
     handle->state.layer_id = L.id;
+    handle->state.ctx = L.ctx;
     layer_forward(L, input, output, training != 0, handle->state);
     if (saved != nullptr) *saved = handle.release();
   });
@@ -1097,6 +1103,7 @@ OCTET_API octet_status octet_layer_backward(octet_layer* layer, octet_saved** sa
     require(saved != nullptr && *saved != nullptr,
             "argument 'saved' is NULL (or points to NULL): pass the handle a training forward returned; each "
             "handle is consumed by one backward");
+    require_live_handle(*saved, HandleKind::Saved, "*saved");
     SavedState& s = (*saved)->state;
     require(s.layer_id == L.id, "the saved handle was returned by a forward of another layer");
     require(s.training, "the saved handle comes from an inference forward (training = 0), which keeps nothing for "
@@ -1118,6 +1125,15 @@ OCTET_API octet_status octet_layer_backward(octet_layer* layer, octet_saved** sa
   });
 }
 
-OCTET_API void octet_saved_destroy(octet_saved* saved) { delete saved; }
+OCTET_API void octet_saved_destroy(octet_saved* saved) {
+  if (saved == nullptr) return;
+  std::shared_ptr<ContextState> keep;  // outlives the call's hold on the context
+  guarded("octet_saved_destroy", [&] {
+    require_live_handle(saved, HandleKind::Saved, "saved");
+    keep = saved->state.ctx;
+    if (keep) enter_context(*keep);
+    delete saved;
+  });
+}
 
 }  // extern "C"

@@ -44,7 +44,8 @@ struct LinearUnit {
   int64_t in = 0, out = 0;
   size_t weight = 0;   // parameter index
   int bias = -1;       // parameter index or -1
-  std::array<octet_quantizer, 3> quantizers;  // by octet_tensor_role
+  // By octet_tensor_role; pooled handles, as octet_layer_get_quantizer hands them out.
+  std::array<std::shared_ptr<octet_quantizer>, 3> quantizers;
   TensorPtr cached_weight;                    // weight cache: FP8 rowwise copy
   UsedScale cached_scale;
 };
@@ -77,6 +78,7 @@ struct SavedLinear {
 };
 
 struct SavedState {
+  std::shared_ptr<ContextState> ctx;  // the layer's
   uint64_t layer_id = 0;
   bool training = false;
   std::shared_ptr<const RecipeState> recipe;  // null: high precision
@@ -91,8 +93,10 @@ struct SavedState {
 
 struct octet_layer {
   octet::core::LayerState state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Layer)
 };
 
 struct octet_saved {
   octet::core::SavedState state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Saved)
 };

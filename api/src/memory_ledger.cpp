@@ -45,15 +45,14 @@ extern "C" {
 
 OCTET_API octet_status octet_context_get_memory_stats(const octet_context* context, octet_memory_stats* stats) {
   return guarded("octet_context_get_memory_stats", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);
     write_versioned(context->state->memory.snapshot(), stats, "stats");
   });
 }
 
 OCTET_API octet_status octet_context_reset_peak_memory(octet_context* context) {
   return guarded("octet_context_reset_peak_memory", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    context->state->memory.reset_peaks();
+    context_arg(context).memory.reset_peaks();
   });
 }
 

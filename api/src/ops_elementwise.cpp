@@ -29,11 +29,6 @@ void require_high_precision(const TensorState& t, const char* name) {
           dtype_name(t.dtype), ")");
 }
 
-const ContextState& context_arg(const octet_context* context) {
-  require(context != nullptr, "argument 'context' is NULL");
-  return *context->state;
-}
-
 // A block-scaled tensor: the rowwise copy with its scale grid, or else the
 // columnwise copy dequantized and transposed back.
 void dequantize_blocks(const std::shared_ptr<ContextState>& context, const TensorState& in, TensorState& out) {
@@ -101,6 +96,7 @@ OCTET_API octet_status octet_quantize(octet_context* context, const octet_tensor
     TensorState& out = tensor_arg(output, ctx, "output");
     octet_quantize_options o = read_quantize_options(options);
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    require_allowed_scalar(out, kScale, "output");
     quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, nullptr);
   });
 }
@@ -115,6 +111,7 @@ OCTET_API octet_status octet_quantize_with_stats(octet_context* context, const o
     require_struct(stats, stats ? stats->struct_size : 0, "stats");
     octet_quantize_options o = read_quantize_options(options);
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    require_allowed_scalar(out, kScale, "output");
     octet_quantize_stats result{};
     quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result);
     write_versioned(result, stats, "stats");
@@ -129,6 +126,7 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     require(is_fp8(in.dtype), "tensor 'input' must be E4M3 or E5M2 (it is ", dtype_name(in.dtype), ")");
     require_high_precision(out, "output");
     require_same_shape(in, "input", out, "output");
+    require_allowed_scalar(in, kScaleInv, "input");
     if (in.block_scaled()) {
       dequantize_blocks(context->state, in, out);
       return;

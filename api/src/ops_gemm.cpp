@@ -272,11 +272,13 @@ using namespace octet::core;
 extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a, const octet_tensor* b,
                                              octet_tensor* d, const octet_gemm_options* options) {
   return guarded("octet_gemm", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
-    const ContextState& ctx = *context->state;
+    const ContextState& ctx = context_arg(context);
     const TensorState& ta = tensor_arg(a, ctx, "a");
     const TensorState& tb = tensor_arg(b, ctx, "b");
     TensorState& td = tensor_arg(d, ctx, "d");
+    require_allowed_scalar(ta, kScaleInv, "a");
+    require_allowed_scalar(tb, kScaleInv, "b");
+    if (is_fp8(td.dtype)) require_allowed_scalar(td, kScale, "d");
     run_gemm(context->state, ta, tb, td, read_versioned(options, gemm_defaults(), "options"));
   });
 }

@@ -4,11 +4,13 @@
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <new>
@@ -29,6 +31,8 @@ namespace fs = std::filesystem;
 constexpr const char* kFilePrefix = "liboctet_backend_";
 constexpr const char* kFileSuffix = ".so";
 constexpr const char* kPathVariable = "OCTET_BACKEND_PATH";
+constexpr const char* kPermissionsVariable = "OCTET_PLUGIN_PERMISSIONS";
+
 
 // Every field the host reads before deciding anything must lie inside the
 // plugin's table: up to and including context_destroy (the last required
@@ -63,6 +67,51 @@ std::string sentence(const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
   return out.str();
+}
+
+// Why a path named like a plugin is not a regular file (following symbolic
+// links), or "" when it is one.
+std::string not_a_regular_file(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(path, ec);
+  if (ec) return sentence("cannot be examined (", ec.message(), ")");
+  const bool symlink = fs::is_symlink(link);
+  const fs::file_status target = fs::status(path, ec);
+  if (symlink && (ec || !fs::exists(target))) {
+    std::error_code read_ec;
+    const fs::path to = fs::read_symlink(path, read_ec);
+    return sentence("a dangling symbolic link (to ", read_ec ? std::string("?") : to.string(), ")");
+  }
+  if (ec) return sentence("cannot be examined (", ec.message(), ")");
+  const char* what = nullptr;
+  switch (target.type()) {
+    case fs::file_type::regular: return "";
+    case fs::file_type::directory: what = "a directory"; break;
+    case fs::file_type::fifo: what = "a FIFO (named pipe)"; break;
+    case fs::file_type::character: what = "a character device"; break;
+    case fs::file_type::block: what = "a block device"; break;
+    case fs::file_type::socket: what = "a socket"; break;
+    default: what = "not a regular file"; break;
+  }
+  return symlink ? sentence("a symbolic link to ", what) : std::string(what);
+}
+
+// "strict" (or any value but "warn"): refuse plugins in writable places;
+// unset or "warn": load them with a warning on stderr.
+bool refuse_unsafe_permissions() {
+  const char* value = secure_getenv(kPermissionsVariable);
+  return value != nullptr && *value != '\0' && std::string(value) != "warn";
+}
+
+std::string writable_by_others(const fs::path& path, bool directory) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  const bool group = (st.st_mode & S_IWGRP) != 0, world = (st.st_mode & S_IWOTH) != 0;
+  if (!group && !world) return "";
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  return sentence(directory ? "its folder " : "the file ", path.string(), " is ",
+                  world ? "world" : "group", "-writable (mode ", mode, ")");
 }
 
 // A failure detected here: its kind and the problem, without the path.
@@ -125,7 +174,17 @@ std::optional<LoadedPlugin> load_or_explain(const std::string& requested, Plugin
   const std::string shown = path.string();
   std::error_code ec;
   if (!fs::exists(path, ec)) return fail(shown, Kind::kNotFound, "no such file");
-  if (!fs::is_regular_file(path, ec)) return fail(shown, Kind::kNotAFile, "not a regular file");
+  if (const std::string why = not_a_regular_file(path); !why.empty())
+    return fail(shown, Kind::kNotAFile, sentence("not a regular file: ", why));
+  if (const std::string unsafe = unsafe_permissions(shown); !unsafe.empty()) {
+    if (refuse_unsafe_permissions())
+      return fail(shown, Kind::kUnsafePermissions,
+                  sentence(unsafe, ": refused (", kPermissionsVariable, " is set; others could replace the code)"));
+    std::fprintf(stderr,
+                 "octet: warning: plugin %s: %s; whoever can write there can run code in this process "
+                 "(%s=strict refuses such plugins)\n",
+                 escape_control(shown).c_str(), escape_control(unsafe).c_str(), kPermissionsVariable);
+  }
 
   auto library = std::make_shared<boost::dll::shared_library>();
   boost::dll::fs::error_code load_error;
@@ -250,6 +309,7 @@ const char* plugin_failure_kind_name(PluginFailureKind kind) {
     case PluginFailureKind::kDuplicateName: return "duplicate_name";
     case PluginFailureKind::kInitializeFailed: return "initialize_failed";
     case PluginFailureKind::kBadCapabilities: return "bad_capabilities";
+    case PluginFailureKind::kUnsafePermissions: return "unsafe_permissions";
     case PluginFailureKind::kOutOfMemory: return "out_of_memory";
     case PluginFailureKind::kUnexpected: return "unexpected";
   }
@@ -301,8 +361,53 @@ std::vector<std::string> plugin_search_directories() {
   return dirs;
 }
 
-std::vector<std::string> plugin_files_in(const std::string& dir) {
+std::string escape_control(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
+      out += hex;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+std::string unsafe_permissions(const std::string& path) {
+  try {
+    std::vector<std::string> found;
+    std::error_code ec;
+    const fs::path entry = tidy_absolute(path);
+    const fs::path real = fs::canonical(entry, ec);
+    const fs::path file = ec ? entry : real;
+    if (std::string w = writable_by_others(file, false); !w.empty()) found.push_back(w);
+    // The folder holding the name, and the one holding the real file.
+    for (const fs::path& dir : {entry.parent_path(), file.parent_path()}) {
+      std::string w = writable_by_others(dir, true);
+      if (!w.empty() && std::find(found.begin(), found.end(), w) == found.end()) found.push_back(w);
+    }
+    std::string out;
+    for (const std::string& w : found) out += (out.empty() ? "" : "; ") + w;
+    return out;
+  } catch (...) {
+    return "";
+  }
+}
+
+std::vector<std::string> plugin_files_in(const std::string& dir, std::vector<SkippedFile>* skipped) {
   std::vector<std::pair<std::string, std::string>> found;  // (file name, full path)
+  std::vector<std::pair<std::string, SkippedFile>> odd;    // (file name, why it is skipped)
   try {
     std::error_code ec;
     fs::directory_iterator it(dir, ec);
@@ -310,11 +415,19 @@ std::vector<std::string> plugin_files_in(const std::string& dir) {
     for (; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (!has_affixes(name, kFilePrefix, kFileSuffix)) continue;
-      std::error_code type_ec;
-      if (!it->is_regular_file(type_ec)) continue;  // follows symlinks
-      found.emplace_back(name, (fs::path(dir) / name).string());
+      const std::string full = (fs::path(dir) / name).string();
+      const std::string why = not_a_regular_file(full);  // follows symlinks
+      if (why.empty()) {
+        found.emplace_back(name, full);
+      } else if (skipped != nullptr) {
+        odd.emplace_back(name, SkippedFile{full, sentence("plugin ", full, ": skipped: ", why,
+                                                          ", not a regular file")});
+      }
     }
     std::sort(found.begin(), found.end());
+    std::sort(odd.begin(), odd.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (skipped != nullptr)
+      for (auto& entry : odd) skipped->push_back(std::move(entry.second));
   } catch (...) {
     found.clear();
   }

@@ -36,6 +36,7 @@ enum class PluginFailureKind {
   kDuplicateName,        // (registry) a backend of that name is registered
   kInitializeFailed,     // (registry) initialize() returned a failure
   kBadCapabilities,      // (registry) caps or memory entries break the rules
+  kUnsafePermissions,    // group- or world-writable file or folder, refused by policy
   kOutOfMemory,          // the host ran out of memory while loading
   kUnexpected,           // anything else (an exception from the loader)
 };
@@ -64,10 +65,26 @@ std::optional<LoadedPlugin> load_plugin(const std::string& path, PluginFailure* 
 // Never throws.
 std::vector<std::string> plugin_search_directories();
 
+// A directory entry named like a plugin that is not a candidate.
+struct SkippedFile {
+  std::string path;
+  std::string reason;  // "plugin <path>: skipped: a FIFO (named pipe), not a regular file"
+};
+
 // Every regular file (or symlink to one) named liboctet_backend_<name>.so
-// in dir, as dir/file, sorted by file name. Never throws; an unreadable
-// directory gives an empty list.
-std::vector<std::string> plugin_files_in(const std::string& dir);
+// in dir, as dir/file, sorted by file name. Entries with a plugin's name
+// that are not regular files (a directory, FIFO, socket, device, dangling
+// symbolic link) are appended to *skipped (when non-null) with the reason,
+// in name order. Never throws; an unreadable directory gives an empty list.
+std::vector<std::string> plugin_files_in(const std::string& dir, std::vector<SkippedFile>* skipped = nullptr);
+
+// Escapes control characters (and backslash) as \n, \t, \xNN, so that a
+// file name the library prints (its stderr warning) cannot forge lines.
+std::string escape_control(const std::string& text);
+
+// The group- or world-writable places of a plugin file: the file (followed
+// through symlinks) and the folders holding it. Empty when there is none.
+std::string unsafe_permissions(const std::string& path);
 
 // A backend name: [a-z0-9_]+ (checked for plugins and the embedded reference).
 bool is_valid_backend_name(const char* name);

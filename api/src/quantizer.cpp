@@ -15,10 +15,6 @@
 namespace octet::core {
 namespace {
 
-QuantizerState& quantizer_arg(octet_quantizer* q) {
-  require(q != nullptr, "argument 'quantizer' is NULL");
-  return *q->state;
-}
 
 // The recipe for one quantize call: the quantizer's own, else the innermost
 // autocast scope's.
@@ -263,6 +259,12 @@ UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::
   return used;
 }
 
+QuantizerState& quantizer_arg(const octet_quantizer* q, const char* name) {
+  require_live_handle(q, HandleKind::Quantizer, name);
+  if (q->state->resident) enter_context(*q->state->resident->ctx);
+  return *q->state;
+}
+
 }  // namespace octet::core
 
 using namespace octet::core;
@@ -276,6 +278,7 @@ OCTET_API octet_status octet_quantizer_create(const octet_recipe* recipe, int32_
     auto q = std::make_shared<QuantizerState>();
     q->role = role;
     if (recipe != nullptr) {
+      require_live_handle(recipe, HandleKind::Recipe, "recipe");
       q->recipe = recipe->state;
       if (q->recipe->kind == OCTET_RECIPE_DELAYED) q->resize_history(size_t(q->recipe->delayed.amax_history_len));
       if (q->recipe->kind == OCTET_RECIPE_STATIC) {
@@ -287,15 +290,22 @@ OCTET_API octet_status octet_quantizer_create(const octet_recipe* recipe, int32_
   });
 }
 
-OCTET_API void octet_quantizer_destroy(octet_quantizer* quantizer) { delete quantizer; }
+OCTET_API void octet_quantizer_destroy(octet_quantizer* quantizer) {
+  if (quantizer == nullptr) return;
+  std::shared_ptr<QuantizerState> keep;  // outlives the call's hold on a context
+  guarded("octet_quantizer_destroy", [&] {
+    keep = quantizer->state;
+    quantizer_arg(quantizer);
+    delete quantizer;
+  });
+}
 
 OCTET_API octet_status octet_quantizer_quantize(octet_context* context, octet_quantizer* quantizer,
                                                 const octet_tensor* input, octet_tensor* output,
                                                 const octet_quantize_options* options, octet_quantize_stats* stats) {
   return guarded("octet_quantizer_quantize", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    ContextState& ctx = context_arg(context);
     QuantizerState& q = quantizer_arg(quantizer);
-    ContextState& ctx = *context->state;
     const TensorState& in = tensor_arg(input, ctx, "input");
     TensorState& out = tensor_arg(output, ctx, "output");
     if (stats != nullptr) require_struct(stats, stats->struct_size, "stats");
@@ -336,7 +346,8 @@ OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer) 
 OCTET_API octet_status octet_quantizer_set_scale(octet_quantizer* quantizer, float scale) {
   return guarded("octet_quantizer_set_scale", [&] {
     QuantizerState& q = quantizer_arg(quantizer);
-    require(std::isfinite(scale) && scale > 0.0f, "argument 'scale' (", scale, ") must be finite and > 0");
+    require(scale_allowed(scale), "argument 'scale' (", scale,
+            ") must be finite and > 0 with a finite reciprocal (scale_inv = 1/scale)");
     sync_host(q);
     q.scale = scale;
     q.scale_inv = 1.0f / scale;
@@ -346,9 +357,8 @@ OCTET_API octet_status octet_quantizer_set_scale(octet_quantizer* quantizer, flo
 
 OCTET_API octet_status octet_quantizer_get_info(const octet_quantizer* quantizer, octet_quantizer_info* info) {
   return guarded("octet_quantizer_get_info", [&] {
-    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    QuantizerState& q = quantizer_arg(quantizer);
     require_struct(info, info ? info->struct_size : 0, "info");
-    QuantizerState& q = *quantizer->state;
     sync_host(q);  // a host read: one copy when the device holds the newer state
     octet_quantizer_info out{};
     out.struct_size = sizeof(out);
@@ -369,9 +379,8 @@ OCTET_API octet_status octet_quantizer_get_info(const octet_quantizer* quantizer
 
 OCTET_API octet_status octet_quantizer_get_amax_history(const octet_quantizer* quantizer, float* out, size_t length) {
   return guarded("octet_quantizer_get_amax_history", [&] {
-    require(quantizer != nullptr, "argument 'quantizer' is NULL");
+    QuantizerState& q = quantizer_arg(quantizer);
     require(out != nullptr, "argument 'out' is NULL");
-    QuantizerState& q = *quantizer->state;
     require(length == q.history.size(), "argument 'length' (", length, ") must equal amax_history_len (",
             q.history.size(), ")");
     sync_host(q);

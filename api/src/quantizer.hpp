@@ -128,4 +128,11 @@ float current_scale(float amax, float fp8_max, float epsilon, bool power_of_two)
 
 struct octet_quantizer {
   std::shared_ptr<octet::core::QuantizerState> state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Quantizer)
 };
+
+namespace octet::core {
+// A quantizer argument: not NULL, live; the context its state is resident
+// on (if any) is held for the running call.
+QuantizerState& quantizer_arg(const octet_quantizer* q, const char* name = "quantizer");
+}  // namespace octet::core

@@ -245,11 +245,17 @@ OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_optio
   });
 }
 
-OCTET_API void octet_recipe_destroy(octet_recipe* recipe) { delete recipe; }
+OCTET_API void octet_recipe_destroy(octet_recipe* recipe) {
+  if (recipe == nullptr) return;
+  guarded("octet_recipe_destroy", [&] {
+    require_live_handle(recipe, HandleKind::Recipe, "recipe");
+    delete recipe;
+  });
+}
 
 OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_recipe_info* info) {
   return guarded("octet_recipe_get_info", [&] {
-    require(recipe != nullptr, "argument 'recipe' is NULL");
+    require_live_handle(recipe, HandleKind::Recipe, "recipe");
     require_struct(info, info ? info->struct_size : 0, "info");
     const RecipeState& r = *recipe->state;
     octet_recipe_info out{};
@@ -268,7 +274,7 @@ OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_r
 OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, int32_t role, int32_t* dtype,
                                                   int32_t* scaling_mode) {
   return guarded("octet_recipe_tensor_format", [&] {
-    require(recipe != nullptr, "argument 'recipe' is NULL");
+    require_live_handle(recipe, HandleKind::Recipe, "recipe");
     require_role(role);
     require(dtype != nullptr, "argument 'dtype' is NULL");
     require(scaling_mode != nullptr, "argument 'scaling_mode' is NULL");

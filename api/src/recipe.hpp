@@ -9,6 +9,7 @@
 
 #include "backend_info.hpp"
 #include "error.hpp"
+#include "handle.hpp"
 #include "versioned_struct.hpp"
 #include "quantize_ops.hpp"
 
@@ -39,4 +40,5 @@ void require_role(int32_t role);
 
 struct octet_recipe {
   std::shared_ptr<const octet::core::RecipeState> state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Recipe)
 };

@@ -2,7 +2,9 @@
 
 #include <octet_reference/reference_backend.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 
@@ -29,6 +31,23 @@ const octet_host_services& host_services() {
                                                OCTET_PLUGIN_ABI_MINOR, host_report_error, nullptr};
   return services;
 }
+
+}  // namespace
+
+size_t table_size_for_minor(uint32_t minor) {
+  switch (minor) {
+    case 0: return offsetof(octet_backend_api, quantize_with_statistics);
+    case 1: return offsetof(octet_backend_api, norm_forward);
+    case 2: return offsetof(octet_backend_api, scale_from_amax);
+    default: return sizeof(octet_backend_api);
+  }
+}
+
+size_t caps_size_for_minor(uint32_t minor) {
+  return minor < 3 ? offsetof(octet_backend_caps, reserved_padding) : sizeof(octet_backend_caps);
+}
+
+namespace {
 
 bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -119,6 +138,7 @@ octet_status load_failure_status(const PluginFailure& failure) {
     case PluginFailureKind::kBadTable:
     case PluginFailureKind::kDuplicateName:
     case PluginFailureKind::kBadCapabilities:
+    case PluginFailureKind::kUnsafePermissions:
       return OCTET_STATUS_INVALID_ARGUMENT;
     case PluginFailureKind::kEntryThrew:
       return OCTET_STATUS_BACKEND_ERROR;
@@ -169,6 +189,13 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
                                                   "' is already registered from ", existing->path));
 
   auto backend = std::make_shared<Backend>();
+  // From here on the host reads its own copy: never past what the plugin's
+  // minor defines, whatever its struct_size says.
+  const size_t table_bytes = std::min({api->struct_size, table_size_for_minor(api->abi_minor),
+                                       sizeof(octet_backend_api)});
+  std::memcpy(&backend->table, api, table_bytes);
+  backend->table.struct_size = table_bytes;
+  api = &backend->table;
   backend->name = api->name;
   backend->version = api->version != nullptr ? api->version : "";
   backend->path = path;
@@ -179,6 +206,10 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
   caps.struct_size = sizeof(caps);
   clear_backend_message();
   int32_t status = api->initialize(&host_services(), &caps);
+  // Fields the plugin's minor does not define are not its to set.
+  const size_t caps_bytes = caps_size_for_minor(api->abi_minor);
+  std::memset(reinterpret_cast<char*>(&caps) + caps_bytes, 0, sizeof(caps) - caps_bytes);
+  caps.struct_size = sizeof(caps);
   // Declared after `backend`, which holds the library: destroyed first, so
   // shutdown() runs while the plugin is still loaded. A failed initialize()
   // has cleaned up after itself; an unavailable backend stays registered.
@@ -201,9 +232,10 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
     if (caps.memory_kind != OCTET_MEMORY_HOST && caps.memory_kind != OCTET_MEMORY_DEVICE)
       return failure(Kind::kBadCapabilities,
                      concat("capabilities declare an unknown memory kind ", caps.memory_kind));
-    if (!is_power_of_two(caps.alignment))
+    if (!is_power_of_two(caps.alignment) || caps.alignment > kMaxBackendAlignment)
       return failure(Kind::kBadCapabilities, concat("capabilities declare alignment ", caps.alignment,
-                                                    ", which is not a power of two"));
+                                                    ", which is not a power of two from 1 to ",
+                                                    kMaxBackendAlignment, " bytes"));
     // Memory from a plugin's mem_alloc must go back through its mem_free,
     // and host memory the core allocated must not reach the plugin's.
     if ((api->mem_alloc == nullptr) != (api->mem_free == nullptr))
@@ -243,8 +275,11 @@ std::optional<PluginFailure> Registry::load_file_locked(const std::string& file)
 }
 
 void Registry::discover_directories_locked() {
-  for (const std::string& dir : plugin_search_directories())
-    for (const std::string& file : plugin_files_in(dir)) load_file_locked(file);
+  for (const std::string& dir : plugin_search_directories()) {
+    std::vector<SkippedFile> skipped;
+    for (const std::string& file : plugin_files_in(dir, &skipped)) load_file_locked(file);
+    for (const SkippedFile& s : skipped) record_failure_locked(s.path, PluginFailure{PluginFailureKind::kNotAFile, s.reason});
+  }
 }
 
 void Registry::discover_locked() {

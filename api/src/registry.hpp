@@ -17,11 +17,22 @@
 
 namespace octet::core {
 
+// The largest alignment a backend may declare (bytes).
+inline constexpr uint64_t kMaxBackendAlignment = uint64_t(1) << 16;
+
+// How many bytes of an octet_backend_api / octet_backend_caps plugin ABI
+// 1.<minor> defines (a minor newer than the host's: the host's sizes).
+size_t table_size_for_minor(uint32_t minor);
+size_t caps_size_for_minor(uint32_t minor);
+
 struct Backend {
   std::string name;
   std::string version;
   std::string device;
   std::string path;
+  // The host's copy of the plugin's table, holding only what the plugin's
+  // abi_minor defines within its struct_size (the rest zero); api points here.
+  octet_backend_api table{};
   const octet_backend_api* api = nullptr;
   std::shared_ptr<void> library;  // null for the embedded reference
   octet_backend_caps caps{};      // caps.device points into `device`

@@ -1,7 +1,9 @@
 #include "tensor.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "backend_info.hpp"
 #include "dtype.hpp"
@@ -25,14 +27,36 @@ octet_matrix_view TensorState::columnwise_view() const {
   return octet_matrix_view{columnwise.data(), dtype, 0, cols, rows, rows};
 }
 
+TensorState& tensor_handle(const octet_tensor* t, const char* name) {
+  require_live_handle(t, HandleKind::Tensor, name);
+  enter_context(*t->state.ctx);
+  return const_cast<TensorState&>(t->state);
+}
+
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name) {
-  require(t != nullptr, "argument '", name, "' is NULL");
+  require_live_handle(t, HandleKind::Tensor, name);
   require(t->state.ctx.get() == &ctx, "tensor '", name, "' was created on another context");
   return t->state;
 }
 
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name) {
   return const_cast<TensorState&>(tensor_arg(static_cast<const octet_tensor*>(t), ctx, name));
+}
+
+bool scale_inv_allowed(float value) { return std::isfinite(value) && value > 0.0f; }
+bool scale_allowed(float value) { return scale_inv_allowed(value) && std::isfinite(1.0f / value); }
+
+namespace {
+const char* kScaleRule =
+    "a per-tensor SCALE must be finite and > 0 with a finite reciprocal (the rule of octet_quantizer_set_scale), "
+    "a SCALE_INV finite and > 0";
+}
+
+void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name) {
+  if (!t.quantized() || t.block_scaled() || !t.ctx->host_memory()) return;
+  const float value = *t.scalar(slot);
+  require(slot == kScale ? scale_allowed(value) : scale_inv_allowed(value), "tensor '", name, "' has ", slot == kScale ? "SCALE " : "SCALE_INV ", value,
+          ", which no rule allows: ", kScaleRule);
 }
 
 const char* scaling_mode_name(int32_t mode) {
@@ -142,6 +166,30 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
   }
 }
 
+// Scales a caller writes: per-tensor SCALE / SCALE_INV by kScaleRule; FP32
+// block grids (1x128, 128x128) entry by entry by the same rule (the library
+// writes 1/scale of a finite scale > 0); MXFP8's E8M0 codes are all allowed
+// (0xFF is the NaN code the quantizer itself writes for a block holding NaN).
+void check_written_scales(const TensorState& t, int32_t component, const void* src, size_t bytes) {
+  if (component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) {
+    float value = 0.0f;
+    std::memcpy(&value, src, sizeof(value));
+    require(component == OCTET_COMPONENT_SCALE ? scale_allowed(value) : scale_inv_allowed(value),
+            "argument 'src' holds ",
+            component == OCTET_COMPONENT_SCALE ? "SCALE " : "SCALE_INV ", value,
+            " for tensor 'tensor', which no rule allows: ", kScaleRule);
+    return;
+  }
+  const bool grid = component == OCTET_COMPONENT_ROWWISE_SCALE_INV || component == OCTET_COMPONENT_COLUMNWISE_SCALE_INV;
+  if (!grid || t.scale_inv_dtype() != OCTET_DTYPE_FP32) return;
+  std::vector<float> values(bytes / sizeof(float));
+  std::memcpy(values.data(), src, values.size() * sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i)
+    require(scale_inv_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",
+            scaling_mode_name(t.scaling_mode), " scale_inv grid of tensor 'tensor', which no rule allows: each ",
+            "entry must be finite and > 0");
+}
+
 }  // namespace
 
 std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& d,
@@ -185,7 +233,7 @@ extern "C" {
 OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_tensor_desc* desc,
                                            octet_tensor** tensor) {
   return guarded("octet_tensor_create", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);
     require(tensor != nullptr, "argument 'tensor' is NULL");
     *tensor = create_tensor(context->state, read_desc(desc), OCTET_MEMORY_USER_TENSORS).release();
   });
@@ -194,7 +242,7 @@ OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_t
 OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_tensor_desc* desc, void* data,
                                          octet_tensor** tensor) {
   return guarded("octet_tensor_wrap", [&] {
-    require(context != nullptr, "argument 'context' is NULL");
+    context_arg(context);
     require(tensor != nullptr, "argument 'tensor' is NULL");
     require(data != nullptr, "argument 'data' is NULL");
     const auto& ctx = context->state;
@@ -212,13 +260,20 @@ OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_ten
   });
 }
 
-OCTET_API void octet_tensor_destroy(octet_tensor* tensor) { delete tensor; }
+OCTET_API void octet_tensor_destroy(octet_tensor* tensor) {
+  if (tensor == nullptr) return;
+  std::shared_ptr<ContextState> keep;  // outlives the call's hold on the context
+  guarded("octet_tensor_destroy", [&] {
+    tensor_handle(tensor, "tensor");
+    keep = tensor->state.ctx;
+    delete tensor;
+  });
+}
 
 OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_tensor_info* info) {
   return guarded("octet_tensor_get_info", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    const TensorState& s = tensor_handle(tensor, "tensor");
     require_struct(info, info ? info->struct_size : 0, "info");
-    const TensorState& s = tensor->state;
     octet_tensor_info out{};
     out.struct_size = sizeof(out);
     out.dtype = s.dtype;
@@ -246,12 +301,13 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
 OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t component, const void* src,
                                                    size_t bytes) {
   return guarded("octet_tensor_copy_from_host", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    tensor_handle(tensor, "tensor");
     require(src != nullptr, "argument 'src' is NULL");
     const Buffer* buffer = nullptr;
     size_t offset = 0;
     size_t expected = component_bytes(tensor->state, component, &buffer, &offset);
     require(bytes == expected, "argument 'bytes' (", bytes, ") must equal the component's size (", expected, ")");
+    check_written_scales(tensor->state, component, src, bytes);
     const_cast<Buffer*>(buffer)->copy_from_host(src, bytes, offset);
   });
 }
@@ -259,7 +315,7 @@ OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t
 OCTET_API octet_status octet_tensor_copy_to_host(const octet_tensor* tensor, int32_t component, void* dst,
                                                  size_t bytes) {
   return guarded("octet_tensor_copy_to_host", [&] {
-    require(tensor != nullptr, "argument 'tensor' is NULL");
+    tensor_handle(tensor, "tensor");
     require(dst != nullptr, "argument 'dst' is NULL");
     const Buffer* buffer = nullptr;
     size_t offset = 0;

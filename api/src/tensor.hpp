@@ -56,6 +56,7 @@ struct TensorState {
 
 struct octet_tensor {
   octet::core::TensorState state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Tensor)
 };
 
 namespace octet::core {
@@ -66,7 +67,23 @@ std::string scaling_mode_list(uint32_t modes);
 // counted under `plain_category`, quantized ones as quantized copies.
 std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>& ctx, const octet_tensor_desc& desc,
                                             int32_t plain_category);
-// Checks a tensor argument: not NULL and created on `ctx`.
+// The rule for a SCALE (and octet_quantizer_set_scale's scale): finite, > 0,
+// with a finite reciprocal (its SCALE_INV). For a SCALE_INV (per-tensor, or an
+// FP32 block grid entry): finite and > 0 (1/FLT_MAX, a subnormal, is the
+// library's own SCALE_INV of the largest scale).
+bool scale_allowed(float value);
+bool scale_inv_allowed(float value);
+// A per-tensor SCALE / SCALE_INV the call is about to read must satisfy
+// scale_allowed; else INVALID_ARGUMENT naming the tensor. Only tensors in host
+// memory are read here: on a device, the value is checked where the caller
+// writes it (octet_tensor_copy_from_host), and the library writes only
+// allowed values, so reading it back would only cost a synchronisation.
+void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name);
+
+// A tensor argument of a call without a context argument: not NULL, live,
+// and its context held for the running call.
+TensorState& tensor_handle(const octet_tensor* t, const char* name);
+// Checks a tensor argument: not NULL, live and created on `ctx`.
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name);
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name);
 }  // namespace octet::core

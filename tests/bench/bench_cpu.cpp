@@ -173,6 +173,7 @@ void BM_Fp8GemmVsSgemm(benchmark::State& state) {
   state.counters["ratio_vs_sgemm"] = t_b / t_o;
 }
 BENCHMARK(BM_Fp8GemmVsSgemm)->Args({2048, 2048, 2048})->Args({4096, 4096, 1024})
+    ->Args({1, 8192, 8192})->Args({16, 8192, 8192})->Args({32, 8192, 8192})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 // FP8 GEMM on cpu vs the reference backend, 512^3.

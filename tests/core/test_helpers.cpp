@@ -69,7 +69,7 @@ void BackendTest::SetUp() {
     if (!info.available) GTEST_SKIP() << "backend '" << backend() << "' is unavailable: " << info.unavailable_reason;
     return;
   }
-  GTEST_SKIP() << "backend '" << backend() << "' is not registered (cpu needs -DOCTET_WITH_ONEDNN=ON, cuda -DOCTET_WITH_CUDA=ON)";
+  GTEST_SKIP() << "backend '" << backend() << "' is not registered (cpu needs -DOCTET_WITH_ONEDNN=ON, cuda -DOCTET_WITH_CUDA=ON, kokkos -DOCTET_WITH_KOKKOS=ON)";
 }
 
 }  // namespace octet_test

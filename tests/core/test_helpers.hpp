@@ -51,7 +51,7 @@ class BackendTest : public testing::TestWithParam<const char*> {
 };
 
 #define OCTET_INSTANTIATE_FOR_BACKENDS(suite)                                              \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::Values("reference", "cpu", "cuda"),           \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, testing::Values("reference", "cpu", "cuda", "kokkos"), \
                            [](const testing::TestParamInfo<const char*>& info) { return std::string(info.param); })
 
 }  // namespace octet_test

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -211,6 +212,123 @@ TEST(ThreadSafetyGlobal, GlobalFunctionsFromAnyThreadAtAnyTime) {
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// One context used from two threads at once: docs/abi.md promises that the
+// second call is refused with INVALID_ARGUMENT and a message naming both
+// calls, never a wrong result. Deterministic: thread A is held inside
+// octet_quantizer_quantize (in the communicator's callback) while thread B
+// calls octet_gemm on the same context; A may call Octet on the context from
+// inside its own call.
+struct HeldCall {
+  octet_context* ctx = nullptr;
+  octet_tensor *a = nullptr, *b = nullptr, *d = nullptr;
+  octet_status other_thread = OCTET_STATUS_SUCCESS;
+  std::string other_message;
+  octet_status same_thread = OCTET_STATUS_INTERNAL;
+};
+
+octet_status hold_and_probe(float*, size_t, void* user_data) {
+  auto* h = static_cast<HeldCall*>(user_data);
+  std::thread other([h] {
+    h->other_thread = octet_gemm(h->ctx, h->a, h->b, h->d, nullptr);
+    h->other_message = octet_last_error_message();
+  });
+  other.join();
+  octet_memory_stats stats{};
+  stats.struct_size = sizeof(stats);
+  h->same_thread = octet_context_get_memory_stats(h->ctx, &stats);
+  return OCTET_STATUS_SUCCESS;
+}
+
+TEST(ThreadSafetyShared, SecondThreadOnABusyContextIsRefusedNamingBothCalls) {
+  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+  ASSERT_TRUE(ctx);
+  const std::vector<float> v = random_values(64, 1.0f, 7);
+  TensorPtr a = quantized(ctx.get(), 8, 8, v, OCTET_DTYPE_E4M3, 1.0f, OCTET_USAGE_ROWWISE);
+  TensorPtr b = quantized(ctx.get(), 8, 8, v, OCTET_DTYPE_E4M3, 1.0f, OCTET_USAGE_ROWWISE);
+  TensorPtr d = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {8, 8});
+  HeldCall held;
+  held.ctx = ctx.get();
+  held.a = a.get();
+  held.b = b.get();
+  held.d = d.get();
+  octet_communicator comm{};
+  comm.struct_size = sizeof(comm);
+  comm.allreduce_max = hold_and_probe;
+  comm.user_data = &held;
+  ASSERT_EQ(octet_context_set_communicator(ctx.get(), &comm), OCTET_STATUS_SUCCESS);
+
+  octet_current_scaling_options co;
+  ASSERT_EQ(octet_current_scaling_options_init(&co), OCTET_STATUS_SUCCESS);
+  co.reduce_amax = 1;
+  octet_recipe* recipe = nullptr;
+  ASSERT_EQ(octet_recipe_create_current(&co, &recipe), OCTET_STATUS_SUCCESS);
+  octet_quantizer* q = nullptr;
+  ASSERT_EQ(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &q), OCTET_STATUS_SUCCESS);
+  TensorPtr x = make_fp32(ctx.get(), 8, 8, v);
+  TensorPtr xq = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {8, 8}, OCTET_USAGE_ROWWISE);
+  ASSERT_EQ(octet_quantizer_quantize(ctx.get(), q, x.get(), xq.get(), nullptr, nullptr), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+
+  EXPECT_EQ(held.other_thread, OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(held.other_message, ::testing::HasSubstr("octet_gemm"));
+  EXPECT_THAT(held.other_message, ::testing::HasSubstr("in use by octet_quantizer_quantize"));
+  EXPECT_THAT(held.other_message, ::testing::HasSubstr("one thread at a time"));
+  EXPECT_EQ(held.same_thread, OCTET_STATUS_SUCCESS);
+  // The refused call wrote nothing, and once A returned the context is free.
+  std::thread later([&] { held.other_thread = octet_gemm(ctx.get(), a.get(), b.get(), d.get(), nullptr); });
+  later.join();
+  EXPECT_EQ(held.other_thread, OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  octet_quantizer_destroy(q);
+  octet_recipe_destroy(recipe);
+}
+
+// Four threads hammer one context with GEMMs on their own tensors: each call
+// either gives the single-threaded bits or is refused as above.
+TEST(ThreadSafetyShared, ConcurrentCallsOnOneContextAreRefusedNeverWrong) {
+  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+  ASSERT_TRUE(ctx);
+  const int64_t n = 16;
+  std::vector<TensorPtr> as, bs, ds;
+  std::vector<std::vector<uint32_t>> expected;
+  for (int t = 0; t < kThreads; ++t) {
+    const std::vector<float> va = random_values(size_t(n * n), 2.0f, 100 + uint32_t(t));
+    const std::vector<float> vb = random_values(size_t(n * n), 2.0f, 200 + uint32_t(t));
+    as.push_back(quantized(ctx.get(), n, n, va, OCTET_DTYPE_E4M3, 4.0f, OCTET_USAGE_ROWWISE));
+    bs.push_back(quantized(ctx.get(), n, n, vb, OCTET_DTYPE_E4M3, 4.0f, OCTET_USAGE_ROWWISE));
+    ds.push_back(make_tensor(ctx.get(), OCTET_DTYPE_FP32, {n, n}));
+    ASSERT_EQ(octet_gemm(ctx.get(), as[t].get(), bs[t].get(), ds[t].get(), nullptr), OCTET_STATUS_SUCCESS);
+    expected.push_back(float_bits(read<float>(ds[t].get(), OCTET_COMPONENT_DATA, size_t(n * n))));
+  }
+  std::atomic<int> wrong{0}, refused{0}, bad_refusal{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> out(size_t(n * n));
+      for (int i = 0; i < 300; ++i) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::fill(out.begin(), out.end(), nan);
+        octet_status s = octet_tensor_copy_from_host(ds[t].get(), OCTET_COMPONENT_DATA, out.data(),
+                                                     out.size() * sizeof(float));
+        if (s == OCTET_STATUS_SUCCESS) s = octet_gemm(ctx.get(), as[t].get(), bs[t].get(), ds[t].get(), nullptr);
+        if (s == OCTET_STATUS_SUCCESS)
+          s = octet_tensor_copy_to_host(ds[t].get(), OCTET_COMPONENT_DATA, out.data(), out.size() * sizeof(float));
+        if (s == OCTET_STATUS_SUCCESS) {
+          if (float_bits(out) != expected[size_t(t)]) ++wrong;
+        } else {
+          ++refused;
+          if (s != OCTET_STATUS_INVALID_ARGUMENT ||
+              std::string(octet_last_error_message()).find("on another thread") == std::string::npos)
+            ++bad_refusal;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(bad_refusal.load(), 0);
+  RecordProperty("refused", refused.load());
 }
 
 }  // namespace

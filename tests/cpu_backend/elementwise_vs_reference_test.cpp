@@ -257,11 +257,12 @@ TEST_F(CpuVsReference, DequantizeBitForBit) {
 
 // numerics.md section 13: with both operands of x * scale NaN, x's NaN wins
 // (its sign sets the code), however the compiler orders a scalar product.
-// A NaN scale written by the caller on NaN data: every code is x's NaN, and
-// a NaN SCALE_INV on NaN codes dequantizes to decode(q)'s NaN. The sizes
-// cover the vector body and the scalar tail (32 codes per AVX2 step); the
-// expectations come from the rule, not from a backend (found by
-// tests/fuzz/fuzz_backend_vs_reference.cpp).
+// NaN data: every code is x's NaN, and NaN codes dequantize to decode(q)'s
+// NaN. A NaN SCALE or SCALE_INV written by the caller is refused by the core
+// (docs/abi.md, "Scales written by the caller"), so it never reaches the
+// backend. The sizes cover the vector body and the scalar tail (32 codes per
+// AVX2 step); the expectations come from the rule, not from a backend (found
+// by tests/fuzz/fuzz_backend_vs_reference.cpp).
 TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
   Context c = context(OCTET_TEST_BACKEND);
   ASSERT_TRUE(c);
@@ -273,7 +274,10 @@ TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
         Tensor in = tensor(c.get(), OCTET_DTYPE_FP32, 1, n);
         upload(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
         Tensor q = tensor(c.get(), dtype, 1, n, OCTET_USAGE_ROWWISE);
-        upload(q.get(), OCTET_COMPONENT_SCALE, &positive_nan, 4);
+        EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &positive_nan, 4),
+                  OCTET_STATUS_INVALID_ARGUMENT);
+        const float scale = 2.0f;
+        upload(q.get(), OCTET_COMPONENT_SCALE, &scale, 4);
         octet_quantize_options o{};
         o.struct_size = sizeof o;
         o.saturate = 1;
@@ -287,8 +291,9 @@ TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
         for (int64_t i = 0; i < n; ++i)
           ASSERT_EQ(codes[std::size_t(i)], 0xFF) << "n " << n << " element " << i << " stats " << with_stats;
 
-        // Dequantize: the codes' negative NaN times a positive NaN scale_inv.
-        upload(q.get(), OCTET_COMPONENT_SCALE_INV, &positive_nan, 4);
+        // Dequantize: the codes' negative NaN times a positive scale_inv.
+        EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE_INV, &positive_nan, 4),
+                  OCTET_STATUS_INVALID_ARGUMENT);
         Tensor out = tensor(c.get(), OCTET_DTYPE_FP32, 1, n);
         ASSERT_EQ(octet_dequantize(c.get(), q.get(), out.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
         std::vector<float> y(static_cast<std::size_t>(n));

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,33 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
   }
 }
 
+// Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
+// and the K slices of the sgemm path): decode kernel fused in registers
+// (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
+// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail);
+// blocked kernel with several K panels (k > 256), M blocks (m > 192), N
+// blocks (n > 1024) and edge tiles; m = 33 (just past the decode kernel).
+// Transposed B with small m goes to the blocked kernel too. Each layout,
+// both FP8 dtypes, FP32 and BF16 output.
+TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
+  Context cpu = context("cpu"), ref = context("reference");
+  const Dims dims[] = {{5, 9, 1100},  {9, 7, 70},    {20, 37, 2101},
+                       {32, 5, 300},  {33, 50, 40},  {200, 1100, 600}};
+  uint32_t seed = 5000;
+  int i = 0;
+  for (Dims s : dims) {
+    for (int layout = 0; layout < 4; ++layout) {
+      for (int32_t dd : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+        const int32_t ad = (i & 1) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
+        const int32_t bd = (i & 2) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
+        run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, (i % 3) == 0}, s,
+                 seed++);
+        ++i;
+      }
+    }
+  }
+}
+
 TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
   Context cpu = context(OCTET_TEST_BACKEND), ref = context("reference");
   uint32_t seed = 1000;
@@ -236,6 +265,156 @@ TEST(CpuGemm, HopperLikeProfileGivesBitIdenticalResults) {
       }
       EXPECT_EQ(first_difference(out[0], out[1], 4), -1)
           << "usages " << usages << " trans " << trans_a << trans_b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpu_test
+
+namespace cpu_test {
+namespace {
+
+// One row of A (1 x k) times `rows` rows of B (rows x k), FP8 codes given,
+// scale_inv sa and sb, FP32 output, on cpu and on the reference. The m = 1
+// shape goes to the decode kernel; m = 40 (the row repeated) to the
+// blocked one.
+struct EdgeResult {
+  std::vector<float> cpu, ref;
+};
+
+EdgeResult edge_gemm(octet_context* cpu, octet_context* ref, int32_t a_dtype,
+                     const std::vector<uint8_t>& a_row, int32_t b_dtype,
+                     const std::vector<uint8_t>& b, int64_t rows, float sa, float sb, int64_t m) {
+  const int64_t k = static_cast<int64_t>(a_row.size());
+  std::vector<uint8_t> a;
+  for (int64_t i = 0; i < m; ++i) a.insert(a.end(), a_row.begin(), a_row.end());
+  EdgeResult r;
+  for (int backend = 0; backend < 2; ++backend) {
+    octet_context* ctx = backend == 0 ? cpu : ref;
+    Tensor ta = tensor(ctx, a_dtype, m, k, OCTET_USAGE_ROWWISE);
+    Tensor tb = tensor(ctx, b_dtype, rows, k, OCTET_USAGE_ROWWISE);
+    Tensor td = tensor(ctx, OCTET_DTYPE_FP32, m, rows);
+    upload(ta.get(), OCTET_COMPONENT_DATA, a.data(), a.size());
+    upload(tb.get(), OCTET_COMPONENT_DATA, b.data(), b.size());
+    upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &sa, 4);
+    upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &sb, 4);
+    EXPECT_EQ(octet_gemm(ctx, ta.get(), tb.get(), td.get(), nullptr), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    const std::vector<uint8_t> raw = download(td.get(), OCTET_COMPONENT_DATA);
+    std::vector<float>& out = backend == 0 ? r.cpu : r.ref;
+    out.resize(static_cast<std::size_t>(m * rows));
+    std::memcpy(out.data(), raw.data(), out.size() * 4);
+  }
+  return r;
+}
+
+uint8_t code_of(float x, int32_t dtype) {
+  const uint8_t c = octet_fp8_encode(x, dtype, 1);
+  EXPECT_EQ(octet_fp8_decode(c, dtype), x) << x << " is not an FP8 value";
+  return c;
+}
+
+// docs/numerics.md section 8, "FP8 GEMMs on BF16 dot products": VDPBF16PS
+// flushes denormal inputs and results to zero and adds its two products
+// one after the other; FP8 products and their sums are multiples of 2^-32,
+// so nothing is flushed, and scales (applied after the sum, in FP32 with
+// gradual underflow) keep their subnormal results. Each case on the decode
+// (m = 1) and blocked (m = 40) kernels, on every path the machine runs.
+TEST(CpuGemm, Fp8EdgeCasesKeepTheBound) {
+  Context cpu = context("cpu"), ref = context("reference");
+  const int32_t e4 = OCTET_DTYPE_E4M3, e5 = OCTET_DTYPE_E5M2;
+  for (int64_t m : {int64_t(1), int64_t(40)}) {
+    SCOPED_TRACE("m = " + std::to_string(m));
+    // 1. E5M2 subnormal x subnormal: 1000 products of 2^-16 * 2^-16 = 2^-32,
+    //    exact in every order. Unscaled, scaled into the normal range, and
+    //    scaled into FP32 subnormals (2^-60 * 2^-60 * 1000 * 2^-32).
+    {
+      const std::vector<uint8_t> a(1000, code_of(0x1p-16f, e5)), b(1000, code_of(0x1p-16f, e5));
+      for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p-20f, 0x1p-30f},
+                            std::pair{0x1p-60f, 0x1p-60f}}) {
+        const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, sa, sb, m);
+        const double exact = 1000.0 * 0x1p-32 * double(sa) * double(sb);
+        for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+          EXPECT_EQ(bits(r.cpu[i]), bits(r.ref[i])) << "scale " << sa * sb;
+          EXPECT_EQ(double(r.cpu[i]), double(float(exact))) << "scale " << sa * sb;
+          EXPECT_NE(r.cpu[i], 0.0f);
+        }
+      }
+    }
+    // 2. Cancellation down to the smallest product: 2^-16 * 2^-16, then
+    //    +57344^2 and -57344^2. The exact sum is 2^-32; the reference's
+    //    ascending order loses it (0). Any order is within k * 2^-23 *
+    //    sum |p|; the result is never NaN and never a denormal.
+    {
+      const std::vector<uint8_t> a = {code_of(0x1p-16f, e5), code_of(57344.0f, e5),
+                                      code_of(-57344.0f, e5)};
+      const std::vector<uint8_t> b = {code_of(0x1p-16f, e5), code_of(57344.0f, e5),
+                                      code_of(57344.0f, e5)};
+      const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, 1.0f, 1.0f, m);
+      const double magnitude = 2.0 * 57344.0 * 57344.0 + 0x1p-32;
+      const double bound = 3 * 0x1p-23 * magnitude;
+      for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+        EXPECT_LE(std::fabs(double(r.cpu[i]) - 0x1p-32), bound);
+        EXPECT_TRUE(r.cpu[i] == 0.0f || std::fabs(r.cpu[i]) >= 0x1p-32f) << r.cpu[i];
+      }
+    }
+    // 3. Large cancellation with many small terms, E4M3 x E5M2: 448 * 57344,
+    //    62 products 2^-9 * 2^-16, then -448 * 57344: exact 62 * 2^-25.
+    {
+      std::vector<uint8_t> a(64, code_of(0x1p-9f, e4)), b(64, code_of(0x1p-16f, e5));
+      a[0] = code_of(448.0f, e4);
+      b[0] = code_of(57344.0f, e5);
+      a[63] = code_of(-448.0f, e4);
+      b[63] = code_of(57344.0f, e5);
+      const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e4, a, e5, b, 1, 0.5f, 4.0f, m);
+      const double magnitude = (2.0 * 448.0 * 57344.0 + 62 * 0x1p-25) * 2.0;
+      const double bound = 64 * 0x1p-23 * magnitude;
+      for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+        EXPECT_LE(std::fabs(double(r.cpu[i]) - 62 * 0x1p-25 * 2.0), bound);
+        EXPECT_LE(std::fabs(double(r.cpu[i]) - double(r.ref[i])), bound);
+      }
+    }
+    // 4. Overflow and infinities. The largest products (57344^2, four of
+    //    them) are exact unscaled and overflow FP32 to +inf when scaled by
+    //    2^100 * 2^30 in the epilogue, like the reference. An E5M2 inf
+    //    operand gives +-inf, inf * 0 gives NaN, and +inf and -inf products
+    //    in one sum give NaN, in any order.
+    {
+      const uint8_t big = code_of(57344.0f, e5);
+      const std::vector<uint8_t> a(4, big), b(4, big);
+      for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p100f, 0x1p30f}}) {
+        const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, sa, sb, m);
+        for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+          EXPECT_EQ(r.cpu[i], r.ref[i]);
+          EXPECT_EQ(r.cpu[i], sa == 1.0f ? float(4.0 * 57344.0 * 57344.0)
+                                         : std::numeric_limits<float>::infinity());
+        }
+      }
+      const uint8_t inf = 0x7C, ninf = 0xFC, zero = 0x00, one = code_of(1.0f, e5),
+                    minus_one = code_of(-1.0f, e5);
+      const std::vector<uint8_t> a_inf = {inf, one, one};
+      const std::vector<uint8_t> b_inf = {one,  one, one,    // +inf
+                                          minus_one, one, one,  // -inf
+                                          zero, one, one};   // inf * 0: NaN
+      const float want[] = {std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.0f};
+      for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p-70f, 0x1p-70f}}) {
+        const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a_inf, e5, b_inf, 3, sa, sb, m);
+        for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+          if (i % 3 == 2) {
+            EXPECT_TRUE(std::isnan(r.cpu[i]) && std::isnan(r.ref[i])) << "element " << i;
+          } else {
+            EXPECT_EQ(r.cpu[i], want[i % 3]) << "element " << i;
+            EXPECT_EQ(r.cpu[i], r.ref[i]) << "element " << i;
+          }
+        }
+      }
+      const std::vector<uint8_t> a_both = {inf, zero, ninf}, b_both = {one, one, one};
+      const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a_both, e5, b_both, 1, 1.0f, 1.0f, m);
+      for (std::size_t i = 0; i < r.cpu.size(); ++i) {
+        EXPECT_TRUE(std::isnan(r.cpu[i]) && std::isnan(r.ref[i])) << "element " << i;
+      }
     }
   }
 }

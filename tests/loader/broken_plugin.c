@@ -2,6 +2,7 @@
  * the defect, everything else is a valid table, so each library tests one
  * rule of the loader. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,6 +54,17 @@ static int32_t broken_initialize(const octet_host_services* host, octet_backend_
 #elif defined(BROKEN_ALIGNMENT)
   caps->memory_kind = OCTET_MEMORY_HOST;
   caps->alignment = 48;
+#elif defined(BROKEN_HUGE_ALIGNMENT)
+  caps->memory_kind = OCTET_MEMORY_HOST;
+  caps->alignment = (uint64_t)1 << 63; /* a power of two, far past any limit */
+#elif defined(BROKEN_HUGE_TABLE)
+  /* Valid 1.0 capabilities, plus a 1.3 field that a 1.0 plugin does not own:
+   * the host must not believe it. */
+  caps->memory_kind = OCTET_MEMORY_HOST;
+  caps->alignment = 64;
+  caps->dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32);
+  caps->scaling_modes = OCTET_SCALING_PER_TENSOR;
+  caps->fp8_gemm_output = 1;
 #elif defined(BROKEN_DEVICE_WITHOUT_MEMORY)
   /* Device memory, but no mem_alloc, mem_free or copies to reach it. */
   caps->memory_kind = OCTET_MEMORY_DEVICE;
@@ -82,6 +94,14 @@ static int32_t broken_context_create(void* stream, octet_backend_context** conte
 
 static void broken_context_destroy(octet_backend_context* context) { (void)context; }
 
+#if defined(BROKEN_HUGE_TABLE)
+/* An entry the plugin's minor does not define: reaching it is the bug. */
+static void trap(void) {
+  log_event("trap");
+  abort();
+}
+#endif
+
 #if defined(BROKEN_WRONG_MAJOR)
 #define TABLE_MAJOR (OCTET_PLUGIN_ABI_MAJOR + 1)
 #else
@@ -91,6 +111,11 @@ static void broken_context_destroy(octet_backend_context* context) { (void)conte
 #if defined(BROKEN_SMALL_TABLE)
 /* Ends before context_create: an old or corrupt table. */
 #define TABLE_SIZE offsetof(octet_backend_api, context_create)
+#elif defined(BROKEN_HUGE_TABLE)
+/* Claims every byte there is, yet declares minor 0: the host must read only
+ * the 1.0 entries. The later ones are traps. */
+#define TABLE_SIZE SIZE_MAX
+#define TABLE_MINOR 0
 #else
 #define TABLE_SIZE sizeof(octet_backend_api)
 #endif
@@ -104,7 +129,11 @@ static void broken_context_destroy(octet_backend_context* context) { (void)conte
 static const octet_backend_api broken_api = {
     .struct_size = TABLE_SIZE,
     .abi_major = TABLE_MAJOR,
+#if defined(TABLE_MINOR)
+    .abi_minor = TABLE_MINOR,
+#else
     .abi_minor = OCTET_PLUGIN_ABI_MINOR,
+#endif
     .name = TABLE_NAME,
     .version = "0",
     .initialize = broken_initialize,
@@ -115,6 +144,24 @@ static const octet_backend_api broken_api = {
 #endif
 #if defined(BROKEN_HALF_MEMORY)
     .mem_alloc = broken_mem_alloc,
+#endif
+#if defined(BROKEN_HUGE_TABLE)
+#define TRAP(type) (type)(void (*)(void))trap
+    .quantize_with_statistics = TRAP(int32_t(*)(octet_backend_context*, const octet_quantize_args*,
+                                                octet_quantize_statistics*)),
+    .block_quantize = TRAP(int32_t(*)(octet_backend_context*, const octet_block_quantize_args*)),
+    .block_dequantize = TRAP(int32_t(*)(octet_backend_context*, const octet_block_dequantize_args*)),
+    .block_gemm = TRAP(int32_t(*)(octet_backend_context*, const octet_block_gemm_args*)),
+    .norm_forward = TRAP(int32_t(*)(octet_backend_context*, const octet_norm_forward_args*)),
+    .norm_backward = TRAP(int32_t(*)(octet_backend_context*, const octet_norm_backward_args*)),
+    .activation_forward = TRAP(int32_t(*)(octet_backend_context*, const octet_activation_args*)),
+    .activation_backward = TRAP(int32_t(*)(octet_backend_context*, const octet_activation_args*)),
+    .bias_gradient = TRAP(int32_t(*)(octet_backend_context*, const octet_bias_gradient_args*)),
+    .accumulate = TRAP(int32_t(*)(octet_backend_context*, const octet_matrix_view*, const octet_matrix_view*,
+                                  int32_t)),
+    .scale_from_amax = TRAP(int32_t(*)(octet_backend_context*, const octet_scale_from_amax_args*)),
+    .delayed_scaling_update = TRAP(int32_t(*)(octet_backend_context*, const octet_delayed_scaling_update_args*)),
+    .amax_record = TRAP(int32_t(*)(octet_backend_context*, const float*, float*)),
 #endif
 };
 

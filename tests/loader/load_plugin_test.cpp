@@ -157,3 +157,36 @@ TEST(LoadPlugin, NullFailureIsAllowed) {
 }
 
 }  // namespace
+
+namespace {
+
+// A plugin in a world-writable folder: loaded with a warning on stderr by
+// default; refused with OCTET_PLUGIN_PERMISSIONS=strict (docs/abi.md).
+TEST(LoadPlugin, WritableFolderWarnsOrIsRefusedByPolicy) {
+  octet::test::TempDir dir;
+  const std::filesystem::path copy = dir.path() / "liboctet_backend_template.so";
+  std::filesystem::copy_file(OCTET_TEST_TEMPLATE_PLUGIN, copy);
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);
+  {
+    octet::test::ScopedEnv policy("OCTET_PLUGIN_PERMISSIONS", std::nullopt);
+    octet::core::PluginFailure failure;
+    testing::internal::CaptureStderr();
+    const auto plugin = octet::core::load_plugin(copy.string(), &failure);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(plugin.has_value()) << failure.reason;
+    EXPECT_NE(err.find("octet: warning: plugin " + copy.string() + ": its folder " + dir.path().string() +
+                       " is world-writable (mode 0777)"),
+              std::string::npos)
+        << err;
+  }
+  {
+    octet::test::ScopedEnv policy("OCTET_PLUGIN_PERMISSIONS", std::string("strict"));
+    octet::core::PluginFailure failure;
+    EXPECT_FALSE(octet::core::load_plugin(copy.string(), &failure).has_value());
+    EXPECT_EQ(failure.kind, octet::core::PluginFailureKind::kUnsafePermissions);
+    EXPECT_NE(failure.reason.find("is world-writable (mode 0777): refused"), std::string::npos) << failure.reason;
+  }
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
+}
+
+}  // namespace

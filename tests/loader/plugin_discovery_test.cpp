@@ -92,6 +92,7 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
       {"initfails", "initialize failed with OCTET_STATUS_OUT_OF_MEMORY"},
       {"memorykind", "unknown memory kind 99"},
       {"alignment", "alignment 48"},
+      {"hugealignment", "alignment 9223372036854775808, which is not a power of two from 1 to 65536"},
       {"devicenomemory", "a device-memory backend must provide mem_alloc"},
   };
   for (const auto& [kind, phrase] : expected) {
@@ -101,6 +102,36 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
     EXPECT_THAT(found->second, HasSubstr(phrase)) << path;
     EXPECT_FALSE(find_backend(kind).has_value()) << kind << " must not be registered";
   }
+}
+
+// docs/abi.md: the host reads a plugin's table and capabilities only as far
+// as its abi_minor defines them, whatever struct_size claims. "hugetable"
+// says struct_size SIZE_MAX with minor 0, fills every later entry with a
+// trap that aborts, and sets the 1.3 capability fp8_gemm_output.
+TEST(PluginDiscovery, TableLargerThanItsMinorIsReadOnlyUpToIt) {
+  const auto info = find_backend("hugetable");
+  ASSERT_TRUE(info.has_value()) << "hugetable must load as the 1.0 plugin it declares";
+  EXPECT_EQ(info->features, 0u) << "no 1.0 kernel is provided, and later entries are not the plugin's";
+  octet_context_options options{};
+  options.struct_size = sizeof options;
+  options.backend = "hugetable";
+  octet_context* context = nullptr;
+  ASSERT_EQ(octet_context_create(&options, &context), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  octet_tensor_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.dtype = OCTET_DTYPE_FP32;
+  desc.ndim = 2;
+  desc.shape[0] = 4;
+  desc.shape[1] = 4;
+  octet_tensor* a = nullptr;
+  ASSERT_EQ(octet_tensor_create(context, &desc, &a), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  octet_tensor* d = nullptr;
+  ASSERT_EQ(octet_tensor_create(context, &desc, &d), OCTET_STATUS_SUCCESS);
+  // No gemm in its table: UNSUPPORTED, and nothing past minor 0 is called.
+  EXPECT_EQ(octet_gemm(context, a, a, d, nullptr), OCTET_STATUS_UNSUPPORTED);
+  octet_tensor_destroy(a);
+  octet_tensor_destroy(d);
+  octet_context_destroy(context);
 }
 
 TEST(PluginDiscovery, ReferenceStaysFirstAndAvailable) {
@@ -144,6 +175,7 @@ TEST(PluginDiscovery, ExplicitLoadStatusFollowsTheKindOfFailure) {
       {"halfmemory", OCTET_STATUS_INVALID_ARGUMENT},  // fails the checks after initialize
       {"memorykind", OCTET_STATUS_INVALID_ARGUMENT},
       {"alignment", OCTET_STATUS_INVALID_ARGUMENT},
+      {"hugealignment", OCTET_STATUS_INVALID_ARGUMENT},
       {"devicenomemory", OCTET_STATUS_INVALID_ARGUMENT},
       // initialize's own status, although its message says "ABI".
       {"initfails", OCTET_STATUS_OUT_OF_MEMORY},
@@ -214,6 +246,7 @@ TEST(PluginDiscovery, RefusedAfterInitializeIsShutDownBeforeUnloading) {
       {"halfmemory", {"initialize", "shutdown", "unload"}},
       {"memorykind", {"initialize", "shutdown", "unload"}},
       {"alignment", {"initialize", "shutdown", "unload"}},
+      {"hugealignment", {"initialize", "shutdown", "unload"}},
       {"devicenomemory", {"initialize", "shutdown", "unload"}},
       {"initfails", {"initialize", "unload"}},  // a failed initialize cleans up itself
       {"noentry", {"unload"}},                  // refused before initialize

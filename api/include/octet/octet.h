@@ -8,7 +8,10 @@
  *    explains the failure in words (thread-local; valid until the next Octet
  *    call on the same thread).
  *  - no C++ exception ever leaves the library.
- *  - every create has a destroy that accepts NULL.
+ *  - every create has a destroy that accepts NULL. A destroyed handle given
+ *    to a call (a second destroy included) is refused with
+ *    OCTET_STATUS_INVALID_ARGUMENT while its memory is not yet reused
+ *    (docs/abi.md, "Handles and lifetimes").
  *  - option structs start with `size_t struct_size`. Fields inside the
  *    caller's struct_size are read exactly as given (0 means 0, not "the
  *    default"), so start from the struct's octet_*_init function, which sets
@@ -18,7 +21,9 @@
  *  - thread safety: global functions (version, codecs, backend enumeration)
  *    may be called from any thread at any time. A context and the tensors
  *    created on it are used by one thread at a time; different contexts are
- *    independent.
+ *    independent. A call entering a context while another thread is inside
+ *    a call on it is refused with OCTET_STATUS_INVALID_ARGUMENT and a message
+ *    naming both calls; it changes nothing.
  *
  * Matrices are row-major. A tensor of shape [d0, ..., dn-1] is seen by the
  * matrix operations as rows = d0*...*dn-2 and cols = dn-1.

@@ -11,14 +11,18 @@
 
 #include "checks.hpp"
 #include "errors.hpp"
+#include "gemm_fp8.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "layer_kernels.hpp"
 #include "row_kernels.hpp"
 
 struct octet_backend_context {
-  // Panels and accumulator kept between GEMMs (a context is used by one
-  // thread at a time).
-  octet_cpu::GemmWorkspace gemm;
+  // Nothing is kept between calls: every GEMM allocates its panels and
+  // accumulator for the call and frees them before it returns (issue 21:
+  // no workspace held for the context's life, outside the memory
+  // statistics).
+  int unused = 0;
 };
 
 namespace octet_cpu {
@@ -35,7 +39,11 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   return guarded("initialize", [&]() -> int32_t {
     if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
     const RowKernels& k = row_kernels();
-    device_name() = std::string("host CPU (") + k.name + " element-wise, oneDNN sgemm, " +
+    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built();
+    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name +
+                    " element-wise; FP8 GEMM " +
+                    (bf16_gemm ? "avx512_bf16 vdpbf16ps" : "oneDNN sgemm on FP32 K-slices") +
+                    ", high-precision GEMM oneDNN sgemm; " +
                     std::to_string(omp_get_max_threads()) + " OpenMP threads)";
     octet_backend_caps filled{};
     filled.struct_size = sizeof filled;
@@ -98,7 +106,7 @@ int32_t dequantize(octet_backend_context* c, const octet_dequantize_args* args) 
   return run("dequantize", c, [&] { return dequantize_kernel(args); });
 }
 int32_t gemm(octet_backend_context* c, const octet_gemm_args* args) {
-  return run("gemm", c, [&] { return gemm_kernel(args, c->gemm); });
+  return run("gemm", c, [&] { return gemm_kernel(args); });
 }
 int32_t quantize_with_statistics(octet_backend_context* c, const octet_quantize_args* args,
                                  octet_quantize_statistics* stats_out) {
@@ -112,7 +120,10 @@ int32_t block_dequantize(octet_backend_context* c, const octet_block_dequantize_
   return run("block_dequantize", c, [&] { return block_dequantize_kernel(args); });
 }
 int32_t block_gemm(octet_backend_context* c, const octet_block_gemm_args* args) {
-  return run("block_gemm", c, [&] { return block_gemm_kernel(args, c->gemm); });
+  return run("block_gemm", c, [&] {
+    GemmWorkspace workspace;  // freed when the call returns
+    return block_gemm_kernel(args, workspace);
+  });
 }
 
 // Plugin ABI 1.2 (layer_kernels.cpp).

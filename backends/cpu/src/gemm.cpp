@@ -1,11 +1,18 @@
-// GEMM: both operands are widened (FP8 decoded exactly) into FP32 panels in
-// one canonical layout, A' [m,k] and B' [n,k] row-major, whatever their
-// stored layout; oneDNN's sgemm computes acc = A' B'^T; then the epilogue
-// applies the documented order of docs/numerics.md section 8 element by
-// element: v = (alpha*(sa*sb))*acc, + beta*D_old, + bias, GELU, rounding to
-// D's dtype. Only the summation order of acc differs from the reference.
-// Because the panels and the sgemm call do not depend on the stored layout,
-// every layout (and every capability profile) gives the same bits.
+// GEMM: acc = A' B'^T in FP32, then the epilogue applies the documented
+// order of docs/numerics.md section 8 element by element: v =
+// (alpha*(sa*sb))*acc, + beta*D_old, + bias, GELU, rounding to D's dtype.
+// Only the summation order of acc differs from the reference.
+//
+// acc comes from one of two paths, chosen at run time (isa.hpp):
+// - FP8 operands on a CPU with AVX512_BF16: gemm_fp8_avx512.cpp (BF16 dot
+//   products on panels widened in cache, or the decode kernel for m <= 32);
+// - otherwise (high precision operands, or a CPU/level below avx512_bf16):
+//   K is cut into slices of kSliceK; each slice of both operands is widened
+//   into FP32 panels in one canonical layout, A' [m,kc] and B' [n,kc]
+//   row-major, and oneDNN's sgemm adds the slice's product into acc.
+// Either way the blocking depends on m, n, k and the thread count only,
+// never on the stored layout, so every layout (and every capability
+// profile) gives the same bits. Every workspace lives for one call.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -19,11 +26,21 @@
 #include <vector>
 
 #include "checks.hpp"
+#include "gemm_fp8.hpp"
+#include "isa.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
+
+void* aligned_bytes(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  if (bytes > std::numeric_limits<std::size_t>::max() - 63) throw OutOfMemory(bytes);
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw OutOfMemory(bytes);
+  return p;
+}
 
 void Workspace::Free::operator()(float* p) const { std::free(p); }
 
@@ -31,12 +48,9 @@ float* Workspace::get(std::size_t count) {
   if (count == 0) count = 1;
   if (count > capacity_) {
     if (count > (std::numeric_limits<std::size_t>::max() - 63) / sizeof(float)) {
-      throw std::bad_alloc();
+      throw OutOfMemory(std::numeric_limits<std::size_t>::max());
     }
-    const std::size_t bytes = (count * sizeof(float) + 63) / 64 * 64;
-    float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (p == nullptr) throw std::bad_alloc();
-    data_.reset(p);
+    data_.reset(static_cast<float*>(aligned_bytes(count * sizeof(float))));
     capacity_ = count;
   }
   return data_.get();
@@ -46,13 +60,16 @@ namespace {
 
 constexpr const char* kKernel = "gemm";
 
-// panel[i*k + kk] = operand'[i, kk] as FP32, for i < outer.
+// K per slice of the sgemm path: panels of (m + n) x kSliceK floats.
+constexpr int64_t kSliceK = 512;
+
+// panel[i*k + kk] = operand'[i, k0 + kk] as FP32, for i < outer, kk < k.
 void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transposed, int64_t outer,
-                 int64_t k, float* panel) {
+                 int64_t first_k, int64_t k, float* panel) {
   if (!transposed) {
     const bool parallel = outer * k >= 16384;
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < outer; ++i) rk.widen(element_ptr(v, i, 0), v.dtype, k, panel + i * k);
+    for (int64_t i = 0; i < outer; ++i) rk.widen(element_ptr(v, i, first_k), v.dtype, k, panel + i * k);
     return;
   }
   // Stored [k, outer]: widen tiles of stored rows, write them transposed.
@@ -66,7 +83,9 @@ void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transpos
     for (int64_t t = 0; t < k_tiles * o_tiles; ++t) {
       const int64_t k0 = (t / o_tiles) * kTile, o0 = (t % o_tiles) * kTile;
       const int64_t kh = std::min(kTile, k - k0), ow = std::min(kTile, outer - o0);
-      for (int64_t r = 0; r < kh; ++r) rk.widen(element_ptr(v, k0 + r, o0), v.dtype, ow, tile + r * kTile);
+      for (int64_t r = 0; r < kh; ++r) {
+        rk.widen(element_ptr(v, first_k + k0 + r, o0), v.dtype, ow, tile + r * kTile);
+      }
       for (int64_t i = 0; i < ow; ++i) {
         float* dst = panel + (o0 + i) * k + k0;
         for (int64_t r = 0; r < kh; ++r) dst[r] = tile[r * kTile + i];
@@ -148,7 +167,7 @@ int32_t check_args(const octet_gemm_args* args) {
 
 }  // namespace
 
-int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
+int32_t gemm_kernel(const octet_gemm_args* args) {
   if (int32_t s = check_args(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;
   if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
@@ -163,22 +182,42 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
 
   // acc goes straight into D when D is FP32 and its old values are not needed.
   const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
-  float* acc = direct ? static_cast<float*>(d.data)
-                      : ws.acc.get(element_count(m, n));
+  Buffer<float> acc_buffer;
+  if (!direct) acc_buffer.reset(element_count(m, n));
+  float* acc = direct ? static_cast<float*>(d.data) : acc_buffer.get();
   const int64_t ldc = direct ? d.ld : n;
 
+  const bool fp8 = is_fp8(args->a.dtype);
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
+  } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built()) {
+    const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, args->trans_a != 0,
+                       args->a.dtype};
+    const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, args->trans_b != 0,
+                       args->b.dtype};
+    fp8_gemm_bf16(a, b, m, n, k, acc, ldc);
   } else {
-    float* a = ws.a.get(element_count(m, k));
-    float* b = ws.b.get(element_count(n, k));
-    widen_panel(rk, args->a, args->trans_a != 0, m, k, a);
-    widen_panel(rk, args->b, args->trans_b != 0, n, k, b);
-    const dnnl_status_t st = dnnl_sgemm('N', 'T', m, n, k, 1.0f, a, k, b, k, 0.0f, acc, ldc);
-    if (st != dnnl_success) {
-      return report(OCTET_STATUS_BACKEND_ERROR,
-                    std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
-                        std::to_string(static_cast<int>(st)));
+    // Slices of K: acc = sum over slices of A'[:, slice] B'[:, slice]^T.
+    const int64_t slice = std::min(k, kSliceK);
+    Buffer<float> a(element_count(m, slice));
+    Buffer<float> b(element_count(n, slice));
+    for (int64_t k0 = 0; k0 < k; k0 += slice) {
+      const int64_t kc = std::min(slice, k - k0);
+      widen_panel(rk, args->a, args->trans_a != 0, m, k0, kc, a.get());
+      widen_panel(rk, args->b, args->trans_b != 0, n, k0, kc, b.get());
+      const dnnl_status_t st = dnnl_sgemm('N', 'T', m, n, kc, 1.0f, a.get(), kc, b.get(), kc,
+                                          k0 == 0 ? 0.0f : 1.0f, acc, ldc);
+      if (st == dnnl_out_of_memory) {
+        return report(OCTET_STATUS_OUT_OF_MEMORY,
+                      std::string(kKernel) + ": out of host memory inside oneDNN dnnl_sgemm (" +
+                          std::to_string(m) + " x " + std::to_string(n) + " x " +
+                          std::to_string(kc) + " FP32 product)");
+      }
+      if (st != dnnl_success) {
+        return report(OCTET_STATUS_BACKEND_ERROR,
+                      std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
+                          std::to_string(static_cast<int>(st)));
+      }
     }
   }
 
@@ -188,19 +227,18 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
   const bool parallel = m * n >= 16384;
   // Buffers are allocated here, outside the parallel region (nothing may
   // throw inside it): the widened bias, and one row of old D per thread.
-  std::vector<float> bias_values;
+  Buffer<float> bias_values;
   if (has_bias) {
-    bias_values.resize(static_cast<std::size_t>(n));
-    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
+    bias_values.reset(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.get());
   }
   const bool widen_old = beta != 0.0f && d.dtype != OCTET_DTYPE_FP32;
-  std::vector<float> old_rows(widen_old ? static_cast<std::size_t>(omp_get_max_threads()) *
-                                              static_cast<std::size_t>(n)
-                                        : 0);
+  Buffer<float> old_rows;
+  if (widen_old) old_rows.reset(element_count(omp_get_max_threads(), n));
 #pragma omp parallel if (parallel)
   {
     float* row_buffer =
-        widen_old ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
+        widen_old ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
       float* v = acc + i * ldc;
@@ -216,7 +254,7 @@ int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& ws) {
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[j];
       }
       if (has_bias) {
-        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values[j];
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values.get()[j];
       }
       if (has_gelu) {
         for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);

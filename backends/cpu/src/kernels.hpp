@@ -13,6 +13,7 @@
 #include <new>
 
 #include "checks.hpp"  // dtype_size
+#include "errors.hpp"  // OutOfMemory, Buffer
 
 namespace octet_cpu {
 
@@ -32,7 +33,9 @@ inline unsigned char* element_ptr_mut(const octet_matrix_view& v, int64_t r, int
 // OCTET_STATUS_OUT_OF_MEMORY) when the product does not fit.
 inline std::size_t element_count(int64_t a, int64_t b) {
   const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
-  if (ua != 0 && ub > std::numeric_limits<std::size_t>::max() / ua) throw std::bad_alloc();
+  if (ua != 0 && ub > std::numeric_limits<std::size_t>::max() / ua) {
+    throw OutOfMemory(std::numeric_limits<std::size_t>::max());
+  }
   return ua * ub;
 }
 
@@ -43,7 +46,8 @@ inline float gelu(float x) {
   return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
-// A growable, 64-byte aligned FP32 workspace kept by a context between calls.
+// A growable, 64-byte aligned FP32 workspace (OutOfMemory with the bytes
+// asked when it cannot grow); block_gemm keeps one for the call only.
 class Workspace {
  public:
   // At least `count` floats; std::bad_alloc when they cannot be allocated
@@ -68,7 +72,8 @@ int32_t amax_kernel(const octet_matrix_view* input, float* amax_out);
 int32_t quantize_kernel(const octet_quantize_args* args);
 int32_t transpose_kernel(const octet_matrix_view* input, const octet_matrix_view* output);
 int32_t dequantize_kernel(const octet_dequantize_args* args);
-int32_t gemm_kernel(const octet_gemm_args* args, GemmWorkspace& workspace);
+// Every workspace is allocated for the call and freed before it returns.
+int32_t gemm_kernel(const octet_gemm_args* args);
 
 // Plugin ABI 1.1 (block_kernels.cpp).
 int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,

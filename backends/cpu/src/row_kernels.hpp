@@ -30,8 +30,8 @@ const RowKernels& portable_row_kernels();
 // nullptr when this build has no AVX2 path.
 const RowKernels* avx2_row_kernels();
 
-// The kernels in use: AVX2 when the CPU has AVX2 and F16C and
-// OCTET_CPU_DISABLE_SIMD is not set to a non-empty value other than "0".
+// The kernels in use: AVX2 when cpu_isa() (isa.hpp) is avx2 or higher
+// (OCTET_CPU_ISA=portable or OCTET_CPU_DISABLE_SIMD=1 lowers it).
 const RowKernels& row_kernels();
 
 // Exact FP32 values of every FP8 / E8M0 code (filled once).

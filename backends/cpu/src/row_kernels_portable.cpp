@@ -7,6 +7,7 @@
 #include <octet/octet.h>
 #include <octet/octet_math.h>
 
+#include "isa.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
 
@@ -117,14 +118,11 @@ void transpose_bytes_portable(const uint8_t* src, int64_t src_ld, int64_t h, int
 const RowKernels kPortable{"portable",    widen_portable, narrow_portable, scale_encode_portable,
                            amax_portable, scale_portable, transpose_bytes_portable};
 
-bool simd_disabled_by_environment() {
-  const char* v = std::getenv("OCTET_CPU_DISABLE_SIMD");
-  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
-}
-
+// The AVX2 kernels from level avx2 up (isa.hpp: cpuid + xgetbv, lowered by
+// OCTET_CPU_ISA or OCTET_CPU_DISABLE_SIMD); the portable ones below it.
 const RowKernels& choose() {
   const RowKernels* avx2 = avx2_row_kernels();
-  if (avx2 != nullptr && !simd_disabled_by_environment()) return *avx2;
+  if (avx2 != nullptr && cpu_isa() >= Isa::Avx2) return *avx2;
   return kPortable;
 }
 

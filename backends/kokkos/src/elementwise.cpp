@@ -104,6 +104,7 @@ void quantize_checked(const octet_quantize_args& args, octet_quantize_statistics
   const DeviceView<uint8_t> columnwise(args.columnwise_out,
                                        args.columnwise_out != nullptr ? static_cast<size_t>(count) : 0);
   const bool write_rowwise = args.rowwise_out != nullptr, write_columnwise = args.columnwise_out != nullptr;
+  const bool want_stats = stats_out != nullptr;
   Stats stats;
   if (count > 0) {
     Kokkos::parallel_reduce(
@@ -114,7 +115,11 @@ void quantize_checked(const octet_quantize_args& args, octet_quantize_statistics
           const uint8_t code = fp8_encode(scaled, e4m3, sat);
           if (write_rowwise) rowwise(r * cols + c) = code;
           if (write_columnwise) columnwise(c * rows + r) = code;
-          s.count(x, scaled, code, e4m3);
+          if (want_stats) {
+            s.count(x, scaled, code, e4m3);
+          } else if (!is_nan(x) && abs_of(x) > s.amax) {
+            s.amax = abs_of(x);  // amax only: NaN (signalling too) ignored
+          }
         },
         Kokkos::Sum<Stats>(stats));
   }

@@ -1,0 +1,518 @@
+// FP8 GEMM on AVX-512 BF16 dot products (VDPBF16PS).
+//
+// Every E4M3/E5M2 value (subnormals included) is exactly a BF16 value, and
+// the product of two of them is exact in FP32, so widening to BF16 and
+// accumulating with VDPBF16PS changes only the order of the FP32 additions.
+// VDPBF16PS adds its two products to the FP32 lane one after the other,
+// each rounded to nearest even, and treats denormal inputs and results as
+// zero; no FP8 product or sum of FP8 products is ever below 2^-32 in
+// magnitude unless it is 0, so that flush never fires (docs/numerics.md
+// section 8).
+//
+// Two kernels:
+// - blocked (any shape): Goto-style loops over N (per thread), K (KC) and M
+//   (MC); B' is widened into [kc/2][32] BF16-pair panels (L1/L2 sized), A'
+//   into [kc/2][12] panels, and a 12 x 32 register micro-kernel (24 zmm
+//   accumulators) does one VDPBF16PS per 2 x 16 products with A broadcast.
+// - decode (m <= 32, B' rows contiguous, the LLM weight case): B is read
+//   once, 32 FP8 codes at a time, decoded to BF16 in registers (two 64-entry
+//   VPERMI2W lookups), and dotted with the m activation rows (widened once to
+//   BF16, small); one FP32 vector of 16 partial sums per (row, column),
+//   reduced at the end. Threads share N.
+// The blocking depends only on m, n, k and the thread count, never on the
+// operands' layout, so every layout gives the same bits.
+#include "gemm_fp8.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include <octet/octet.h>
+
+#include "errors.hpp"
+#include "row_kernels.hpp"
+
+namespace octet_cpu {
+namespace {
+
+// BF16 bits of the 128 non-negative FP8 codes (the sign is bit 7 -> bit 15).
+struct Bf16Codes {
+  alignas(64) uint16_t v[128];
+};
+
+Bf16Codes make_codes(int32_t dtype) {
+  Bf16Codes c{};
+  const float* t = fp8_table(dtype);
+  for (int i = 0; i < 128; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &t[i], 4);
+    // Exact: an FP8 value has at most 3 significant bits and an exponent
+    // inside FP32's normal range, so its low 16 FP32 bits are zero.
+    c.v[i] = std::isnan(t[i]) ? uint16_t{0x7FC0} : static_cast<uint16_t>(u >> 16);
+  }
+  return c;
+}
+
+const Bf16Codes& codes(int32_t dtype) {
+  static const Bf16Codes e4m3 = make_codes(OCTET_DTYPE_E4M3);
+  static const Bf16Codes e5m2 = make_codes(OCTET_DTYPE_E5M2);
+  return dtype == OCTET_DTYPE_E4M3 ? e4m3 : e5m2;
+}
+
+inline uint16_t bf16_of(const Bf16Codes& t, uint8_t c) {
+  return static_cast<uint16_t>(t.v[c & 0x7F] | ((c & 0x80u) << 8));
+}
+
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+// Blocking of the blocked kernel.
+constexpr int kMR = 12;    // rows per micro-kernel (12 x 2 accumulators)
+constexpr int kNR = 32;    // columns per micro-kernel (2 zmm of 16 lanes)
+constexpr int64_t kKC = 256;   // K per panel (even): B micro-panel 16 KiB (L1)
+constexpr int64_t kMC = 192;   // rows per A block (96 KiB, L2)
+constexpr int64_t kNC = 1024;  // columns per B block (512 KiB, L2)
+
+// Decode kernel.
+constexpr int64_t kDecodeMaxM = 32;
+constexpr int64_t kKB = 1024;  // K per weight block (decode path with a buffer)
+
+}  // namespace
+}  // namespace octet_cpu
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define OCTET_CPU_HAVE_BF16_PATH 1
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+// GCC 12 warns about the undefined vectors inside its own AVX-512 headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace octet_cpu {
+namespace {
+
+struct Table {
+  __m512i t0, t1, t2, t3;
+};
+
+inline Table load_table(const Bf16Codes& c) {
+  return Table{_mm512_load_si512(c.v), _mm512_load_si512(c.v + 32), _mm512_load_si512(c.v + 64),
+               _mm512_load_si512(c.v + 96)};
+}
+
+// 32 FP8 codes -> 32 BF16 values (exact; NaN stays NaN, inf stays inf).
+inline __m512i decode32(__m256i bytes, const Table& t) {
+  const __m512i x = _mm512_cvtepu8_epi16(bytes);
+  const __m512i lo = _mm512_permutex2var_epi16(t.t0, x, t.t1);  // codes 0..63 (index bits 5:0)
+  const __m512i hi = _mm512_permutex2var_epi16(t.t2, x, t.t3);  // codes 64..127
+  const __mmask32 upper = _mm512_test_epi16_mask(x, _mm512_set1_epi16(0x40));
+  const __m512i v = _mm512_mask_blend_epi16(upper, lo, hi);
+  const __m512i sign = _mm512_slli_epi16(_mm512_and_si512(x, _mm512_set1_epi16(0x80)), 8);
+  return _mm512_or_si512(v, sign);
+}
+
+inline __m256i load_bytes(const uint8_t* p, int64_t count) {
+  if (count >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __mmask32 mask = count <= 0 ? 0u : static_cast<__mmask32>((uint64_t{1} << count) - 1);
+  return _mm256_maskz_loadu_epi8(mask, p);
+}
+
+// dst[0..len) = BF16 of the contiguous codes src[0..len), then zeros up to
+// padded_len (a multiple of 32).
+void decode_row(const uint8_t* src, int64_t len, int64_t padded_len, const Table& t,
+                uint16_t* dst) {
+  for (int64_t i = 0; i < padded_len; i += 32) {
+    _mm512_storeu_si512(dst + i, decode32(load_bytes(src + i, len - i), t));
+  }
+}
+
+// ---------------------------------------------------------------- blocked
+
+// A' rows [i0, i0 + mc), k [k0, k0 + kc) -> micro-panels of kMR rows, each
+// [kp][kMR] 32-bit pairs (kp = ceil(kc / 2)); rows past mc and the odd k
+// are zero. row_buf: round_up(kKC, 32) uint16.
+__attribute__((noinline)) void pack_a(const Fp8Operand& a, const Bf16Codes& c, const Table& t, int64_t i0, int64_t mc,
+            int64_t k0, int64_t kc, uint32_t* out, uint16_t* row_buf) {
+  const int64_t kp = (kc + 1) / 2;
+  const int64_t panels = (mc + kMR - 1) / kMR;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* panel = out + p * kp * kMR;
+    for (int r = 0; r < kMR; ++r) {
+      const int64_t i = p * kMR + r;
+      if (i >= mc) {
+        for (int64_t q = 0; q < kp; ++q) panel[q * kMR + r] = 0;
+        continue;
+      }
+      if (!a.trans) {
+        decode_row(a.data + (i0 + i) * a.ld + k0, kc, round_up(kc, 32), t, row_buf);
+        const uint32_t* pairs = reinterpret_cast<const uint32_t*>(row_buf);
+        for (int64_t q = 0; q < kp; ++q) panel[q * kMR + r] = pairs[q];
+      } else {
+        const uint8_t* col = a.data + k0 * a.ld + (i0 + i);
+        for (int64_t q = 0; q < kp; ++q) {
+          const uint32_t lo = bf16_of(c, col[(2 * q) * a.ld]);
+          const uint32_t hi = 2 * q + 1 < kc ? bf16_of(c, col[(2 * q + 1) * a.ld]) : 0u;
+          panel[q * kMR + r] = lo | (hi << 16);
+        }
+      }
+    }
+  }
+}
+
+// B' columns [j0, j0 + nc), k [k0, k0 + kc) -> panels of kNR columns, each
+// [kp][kNR] 32-bit pairs; columns past nc and the odd k are zero.
+__attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+            uint32_t* out, uint16_t* row_buf) {
+  const int64_t kp = (kc + 1) / 2;
+  const int64_t panels = (nc + kNR - 1) / kNR;
+  // Interleave of two rows of 32 BF16 values: (x0, y0, x1, y1, ...).
+  const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9,
+                                          40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1,
+                                          32, 0);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* panel = out + p * kp * kNR;
+    const int64_t jp = j0 + p * kNR, width = min64(kNR, nc - p * kNR);
+    if (b.trans) {
+      // Stored [k, n]: rows k and k+1 hold 32 consecutive columns each.
+      for (int64_t q = 0; q < kp; ++q) {
+        const int64_t kk = k0 + 2 * q;
+        const __m512i x = decode32(load_bytes(b.data + kk * b.ld + jp, width), t);
+        const __m512i y = 2 * q + 1 < kc
+                              ? decode32(load_bytes(b.data + (kk + 1) * b.ld + jp, width), t)
+                              : _mm512_setzero_si512();
+        _mm512_storeu_si512(panel + q * kNR, _mm512_permutex2var_epi16(x, lo_idx, y));
+        _mm512_storeu_si512(panel + q * kNR + 16, _mm512_permutex2var_epi16(x, hi_idx, y));
+      }
+      continue;
+    }
+    // Stored [n, k]: decode 16 rows at a time, then transpose 32-bit pairs
+    // 16 x 16 through registers.
+    for (int64_t g = 0; g < kNR; g += 16) {
+      const int64_t rows = min64(16, width - g);
+      uint16_t* rb = row_buf;  // 16 rows of round_up(kc, 32) BF16 values
+      const int64_t stride = round_up(kc, 32);
+      for (int64_t r = 0; r < 16; ++r) {
+        if (r < rows) {
+          decode_row(b.data + (jp + g + r) * b.ld + k0, kc, stride, t, rb + r * stride);
+        } else {
+          std::memset(rb + r * stride, 0, static_cast<std::size_t>(stride) * 2);
+        }
+      }
+      const uint32_t* src = reinterpret_cast<const uint32_t*>(rb);
+      const int64_t sp = stride / 2;  // pairs per decoded row
+      for (int64_t q = 0; q < kp; ++q) {
+        const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(q)),
+                                             _mm512_mullo_epi32(_mm512_set1_epi32(static_cast<int>(sp)),
+                                                                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6,
+                                                                                  7, 8, 9, 10, 11,
+                                                                                  12, 13, 14, 15)));
+        _mm512_storeu_si512(panel + q * kNR + g, _mm512_i32gather_epi32(idx, src, 4));
+      }
+    }
+  }
+}
+
+// c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
+// from c's values, else from zero.
+template <bool kLoadC>
+__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    acc[r][0] = kLoadC ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = kLoadC ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t q = 0; q < kp; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
+    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMR; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * kMR + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+  }
+}
+
+struct BlockedBuffers {
+  uint32_t* a;      // kMC x kKC BF16
+  uint32_t* b;      // kNC x kKC BF16
+  uint16_t* rows;   // 16 x round_up(kKC, 32) BF16
+  float* tile;      // kMR x kNR FP32
+};
+
+constexpr int64_t kAPairs = round_up(kMC, kMR) * (kKC / 2);
+constexpr int64_t kBPairs = kNC * (kKC / 2);
+constexpr int64_t kRowHalves = 16 * ((kKC + 31) / 32 * 32);
+constexpr int64_t kTileFloats = kMR * kNR;
+constexpr int64_t kPerThreadBytes =
+    kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 + kTileFloats * 4 + 4 * 64;
+
+void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t m0, int64_t m1,
+                   int64_t n0, int64_t n1, float* c, int64_t ldc, const BlockedBuffers& buf) {
+  const Bf16Codes& ca = codes(a.dtype);
+  const Table ta = load_table(ca), tb = load_table(codes(b.dtype));
+  for (int64_t jc = n0; jc < n1; jc += kNC) {
+    const int64_t nc = min64(kNC, n1 - jc);
+    for (int64_t pc = 0; pc < k; pc += kKC) {
+      const int64_t kc = min64(kKC, k - pc), kp = (kc + 1) / 2;
+      pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
+      for (int64_t ic = m0; ic < m1; ic += kMC) {
+        const int64_t mc = min64(kMC, m1 - ic);
+        pack_a(a, ca, ta, ic, mc, pc, kc, buf.a, buf.rows);
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          const uint32_t* bp = buf.b + (jr / kNR) * kp * kNR;
+          const int64_t w = min64(kNR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
+            const int64_t h = min64(kMR, mc - ir);
+            float* cp = c + (ic + ir) * ldc + (jc + jr);
+            if (h == kMR && w == kNR) {
+              if (pc == 0) {
+                micro_12x32<false>(kp, ap, bp, cp, ldc);
+              } else {
+                micro_12x32<true>(kp, ap, bp, cp, ldc);
+              }
+              continue;
+            }
+            // Edge tile: through a full 12 x 32 buffer, same order of sums.
+            float* tile = buf.tile;
+            if (pc == 0) {
+              micro_12x32<false>(kp, ap, bp, tile, kNR);
+            } else {
+              for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
+              micro_12x32<true>(kp, ap, bp, tile, kNR);
+            }
+            for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
+             int64_t ldc) {
+  const int threads = omp_get_max_threads();
+  const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes);
+  Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
+  const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
+  // Share N when there are enough column panels (each thread then widens
+  // only its own columns of B); else share M.
+  const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = memory.get() + per_thread * static_cast<std::size_t>(t);
+    BlockedBuffers buf;
+    buf.a = reinterpret_cast<uint32_t*>(base);
+    buf.b = reinterpret_cast<uint32_t*>(base + kAPairs * 4);
+    buf.rows = reinterpret_cast<uint16_t*>(base + kAPairs * 4 + kBPairs * 4);
+    buf.tile = reinterpret_cast<float*>(base + kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 + 64);
+    const int64_t units = split_n ? n_panels : m_panels;
+    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    if (u1 > u0) {
+      if (split_n) {
+        blocked_range(a, b, k, 0, m, u0 * kNR, min64(n, u1 * kNR), c, ldc, buf);
+      } else {
+        blocked_range(a, b, k, u0 * kMR, min64(m, u1 * kMR), 0, n, c, ldc, buf);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- decode
+
+// Partial sums of MB activation rows x NG weight rows over k in [0, len)
+// (len a multiple of 32): acc[r][g] += A[r][kk..] . W[g][kk..], 16 lanes.
+// Weights come as FP8 codes (decoded here, in registers) or as BF16 from a
+// buffer.
+template <int MB, int NG, bool kFromCodes>
+void decode_micro(const uint16_t* arows, int64_t lda, const void* const* w, int64_t len,
+                  int64_t valid, const Table& t, float* part /*[MB][NG][16]*/, bool first) {
+  __m512 acc[MB][NG];
+#pragma GCC unroll 12
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) {
+      acc[r][g] = first ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * NG + g) * 16);
+    }
+  }
+  for (int64_t kk = 0; kk < len; kk += 32) {
+    __m512bh wv[NG];
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) {
+      if (kFromCodes) {
+        const uint8_t* p = static_cast<const uint8_t*>(w[g]) + kk;
+        wv[g] = (__m512bh)decode32(load_bytes(p, valid - kk), t);
+      } else {
+        wv[g] = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(w[g]) + kk);
+      }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < MB; ++r) {
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(arows + r * lda + kk);
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], av, wv[g]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) _mm512_store_ps(part + (r * NG + g) * 16, acc[r][g]);
+  }
+}
+
+using DecodeMicro = void (*)(const uint16_t*, int64_t, const void* const*, int64_t, int64_t,
+                             const Table&, float*, bool);
+
+template <int NG, bool kFromCodes, int... MB>
+struct MicroTable {
+  static constexpr DecodeMicro entries[sizeof...(MB)] = {&decode_micro<MB, NG, kFromCodes>...};
+};
+
+// mb in 1..12 for NG 1 and 2, 1..6 for NG 4.
+template <int NG, bool kFromCodes>
+DecodeMicro pick_micro(int64_t mb) {
+  if constexpr (NG == 4) {
+    return MicroTable<4, kFromCodes, 1, 2, 3, 4, 5, 6>::entries[mb - 1];
+  } else {
+    return MicroTable<NG, kFromCodes, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>::entries[mb - 1];
+  }
+}
+
+void decode_gemm(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k,
+                 float* c, int64_t ldc) {
+  const int64_t kpad = round_up(k, 32);
+  const int threads = omp_get_max_threads();
+  // Activations widened once: m rows of kpad BF16 (at most 32 x kpad).
+  Buffer<uint16_t> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));
+  // Per thread: a weight block of 4 x kKB BF16 and the partial sums.
+  const std::size_t per_thread = 4 * kKB * 2 + kDecodeMaxM * 4 * 64 + 64;
+  Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
+  {
+    const Bf16Codes& ca = codes(a.dtype);
+    const Table ta = load_table(ca);
+    for (int64_t i = 0; i < m; ++i) {
+      uint16_t* row = arows.get() + i * kpad;
+      if (!a.trans) {
+        decode_row(a.data + i * a.ld, k, kpad, ta, row);
+      } else {
+        for (int64_t kk = 0; kk < k; ++kk) row[kk] = bf16_of(ca, a.data[kk * a.ld + i]);
+        for (int64_t kk = k; kk < kpad; ++kk) row[kk] = 0;
+      }
+    }
+  }
+  // Fused (decode in registers): m <= 12, 4 weight rows at a time when
+  // m <= 6, else 2. Otherwise weights are decoded once per block of kKB
+  // into a buffer and reused for chunks of 6 activation rows x 4 weights.
+  const bool fused = m <= 12;
+  const int64_t ng = fused ? (m <= 6 ? 4 : 2) : 4;
+  const int64_t mb_max = fused ? m : 6;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
+    float* part = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
+    uint16_t* wbuf = reinterpret_cast<uint16_t*>(part + kDecodeMaxM * 4 * 16);
+    const Table tb = load_table(codes(b.dtype));
+    // Column groups of ng rows of B shared evenly.
+    const int64_t groups = (n + ng - 1) / ng;
+    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+    for (int64_t grp = g0; grp < g1; ++grp) {
+      const int64_t j = grp * ng, gw = min64(ng, n - j);
+      if (fused) {
+        const void* w[4];
+        for (int64_t g = 0; g < gw; ++g) w[g] = b.data + (j + g) * b.ld;
+        if (gw == ng) {
+          DecodeMicro f = ng == 4 ? pick_micro<4, true>(m) : pick_micro<2, true>(m);
+          f(arows.get(), kpad, w, kpad, k, tb, part, true);
+        } else {
+          DecodeMicro f = pick_micro<1, true>(m);
+          for (int64_t g = 0; g < gw; ++g) {
+            f(arows.get(), kpad, w + g, kpad, k, tb, part + g * m * 16, true);
+          }
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t g = 0; g < gw; ++g) {
+            const float* p = gw == ng ? part + (r * ng + g) * 16 : part + (g * m + r) * 16;
+            c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(p));
+          }
+        }
+        continue;
+      }
+      // Buffered: weights [4][kKB] BF16; partials [m][4][16] by chunk.
+      for (int64_t kb = 0; kb < kpad; kb += kKB) {
+        const int64_t len = min64(kKB, kpad - kb);
+        const void* w[4];
+        for (int64_t g = 0; g < 4; ++g) {
+          uint16_t* dst = wbuf + g * kKB;
+          if (g < gw) {
+            decode_row(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst);
+          } else {
+            std::memset(dst, 0, static_cast<std::size_t>(len) * 2);
+          }
+          w[g] = dst;
+        }
+        for (int64_t r0 = 0; r0 < m; r0 += mb_max) {
+          const int64_t mb = min64(mb_max, m - r0);
+          pick_micro<4, false>(mb)(arows.get() + r0 * kpad + kb, kpad, w, len, len, tb,
+                                   part + r0 * 4 * 16, kb == 0);
+        }
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t g = 0; g < gw; ++g) {
+          c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * 4 + g) * 16));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n,
+                        int64_t k, float* acc, int64_t ldc) {
+  if (m <= kDecodeMaxM && !b.trans) {
+    decode_gemm(a, b, m, n, k, acc, ldc);
+  } else {
+    blocked(a, b, m, n, k, acc, ldc);
+  }
+}
+
+}  // namespace octet_cpu
+
+#pragma GCC pop_options
+#endif
+
+namespace octet_cpu {
+
+bool fp8_gemm_bf16_built() {
+#if defined(OCTET_CPU_HAVE_BF16_PATH)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void fp8_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k,
+                   float* acc, int64_t ldc) {
+#if defined(OCTET_CPU_HAVE_BF16_PATH)
+  // Build both code tables before any thread needs them.
+  (void)codes(OCTET_DTYPE_E4M3);
+  fp8_gemm_bf16_impl(a, b, m, n, k, acc, ldc);
+#else
+  (void)a, (void)b, (void)m, (void)n, (void)k, (void)acc, (void)ldc;
+#endif
+}
+
+}  // namespace octet_cpu

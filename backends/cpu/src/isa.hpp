@@ -1,0 +1,46 @@
+// Run-time instruction-set dispatch for the cpu backend. What the CPU (and
+// the OS, through XCR0) offers is read with cpuid and xgetbv when first
+// asked; nothing is decided at build time. Each kernel family picks its
+// implementation from the level returned by cpu_isa().
+#pragma once
+
+#include <string>
+
+namespace octet_cpu {
+
+// Ordered levels: a kernel written for one level runs on every higher one.
+enum class Isa : int {
+  Portable = 0,    // plain C++ (compiled for the baseline x86-64 target)
+  Avx2 = 1,        // AVX2 + F16C + FMA
+  Avx512 = 2,      // + AVX-512 F/BW/VL/DQ
+  Avx512Bf16 = 3,  // + AVX512_BF16 (VDPBF16PS)
+};
+
+struct CpuFeatures {
+  bool avx2 = false, f16c = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+  bool amx_tile = false, amx_bf16 = false;  // CPU flags and XCR0 tile state
+};
+
+// What this CPU and OS support (cached).
+const CpuFeatures& cpu_features();
+
+// The best level the CPU supports.
+Isa best_isa();
+
+// The level in use: best_isa(), lowered by the environment:
+//   OCTET_CPU_ISA=portable|avx2|avx512|avx512_bf16 forces that level (or the
+//     best one below it that the CPU has: never a higher one);
+//   OCTET_CPU_DISABLE_SIMD set to a non-empty value other than "0" forces
+//     portable (the older switch, kept).
+// Read once, at first use.
+Isa cpu_isa();
+
+const char* isa_name(Isa isa);
+
+// "avx512_bf16 (cpu: avx2 f16c fma avx512f/bw/vl/dq avx512_bf16 avx512_vnni;
+// no amx)"-style summary for the device string.
+std::string isa_description();
+
+}  // namespace octet_cpu
