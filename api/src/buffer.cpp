@@ -8,6 +8,35 @@
 
 namespace octet::core {
 
+namespace {
+
+void free_memory(const ContextState& ctx, void* data) noexcept {
+  const octet_backend_api& api = ctx.api();
+  if (api.mem_free != nullptr)
+    api.mem_free(ctx.handle, data);
+  else
+    std::free(data);
+}
+
+// Owned memory once share() was called: freed with the last reference.
+struct SharedBlock {
+  SharedBlock(std::shared_ptr<ContextState> c, void* d, size_t b, bool n, int32_t k)
+      : ctx(std::move(c)), data(d), bytes(b), counted(n), category(k) {}
+  SharedBlock(const SharedBlock&) = delete;
+  SharedBlock& operator=(const SharedBlock&) = delete;
+  std::shared_ptr<ContextState> ctx;
+  void* data;
+  size_t bytes;
+  bool counted;
+  int32_t category;
+  ~SharedBlock() {
+    if (counted) ctx->memory.remove(category, bytes);
+    free_memory(*ctx, data);
+  }
+};
+
+}  // namespace
+
 Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category)
     : Buffer(std::move(ctx), bytes, category, true) {}
 
@@ -41,17 +70,25 @@ void Buffer::recategorize(int32_t category) {
   if (owned_ && counted_ && data_ != nullptr) {
     ctx_->memory.remove(category_, bytes_);
     ctx_->memory.add(category, bytes_);
+    if (keeper_) static_cast<SharedBlock*>(keeper_.get())->category = category;
   }
   category_ = category;
 }
 
-Buffer Buffer::wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes) {
+Buffer Buffer::wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes, std::shared_ptr<void> keeper) {
   Buffer b;
   b.ctx_ = std::move(ctx);
   b.data_ = data;
   b.bytes_ = bytes;
   b.owned_ = false;
+  b.keeper_ = std::move(keeper);
   return b;
+}
+
+std::shared_ptr<void> Buffer::share() const {
+  if (owned_ && data_ != nullptr && !keeper_)
+    keeper_ = std::make_shared<SharedBlock>(ctx_, data_, bytes_, counted_, category_);
+  return keeper_;
 }
 
 Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
@@ -65,6 +102,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     owned_ = std::exchange(other.owned_, false);
     counted_ = std::exchange(other.counted_, true);
     category_ = other.category_;
+    keeper_ = std::move(other.keeper_);
   }
   return *this;
 }
@@ -72,13 +110,11 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 Buffer::~Buffer() { release(); }
 
 void Buffer::release() noexcept {
-  if (data_ != nullptr && owned_) {
+  if (keeper_) {
+    keeper_.reset();  // a shared block frees owned memory with its last reference
+  } else if (data_ != nullptr && owned_) {
     if (counted_) ctx_->memory.remove(category_, bytes_);
-    const octet_backend_api& api = ctx_->api();
-    if (api.mem_free != nullptr)
-      api.mem_free(ctx_->handle, data_);
-    else
-      std::free(data_);
+    free_memory(*ctx_, data_);
   }
   data_ = nullptr;
   owned_ = false;

@@ -19,8 +19,11 @@ class Buffer {
   // (quantizer scaling state, a kept scale), not tensor bytes
   // (octet_memory_stats counts what tensors need).
   static Buffer uncounted(std::shared_ptr<ContextState> ctx, size_t bytes);
-  // Refers to caller memory without owning it.
-  static Buffer wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes);
+  // Refers to caller memory without owning it. With a `keeper`, the Buffer
+  // holds a reference to it until released (DLPack imports: the keeper
+  // calls the producer's deleter).
+  static Buffer wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes,
+                     std::shared_ptr<void> keeper = nullptr);
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
@@ -35,6 +38,12 @@ class Buffer {
   bool owned() const { return owned_; }
   explicit operator bool() const { return data_ != nullptr; }
 
+  // A reference that keeps the memory alive past this Buffer (DLPack
+  // exports). Owned memory first moves into a shared block, freed (and
+  // uncounted) when the Buffer and every such reference are gone; borrowed
+  // memory gives its keeper, NULL for plain caller memory.
+  std::shared_ptr<void> share() const;
+
   void copy_from_host(const void* src, size_t bytes, size_t offset = 0);
   void copy_to_host(void* dst, size_t bytes, size_t offset = 0) const;
 
@@ -48,6 +57,8 @@ class Buffer {
   bool owned_ = false;
   bool counted_ = true;
   int32_t category_ = OCTET_MEMORY_WORKSPACE;
+  // See wrap() and share(): set, it owns (or keeps alive) the memory.
+  mutable std::shared_ptr<void> keeper_;
 };
 
 }  // namespace octet::core

@@ -1,11 +1,12 @@
 /*
  * The users' ABI exercised from plain C99, as a C program sees it: versions,
  * statuses, codecs (checked against values derived here from the format
- * definitions), backends, contexts, tensors, quantize, GEMM, and bad
- * arguments. Built with -std=c99 -pedantic -Werror; links liboctet only.
+ * definitions), backends, contexts, tensors, quantize, GEMM, DLPack, and
+ * bad arguments. Built with -std=c99 -pedantic -Werror; links liboctet only.
  */
 #include <octet/octet.h>
 #include <octet/octet_backend.h>
+#include <octet/octet_dlpack.h>
 #include <octet/octet_math.h>
 
 #include <math.h>
@@ -427,6 +428,63 @@ static void check_octet_math(void) {
   CHECK(octet_math_expf(-200.0f) == 0.0f);
 }
 
+/* A DLPack producer in C: counts its deleter's calls. */
+static int dlpack_deleted = 0;
+static void count_deleter(octet_dlpack_managed_tensor_versioned* self) {
+  (void)self;
+  ++dlpack_deleted;
+}
+
+static void test_dlpack(octet_context* ctx) {
+  octet_tensor* t = NULL;
+  octet_tensor* imported = NULL;
+  octet_dlpack_managed_tensor_versioned* exported = NULL;
+  octet_dlpack_managed_tensor_versioned producer;
+  int64_t shape[2] = {2, 8};
+  unsigned char* raw = (unsigned char*)malloc(64 + 64);
+  float* memory;
+  float got[16], values[16];
+  int i;
+  if (!raw) return;
+  memory = (float*)(void*)(raw + (64 - (uintptr_t)raw % 64) % 64);
+  for (i = 0; i < 16; ++i) memory[i] = (float)i;
+  memset(&producer, 0, sizeof producer);
+  producer.version.major = OCTET_DLPACK_MAJOR_VERSION;
+  producer.deleter = count_deleter;
+  producer.dl_tensor.data = memory;
+  producer.dl_tensor.device.device_type = OCTET_DLPACK_DEVICE_CPU;
+  producer.dl_tensor.ndim = 2;
+  producer.dl_tensor.dtype.code = OCTET_DLPACK_CODE_FLOAT;
+  producer.dl_tensor.dtype.bits = 32;
+  producer.dl_tensor.dtype.lanes = 1;
+  producer.dl_tensor.shape = shape;
+  /* Refused (read-only): the deleter stays the caller's. */
+  producer.flags = OCTET_DLPACK_FLAG_READ_ONLY;
+  CHECK_FAILS(octet_tensor_from_dlpack(ctx, &producer, &t), OCTET_STATUS_INVALID_ARGUMENT);
+  CHECK(t == NULL && dlpack_deleted == 0);
+  producer.flags = 0;
+  CHECK_OK(octet_tensor_from_dlpack(ctx, &producer, &t));
+  if (t) {
+    /* Export the import: one memory, three names. */
+    CHECK_OK(octet_tensor_to_dlpack(t, OCTET_COMPONENT_DATA, &exported));
+    CHECK_OK(octet_tensor_copy_to_host(t, OCTET_COMPONENT_DATA, got, sizeof got));
+    CHECK(got[15] == 15.0f);
+    octet_tensor_destroy(t);
+    CHECK(dlpack_deleted == 0); /* the export still holds it */
+    if (exported) {
+      CHECK(exported->dl_tensor.data == (void*)memory && exported->dl_tensor.strides[0] == 8);
+      CHECK(exported->version.major == 1 && exported->flags == 0);
+      CHECK_OK(octet_tensor_from_dlpack(ctx, exported, &imported));
+      for (i = 0; i < 16; ++i) values[i] = -1.0f;
+      if (imported) CHECK_OK(octet_tensor_copy_from_host(imported, OCTET_COMPONENT_DATA, values, sizeof values));
+      CHECK(memory[3] == -1.0f);
+      octet_tensor_destroy(imported); /* calls the export's deleter, which lets the producer go */
+    }
+  }
+  CHECK(dlpack_deleted == 1);
+  free(raw);
+}
+
 int main(void) {
   octet_context_options options;
   octet_context* ctx = NULL;
@@ -458,6 +516,7 @@ int main(void) {
 
   test_tensors_quantize_gemm(ctx);
   test_wrap(ctx, info.alignment);
+  test_dlpack(ctx);
 
   /* Destroy accepts NULL. */
   octet_context_destroy(NULL);

@@ -28,6 +28,17 @@ from octet import _abi, _lib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HEADER = REPO / "api" / "include" / "octet" / "octet.h"
+# The DLPack header (ABI 1.6) is declared in _abi.py too; it is checked with
+# octet.h, as if both were one header.
+DLPACK_HEADER = REPO / "api" / "include" / "octet" / "octet_dlpack.h"
+
+
+def _dlpack_header(header):
+    """octet_dlpack.h beside `header` (an edited copy's folder may lack it:
+    then the repository's, which includes <octet/octet.h> from the copy's
+    folder, see _compile_layout)."""
+    beside = pathlib.Path(header).parent / "octet_dlpack.h"
+    return beside if beside.exists() else DLPACK_HEADER
 
 
 # ---- the header, parsed --------------------------------------------------------------
@@ -104,7 +115,7 @@ def _compile_layout(header, structs, constants):
             pytest.fail("OCTET_REQUIRE_C_COMPILER=1 but no C compiler (CC, cc, gcc, clang) was found")
         pytest.skip("no C compiler (CC, cc, gcc or clang) to compile octet.h with: install gcc")
     lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <stdalign.h>", f'#include "{header}"',
-             "int main(void) {"]
+             f'#include "{_dlpack_header(header).resolve()}"', "int main(void) {"]
     for name, fields in structs.items():
         lines.append(f'  printf("{name} %zu\\n", sizeof({name}));')
         lines.append(f'  printf("{name}@align %zu\\n", alignof({name}));')
@@ -116,8 +127,9 @@ def _compile_layout(header, structs, constants):
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="octet-abi-"))
     try:
         (tmp / "layout.c").write_text("\n".join(lines) + "\n")
-        r = subprocess.run([cc, "-std=c11", str(tmp / "layout.c"), "-o", str(tmp / "layout")], capture_output=True,
-                           text=True)
+        include = pathlib.Path(header).resolve().parent.parent  # <octet/octet.h> is this header
+        r = subprocess.run([cc, "-std=c11", f"-I{include}", str(tmp / "layout.c"), "-o", str(tmp / "layout")],
+                           capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         out = subprocess.run([str(tmp / "layout")], capture_output=True, text=True, check=True).stdout
     finally:
@@ -167,8 +179,9 @@ def _type_problem(c_type, py_type, int32_names, where):
 
 def abi_mismatches(header, abi=_abi):
     """Every way `abi` (a module like octet._abi) differs from `header` (a
-    path to octet.h), as a list of messages; empty when they agree."""
-    text = _strip_comments(pathlib.Path(header).read_text())
+    path to octet.h) and the octet_dlpack.h beside it, as a list of
+    messages; empty when they agree."""
+    text = _strip_comments(pathlib.Path(header).read_text() + "\n" + _dlpack_header(header).read_text())
     structs = _header_structs(text)
     constants = _header_constants(text)
     functions = _header_functions(text)

@@ -57,7 +57,7 @@ extern "C" {
 /* The users' ABI version. A change of major breaks binary compatibility;
  * a minor adds functions or appends struct fields. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 5
+#define OCTET_ABI_MINOR 6
 
 typedef struct octet_version {
   uint32_t major;

@@ -21,6 +21,10 @@ Beyond tensors and GEMMs (docs/python.md):
     `with ctx.autocast(recipe):`, ctx.set_communicator(fn);
   - layers (octet.layers): Linear, LayerNormLinear, LayerNormMLP.
 
+DLPack (docs/python.md): np.from_dlpack(t) / torch.from_dlpack(t) share an
+octet Tensor's memory, octet.from_dlpack(x) / ctx.from_dlpack(x) share a
+NumPy array's or torch tensor's; nothing is copied.
+
 Every failure of the library raises OctetError with the library's status and
 message; bad Python arguments raise TypeError/ValueError before any C call.
 Tensors belong to their context; closing the context early is safe (the
@@ -31,7 +35,7 @@ from ._core import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SC
                     FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
                     SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_TENSOR, Context, OctetError,
                     SaturationWarning, Tensor, abi_version, aligned_empty, backend_failures, backends, fp8_decode,
-                    fp8_encode, library_version)
+                    fp8_encode, from_dlpack, library_version)
 from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID,
                       MX_ROUND_FLOOR, MX_ROUND_RCEIL, ROLE_GRADIENT, ROLE_INPUT, ROLE_WEIGHT, BlockScaling,
                       CurrentScaling, DelayedScaling, MXFP8Scaling, Recipe, StaticScaling)

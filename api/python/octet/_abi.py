@@ -1,4 +1,4 @@
-"""The one ctypes declaration of octet.h in the repository.
+"""The one ctypes declaration of octet.h (and octet_dlpack.h) in the repository.
 
 Every enumeration constant (OCTET_ prefix dropped), every struct (all its
 fields, spelled and ordered as octet.h has them) and every OCTET_API
@@ -22,7 +22,7 @@ _P = _c.POINTER
 
 # ---- #defines ---------------------------------------------------------------------
 # (OCTET_VERSION_*: not restated; octet.__version__ asks the loaded library.)
-ABI_MAJOR, ABI_MINOR = 1, 5
+ABI_MAJOR, ABI_MINOR = 1, 6
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8
 
@@ -79,6 +79,13 @@ MX_ROUND_RCEIL, MX_ROUND_FLOOR = 0, 1
 LAYER_LAYERNORM, LAYER_RMSNORM = 0, 1
 LAYER_GELU, LAYER_SWIGLU = 0, 1
 WEIGHTS_HIGH_PRECISION, WEIGHTS_FP8_ONLY = 0, 1
+
+# octet_dlpack.h (ABI 1.6): DLPack's values, under OCTET_DLPACK_* names
+DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION = 1, 1
+DLPACK_DEVICE_CPU, DLPACK_DEVICE_CUDA, DLPACK_DEVICE_CUDA_HOST, DLPACK_DEVICE_CUDA_MANAGED = 1, 2, 3, 13
+DLPACK_CODE_FLOAT, DLPACK_CODE_BFLOAT = 2, 4
+DLPACK_CODE_FLOAT8_E4M3FN, DLPACK_CODE_FLOAT8_E5M2, DLPACK_CODE_FLOAT8_E8M0FNU = 10, 12, 14
+DLPACK_FLAG_READ_ONLY, DLPACK_FLAG_IS_COPIED, DLPACK_FLAG_IS_SUBBYTE_TYPE_PADDED = 1, 2, 4
 
 
 # ---- structs (_c_name: the C typedef) ------------------------------------------------
@@ -335,12 +342,67 @@ class LayerNormMLPOptions(_c.Structure):
     ]
 
 
-# Every struct of octet.h, by its C name.
+# octet_dlpack.h: DLPack's structs (the same layout as dlpack.h's).
+
+class DLPackVersion(_c.Structure):
+    _c_name = "octet_dlpack_version"
+    _fields_ = [("major", _u32), ("minor", _u32)]
+
+
+class DLPackDevice(_c.Structure):
+    _c_name = "octet_dlpack_device"
+    _fields_ = [("device_type", _i32), ("device_id", _i32)]
+
+
+class DLPackDtype(_c.Structure):
+    _c_name = "octet_dlpack_dtype"
+    _fields_ = [("code", _u8), ("bits", _u8), ("lanes", _u16)]
+
+
+class DLPackTensor(_c.Structure):
+    _c_name = "octet_dlpack_tensor"
+    _fields_ = [
+        ("data", _p),
+        ("device", DLPackDevice),
+        ("ndim", _i32),
+        ("dtype", DLPackDtype),
+        ("shape", _P(_i64)),
+        ("strides", _P(_i64)),
+        ("byte_offset", _u64),
+    ]
+
+
+class DLPackManagedTensor(_c.Structure):
+    _c_name = "octet_dlpack_managed_tensor"
+
+
+class DLPackManagedTensorVersioned(_c.Structure):
+    _c_name = "octet_dlpack_managed_tensor_versioned"
+
+
+DLPACK_DELETER_FN = _c.CFUNCTYPE(None, _P(DLPackManagedTensor))
+DLPACK_VERSIONED_DELETER_FN = _c.CFUNCTYPE(None, _P(DLPackManagedTensorVersioned))
+DLPackManagedTensor._fields_ = [
+    ("dl_tensor", DLPackTensor),
+    ("manager_ctx", _p),
+    ("deleter", DLPACK_DELETER_FN),
+]
+DLPackManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", _p),
+    ("deleter", DLPACK_VERSIONED_DELETER_FN),
+    ("flags", _u64),
+    ("dl_tensor", DLPackTensor),
+]
+
+
+# Every struct of octet.h and octet_dlpack.h, by its C name.
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
     BlockScalingOptions, RecipeInfo, QuantizerInfo, Communicator, LinearOptions, LayerNormLinearOptions,
-    LayerNormMLPOptions)}
+    LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
+    DLPackManagedTensorVersioned)}
 
 # Option structs and their `_init` function. A `_sized` one is told the
 # caller's size; the others write the size their ABI minor had when they
@@ -469,6 +531,11 @@ FUNCTIONS = {
     "octet_layer_forward": (_i32, [_p, _p, _p, _i32, _P(_p)]),
     "octet_layer_backward": (_i32, [_p, _P(_p), _p, _p, _i32]),
     "octet_saved_destroy": (None, [_p]),
+    # DLPack (octet_dlpack.h, ABI 1.6)
+    "octet_tensor_from_dlpack": (_i32, [_p, _P(DLPackManagedTensorVersioned), _P(_p)]),
+    "octet_tensor_from_dlpack_legacy": (_i32, [_p, _P(DLPackManagedTensor), _P(_p)]),
+    "octet_tensor_to_dlpack": (_i32, [_p, _i32, _P(_p)]),
+    "octet_tensor_to_dlpack_legacy": (_i32, [_p, _i32, _P(_p)]),
 }
 
 

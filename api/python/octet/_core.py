@@ -383,6 +383,33 @@ class Tensor(_Handle):
             array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The Python DLPack protocol (np.from_dlpack(t), torch.from_dlpack(t)):
+        a capsule over the tensor's memory, no copy; for a quantized tensor
+        its FP8 codes (DATA; dlpack_component gives the scales). The
+        consumer shares the memory and keeps it alive past close(). A
+        versioned capsule (DLPack 1.x) when the consumer passes max_version,
+        else a legacy one. copy=True and another dl_device raise
+        BufferError (octet never copies here)."""
+        from ._dlpack import export
+        return export(self, DATA, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """(device type, id): (1, 0), kDLCPU, on a host-memory backend;
+        (2, 0), kDLCUDA, on the cuda backend."""
+        from ._dlpack import _device_of
+        return _device_of(self._context)
+
+    def dlpack_component(self, which=DATA):
+        """One component as a DLPack producer (no copy): DATA, COLUMNWISE_DATA
+        ([cols, rows]), SCALE / SCALE_INV / AMAX (float32, shape (1,)),
+        ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV (the block scale grid), e.g.
+        torch.from_dlpack(q.dlpack_component(octet.SCALE_INV))."""
+        from ._dlpack import DLPackComponent
+        if isinstance(which, bool) or not isinstance(which, (int, _np.integer)):
+            raise TypeError(f"which must be an octet component (octet.DATA, SCALE_INV, ...); got {which!r}")
+        return DLPackComponent(self, int(which))
+
     def set_scale(self, scale):
         """Sets the SCALE of a quantized tensor (finite and > 0, the rule of
         octet_quantizer_set_scale: 0 would make SCALE_INV infinite, a NaN
@@ -582,6 +609,17 @@ class Context(_Handle):
         t._base = obj  # the memory stays alive as long as the tensor
         return t
 
+    def from_dlpack(self, obj):
+        """A tensor on this context over the memory of `obj` (anything with
+        __dlpack__: a NumPy array, a torch tensor, an octet Tensor; or a
+        DLPack capsule), without copying (octet_tensor_from_dlpack): writes
+        on either side are seen on the other, and the memory stays alive
+        until the tensor is closed. Refused with OctetError, never copied:
+        non-contiguous or misaligned memory, read-only memory, other
+        devices, dtypes Octet lacks (see docs/python.md, "DLPack")."""
+        from ._dlpack import import_
+        return import_(self, obj)
+
     def tensor(self, array, dtype=None):
         """Uploads data (a copy) as a plain tensor.
 
@@ -753,3 +791,17 @@ class Context(_Handle):
         options.bias = bias_tensor.handle if bias_tensor is not None else None
         _check(_libc.octet_gemm(self.handle, a.handle, b.handle, out.handle, _c.byref(options)))
         return out
+
+
+def from_dlpack(obj, context=None):
+    """octet's from_dlpack: a Tensor over the memory of `obj` without copying
+    (Context.from_dlpack). context=None: a context of this thread for the
+    memory's device (host data: the first available host plugin, else the
+    reference; CUDA data: the cuda backend), created on first use."""
+    from ._dlpack import default_context
+    if context is None:
+        device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
+        context = default_context(int(device[0]))
+    elif not isinstance(context, Context):
+        raise TypeError(f"context must be an octet.Context or None; got {type(context).__name__}")
+    return context.from_dlpack(obj)

@@ -621,7 +621,7 @@ fn a_change_to_the_header_is_caught() {
             "OCTET_LAYER_ADDED",
         ),
         (
-            "#define OCTET_ABI_MINOR 5",
+            "#define OCTET_ABI_MINOR 6",
             "#define OCTET_ABI_MINOR 99",
             "OCTET_ABI_MINOR",
         ),
