@@ -262,6 +262,62 @@ TEST_F(CpuVsReference, DequantizeBitForBit) {
 // cover the vector body and the scalar tail (32 codes per AVX2 step); the
 // expectations come from the rule, not from a backend (found by
 // tests/fuzz/fuzz_backend_vs_reference.cpp).
+// Row lengths around the vector widths (8, 16, 32, 64 lanes): the SIMD
+// main loops, their masked or scalar tails, and the fused cast + transpose
+// on tiles that are not whole, with dense specials (NaN of both signs,
+// infinities, values past the FP8 maximum) and both saturation settings.
+TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
+  const int64_t widths[] = {1, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 257};
+  uint32_t seed = 900;
+  for (int64_t cols : widths) {
+    const Shape s{5, cols};
+    std::vector<uint8_t> input =
+        random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
+    for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int hopper = 0; hopper < 2; ++hopper) {
+        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
+        octet_context* r = hopper ? ref_hopper.get() : ref.get();
+        Tensor ci = tensor(c, OCTET_DTYPE_FP32, s.rows, s.cols);
+        Tensor ri = tensor(r, OCTET_DTYPE_FP32, s.rows, s.cols);
+        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        for (int32_t saturate : {0, 1}) {
+          const float scale = saturate ? 37.0f : 0.125f;
+          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
+          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
+          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          octet_quantize_options o{};
+          o.struct_size = sizeof o;
+          o.saturate = saturate;
+          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          const std::string what = std::string(octet_dtype_name(to)) + " " + shape_name(s) +
+                                   " hopper " + std::to_string(hopper) + " saturate " +
+                                   std::to_string(saturate);
+          octet_tensor_info info{};
+          info.struct_size = sizeof info;
+          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
+          EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                     download(ro.get(), OCTET_COMPONENT_DATA), 1),
+                    -1)
+              << what;
+          if (info.has_columnwise_data) {
+            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
+                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
+                      -1)
+                << what;
+          }
+          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX))
+              << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
   Context c = context(OCTET_TEST_BACKEND);
   ASSERT_TRUE(c);
