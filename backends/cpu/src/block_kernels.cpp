@@ -243,15 +243,24 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         sld = in.ld;
       } else if (!transposed) {
         for (int64_t i = 0; i < h; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, w, values + i * w);
+      } else if (fp32) {
+        // 8 x 8 tiles: a column-at-a-time scatter strides values by w floats
+        // (1 KiB), whose lines fall in 4 of L1's 64 sets and evict each
+        // other; a tile keeps 8 input and 8 output lines in use.
+        for (int64_t jb = 0; jb < w; jb += 8) {
+          const int64_t je = std::min(jb + 8, w);
+          for (int64_t ib = 0; ib < h; ib += 8) {
+            const int64_t ie = std::min(ib + 8, h);
+            for (int64_t j = jb; j < je; ++j) {
+              const float* col = reinterpret_cast<const float*>(element_ptr(in, c0 + j, r0));
+              for (int64_t i = ib; i < ie; ++i) values[i * w + j] = col[i];
+            }
+          }
+        }
       } else {
         for (int64_t j = 0; j < w; ++j) {
-          const float* col = column;
-          if (fp32) {
-            col = reinterpret_cast<const float*>(element_ptr(in, c0 + j, r0));
-          } else {
-            k.widen(element_ptr(in, c0 + j, r0), in.dtype, h, column);
-          }
-          for (int64_t i = 0; i < h; ++i) values[i * w + j] = col[i];
+          k.widen(element_ptr(in, c0 + j, r0), in.dtype, h, column);
+          for (int64_t i = 0; i < h; ++i) values[i * w + j] = column[i];
         }
       }
       for (int64_t b0 = 0; b0 < h; b0 += br) {
