@@ -318,6 +318,46 @@ TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
   }
 }
 
+// The quantize encoder (AVX-512 at level avx512 and up; convert's narrow,
+// which the exhaustive encoder sweep in table_test.cpp uses, stays AVX2)
+// over a stride through all 2^32 FP32 patterns (16.7 million, every
+// exponent, both signs, NaN payloads, subnormals), scale 1, both formats
+// and overflow modes, bit for bit against the reference.
+TEST_F(CpuVsReference, QuantizeEncoderOnAStrideOfEveryFp32Pattern) {
+  std::vector<uint8_t> input;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 257) {
+    const uint32_t w = static_cast<uint32_t>(u);
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&w);
+    input.insert(input.end(), b, b + 4);
+  }
+  const int64_t n = static_cast<int64_t>(input.size() / 4);
+  Tensor ci = tensor(cpu.get(), OCTET_DTYPE_FP32, 1, n);
+  Tensor ri = tensor(ref.get(), OCTET_DTYPE_FP32, 1, n);
+  upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+  upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+  const float scale = 1.0f;
+  for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t saturate : {0, 1}) {
+      Tensor co = tensor(cpu.get(), to, 1, n, OCTET_USAGE_ROWWISE);
+      Tensor ro = tensor(ref.get(), to, 1, n, OCTET_USAGE_ROWWISE);
+      upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+      upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+      octet_quantize_options o{};
+      o.struct_size = sizeof o;
+      o.saturate = saturate;
+      ASSERT_EQ(octet_quantize(cpu.get(), ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      ASSERT_EQ(octet_quantize(ref.get(), ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      const int64_t at = first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                          download(ro.get(), OCTET_COMPONENT_DATA), 1);
+      EXPECT_EQ(at, -1) << octet_dtype_name(to) << " saturate " << saturate << ": FP32 bits "
+                        << (at < 0 ? 0 : static_cast<uint64_t>(at) * 257);
+      EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX));
+    }
+  }
+}
+
 TEST(CpuBackend, BothOperandsNanKeepTheFirstOperandsNan) {
   Context c = context(OCTET_TEST_BACKEND);
   ASSERT_TRUE(c);
