@@ -257,7 +257,8 @@ BENCHMARK(BM_Fp8GemmThreads)->Arg(2048)->UseManualTime()->Unit(benchmark::kMilli
 
 // Block-scaled quantize of 64 MiB of FP32 input (both usages: the rowwise
 // and the columnwise copies, each with its scale grid) vs memcpy.
-// range(0): OCTET_SCALING_MXFP8_1X32 or OCTET_SCALING_BLOCK_128X128.
+// range(0): OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128 or
+// OCTET_SCALING_BLOCK_128X128.
 void BM_BlockQuantize(benchmark::State& state) {
   const int64_t rows = 4096, cols = 4096;
   const int32_t mode = static_cast<int32_t>(state.range(0));
@@ -285,7 +286,8 @@ void BM_BlockQuantize(benchmark::State& state) {
   octet_tensor_destroy(in);
   octet_context_destroy(ctx);
 }
-BENCHMARK(BM_BlockQuantize)->Arg(OCTET_SCALING_MXFP8_1X32)->Arg(OCTET_SCALING_BLOCK_128X128)
+BENCHMARK(BM_BlockQuantize)->Arg(OCTET_SCALING_MXFP8_1X32)->Arg(OCTET_SCALING_BLOCK_1X128)
+    ->Arg(OCTET_SCALING_BLOCK_128X128)
     ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 }  // namespace

@@ -3,7 +3,14 @@
 one process and one run (docs/benchmarks.md; performance.md's rules).
 
     OCTET_LIBRARY=build/lib/liboctet.so PYTHONPATH=api/python \\
-        python3 tests/bench/bench_cpu_vs_torch.py [--quick] [--markdown]
+        python3 tests/bench/bench_cpu_vs_torch.py [--quick] [--quantize-only]
+
+First, per-tensor FP32 -> E4M3 quantize of 4096 x 4096 with current
+scaling (amax, scale = 448 / amax, cast): Octet rowwise and Octet's fused
+cast+transpose (Hopper-like profile, both copies) against torch eager
+(x * s).clamp(-448, 448).to(torch.float8_e4m3fn) (and the same plus a
+transposed copy), each as a time relative to a numpy memcpy of the FP32
+input in the same rounds. --quantize-only stops there.
 
 For each GEMM shape (E4M3 x E4M3 -> FP32 on Octet's cpu backend, scales
 applied) it times, interleaved round by round (each candidate once per
@@ -159,6 +166,45 @@ def linear_case(ctx, torch, tokens, features, rounds, min_seconds):
     return {name: (sec, flops / sec / 1e9) for name, sec in t.items()}
 
 
+def quantize_case(ctx, torch, rows, cols, rounds, min_seconds):
+    """Per-tensor FP32 -> E4M3 current scaling on rows x cols: Octet's amax
+    kernel then octet_quantize (rowwise; and both usages, the fused
+    cast+transpose in the Hopper-like profile), against torch eager
+    amax + scale + clamp + cast, and a memcpy (numpy) of the FP32 input, all
+    interleaved. Returns {name: seconds}."""
+    from octet import _core
+    rng = np.random.default_rng(3)
+    x32 = rng.standard_normal((rows, cols), dtype=np.float32) * 50
+    dst = np.empty_like(x32)
+    hopper = octet.Context("cpu", profile="hopper-like")
+    cands = {"memcpy_fp32_input": lambda: np.copyto(dst, x32)}
+    options = _core._lib.QuantizeOptions()
+    _core._check(_core._libc.octet_quantize_options_init(_core._c.byref(options)))
+    options.saturate = 1
+    for name, c, usages in (("octet_rowwise", ctx, octet.ROWWISE), ("octet_cast_transpose", hopper, octet.BOTH)):
+        xt = c.tensor(x32)
+        q = c.empty(x32.shape, octet.E4M3, usages)
+
+        def run(c=c, xt=xt, q=q):
+            amax = c.amax(xt)
+            q.set_scale(448.0 / amax)
+            _core._check(_core._libc.octet_quantize(c.handle, xt.handle, q.handle, _core._c.byref(options)))
+        cands[name] = run
+    if torch is not None and hasattr(torch, "float8_e4m3fn"):
+        tx = torch.from_numpy(x32)
+
+        def torch_q():
+            s = 448.0 / tx.abs().max()
+            return (tx * s).clamp(-448, 448).to(torch.float8_e4m3fn)
+        cands["torch_eager"] = torch_q
+
+        def torch_qt():
+            q = torch_q()
+            return q, q.t().contiguous()
+        cands["torch_eager_plus_transpose"] = torch_qt
+    return interleaved(cands, rounds, min_seconds)
+
+
 def memcpy_bandwidth(rounds):
     src = np.ones(256 << 20, dtype=np.uint8)
     dst = np.empty_like(src)
@@ -171,6 +217,8 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer rounds, no Linear")
     p.add_argument("--install", action="store_true", help="pip install torch when missing")
     p.add_argument("--rounds", type=int, default=None)
+    p.add_argument("--quantize-only", action="store_true",
+                   help="only the per-tensor quantize vs memcpy vs torch section")
     args = p.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
     torch = load_torch(args.install)
@@ -183,6 +231,15 @@ def main():
     bw = memcpy_bandwidth(rounds)
     print(f"# memcpy 256 MiB: {bw:.1f} GB/s (read + written)")
     print()
+    rows, cols = 4096, 4096
+    t = quantize_case(ctx, torch, rows, cols, rounds, 1.0)
+    print(f"| quantize FP32 {rows}x{cols} -> E4M3 (amax + scale + cast) | candidate | ms | time vs memcpy of the input |")
+    print("|---|---|---|---|")
+    for name, sec in t.items():
+        print(f"| | {name} | {sec * 1e3:.2f} | {sec / t['memcpy_fp32_input']:.2f}x |")
+    print()
+    if args.quantize_only:
+        return
     print("| work | candidate | ms | GFLOP/s | Octet FP8 speed-up over it |")
     print("|---|---|---|---|---|")
     shapes = [(2048, 2048, 2048), (1, 8192, 8192), (16, 8192, 8192)]

@@ -242,6 +242,35 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
   }
 }
 
+// Widths around the vector widths and the block edges (32, 128), so that
+// the SIMD block amax / NaN test and the encoder run on partial vectors,
+// with NaN, infinities and FP32 subnormals among the values.
+TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
+  const int64_t widths[] = {15, 16, 17, 31, 33, 63, 65, 127, 129};
+  for (const BlockConfig& c : block_configs()) {
+    for (int64_t cols : widths) {
+      const Shape s{33, cols};
+      std::vector<uint8_t> raw = random_elements(
+          OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), static_cast<uint32_t>(cols));
+      const std::string where = std::string(c.name) + " " + shape_name(s);
+      Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32,
+                                        s.rows, s.cols, raw, OCTET_USAGE_BOTH);
+      Quantized ref = block_quantize_on("reference", c, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, s.rows,
+                                        s.cols, raw, OCTET_USAGE_BOTH);
+      const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+      const std::size_t scale_size = c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4;
+      expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+      expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+      expect_same_bytes(got.rowwise_scales, want.rowwise_scales, scale_size, where + " rowwise scales");
+      expect_same_bytes(got.columnwise_scales, want.columnwise_scales, scale_size,
+                        where + " columnwise scales");
+      expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+      expect_same_stats(cpu.stats, ref.stats, where);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
 // One usage at a time: the columnwise-only pass gives the statistics.
 TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
   const Shape s{131, 300};

@@ -255,6 +255,102 @@ TEST_F(CpuVsReference, DequantizeBitForBit) {
   }
 }
 
+// Row lengths around the vector widths (8, 16, 32, 64 lanes): the SIMD
+// main loops, their masked or scalar tails, and the fused cast + transpose
+// on tiles that are not whole, with dense specials (NaN of both signs,
+// infinities, values past the FP8 maximum) and both saturation settings.
+TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
+  const int64_t widths[] = {1, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 257};
+  uint32_t seed = 900;
+  for (int64_t cols : widths) {
+    const Shape s{5, cols};
+    std::vector<uint8_t> input =
+        random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
+    for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int hopper = 0; hopper < 2; ++hopper) {
+        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
+        octet_context* r = hopper ? ref_hopper.get() : ref.get();
+        Tensor ci = tensor(c, OCTET_DTYPE_FP32, s.rows, s.cols);
+        Tensor ri = tensor(r, OCTET_DTYPE_FP32, s.rows, s.cols);
+        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        for (int32_t saturate : {0, 1}) {
+          const float scale = saturate ? 37.0f : 0.125f;
+          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
+          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
+          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          octet_quantize_options o{};
+          o.struct_size = sizeof o;
+          o.saturate = saturate;
+          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          const std::string what = std::string(octet_dtype_name(to)) + " " + shape_name(s) +
+                                   " hopper " + std::to_string(hopper) + " saturate " +
+                                   std::to_string(saturate);
+          octet_tensor_info info{};
+          info.struct_size = sizeof info;
+          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
+          EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                     download(ro.get(), OCTET_COMPONENT_DATA), 1),
+                    -1)
+              << what;
+          if (info.has_columnwise_data) {
+            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
+                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
+                      -1)
+                << what;
+          }
+          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX))
+              << what;
+        }
+      }
+    }
+  }
+}
+
+// The quantize encoder (AVX-512 at level avx512 and up; convert's narrow,
+// which the exhaustive encoder sweep in table_test.cpp uses, stays AVX2)
+// over a stride through all 2^32 FP32 patterns (16.7 million, every
+// exponent, both signs, NaN payloads, subnormals), scale 1, both formats
+// and overflow modes, bit for bit against the reference.
+TEST_F(CpuVsReference, QuantizeEncoderOnAStrideOfEveryFp32Pattern) {
+  std::vector<uint8_t> input;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 257) {
+    const uint32_t w = static_cast<uint32_t>(u);
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&w);
+    input.insert(input.end(), b, b + 4);
+  }
+  const int64_t n = static_cast<int64_t>(input.size() / 4);
+  Tensor ci = tensor(cpu.get(), OCTET_DTYPE_FP32, 1, n);
+  Tensor ri = tensor(ref.get(), OCTET_DTYPE_FP32, 1, n);
+  upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+  upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+  const float scale = 1.0f;
+  for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t saturate : {0, 1}) {
+      Tensor co = tensor(cpu.get(), to, 1, n, OCTET_USAGE_ROWWISE);
+      Tensor ro = tensor(ref.get(), to, 1, n, OCTET_USAGE_ROWWISE);
+      upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+      upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+      octet_quantize_options o{};
+      o.struct_size = sizeof o;
+      o.saturate = saturate;
+      ASSERT_EQ(octet_quantize(cpu.get(), ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      ASSERT_EQ(octet_quantize(ref.get(), ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      const int64_t at = first_difference(download(co.get(), OCTET_COMPONENT_DATA),
+                                          download(ro.get(), OCTET_COMPONENT_DATA), 1);
+      EXPECT_EQ(at, -1) << octet_dtype_name(to) << " saturate " << saturate << ": FP32 bits "
+                        << (at < 0 ? 0 : static_cast<uint64_t>(at) * 257);
+      EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX));
+    }
+  }
+}
+
 // numerics.md section 13: with both operands of x * scale NaN, x's NaN wins
 // (its sign sets the code), however the compiler orders a scalar product.
 // NaN data: every code is x's NaN, and NaN codes dequantize to decode(q)'s

@@ -232,9 +232,31 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
       const int64_t r0 = (t / regions_across) * rb * br;
       const int64_t c0 = (t % regions_across) * gb * bc;
       const int64_t h = std::min(rb * br, rows - r0), w = std::min(gb * bc, cols - c0);
-      // Gather the region's FP32 values, values[i * w + j] = x'[r0 + i, c0 + j].
-      if (!transposed) {
+      // The region's FP32 values: src[i * sld + j] = x'[r0 + i, c0 + j]. An
+      // FP32 input read rowwise is used in place (no copy); otherwise the
+      // values are widened (and, transposed, gathered) into the buffer.
+      const float* src = values;
+      int64_t sld = w;
+      const bool fp32 = in.dtype == OCTET_DTYPE_FP32;
+      if (!transposed && fp32) {
+        src = reinterpret_cast<const float*>(element_ptr(in, r0, c0));
+        sld = in.ld;
+      } else if (!transposed) {
         for (int64_t i = 0; i < h; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, w, values + i * w);
+      } else if (fp32) {
+        // 8 x 8 tiles: a column-at-a-time scatter strides values by w floats
+        // (1 KiB), whose lines fall in 4 of L1's 64 sets and evict each
+        // other; a tile keeps 8 input and 8 output lines in use.
+        for (int64_t jb = 0; jb < w; jb += 8) {
+          const int64_t je = std::min(jb + 8, w);
+          for (int64_t ib = 0; ib < h; ib += 8) {
+            const int64_t ie = std::min(ib + 8, h);
+            for (int64_t j = jb; j < je; ++j) {
+              const float* col = reinterpret_cast<const float*>(element_ptr(in, c0 + j, r0));
+              for (int64_t i = ib; i < ie; ++i) values[i * w + j] = col[i];
+            }
+          }
+        }
       } else {
         for (int64_t j = 0; j < w; ++j) {
           k.widen(element_ptr(in, c0 + j, r0), in.dtype, h, column);
@@ -245,13 +267,20 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         const int64_t bh = std::min(br, h - b0);
         for (int64_t j0 = 0; j0 < w; j0 += bc) {
           const int64_t bw = std::min(bc, w - j0);
-          float block_amax = 0.0f;
-          bool block_nan = false;
+          // The largest |x| bits: the block's amax, or above the infinity's
+          // bits when the block holds a NaN (then amax ignoring NaN, scalar).
+          uint32_t top = 0;
           for (int64_t i = b0; i < b0 + bh; ++i) {
-            const float* x = values + i * w + j0;
-            for (int64_t j = 0; j < bw; ++j) {
-              block_nan = block_nan || is_nan(x[j]);
-              block_amax = max_magnitude(block_amax, x[j]);
+            const uint32_t m = k.abs_bits_max(src + i * sld + j0, bw);
+            top = m > top ? m : top;
+          }
+          const bool block_nan = top > 0x7F800000u;
+          float block_amax = float_of(top);
+          if (block_nan) {
+            block_amax = 0.0f;
+            for (int64_t i = b0; i < b0 + bh; ++i) {
+              const float* x = src + i * sld + j0;
+              for (int64_t j = 0; j < bw; ++j) block_amax = max_magnitude(block_amax, x[j]);
             }
           }
           amax = block_amax > amax ? block_amax : amax;
@@ -272,13 +301,12 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
           }
           for (int64_t i = b0; i < b0 + bh; ++i) {
-            const float* x = values + i * w + j0;
+            const float* x = src + i * sld + j0;
             uint8_t* out = args->out + (r0 + i) * cols + c0 + j0;
             if (nan_block) {
               for (int64_t j = 0; j < bw; ++j) out[j] = (bits_of(x[j]) >> 31) != 0 ? 0xFF : 0x7F;
             } else {
-              float unused = 0.0f;
-              k.scale_encode(x, bw, multiplier, dtype, true, out, &unused);
+              k.encode(x, bw, multiplier, dtype, true, out);
             }
             if (want_stats) count(x, bw, multiplier, nan_block, out, dtype, stats);
           }

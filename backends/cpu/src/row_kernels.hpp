@@ -24,14 +24,25 @@ struct RowKernels {
   // j < w (AVX2 path: 16x16 blocks through SSE unpacks).
   void (*transpose_bytes)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
                           int64_t dst_ld);
+  // scale_encode without the amax: out[i] = fp8(in[i] * scale).
+  void (*encode)(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
+                 uint8_t* out);
+  // max over i of (bits(in[i]) & 0x7FFFFFFF) as an unsigned integer: the
+  // bits of the largest magnitude, or above 0x7F800000 when a NaN is there
+  // (block quantize's amax and NaN test in one pass).
+  uint32_t (*abs_bits_max)(const float* in, int64_t n);
 };
 
 const RowKernels& portable_row_kernels();
 // nullptr when this build has no AVX2 path.
 const RowKernels* avx2_row_kernels();
+// nullptr when this build or this CPU has no AVX-512 F/BW/VL/DQ path. Its
+// widen, narrow, scale and transpose_bytes are the AVX2 ones.
+const RowKernels* avx512_row_kernels();
 
-// The kernels in use: AVX2 when cpu_isa() (isa.hpp) is avx2 or higher
-// (OCTET_CPU_ISA=portable or OCTET_CPU_DISABLE_SIMD=1 lowers it).
+// The kernels in use: AVX-512 when cpu_isa() (isa.hpp) is avx512 or higher,
+// AVX2 at avx2 (OCTET_CPU_ISA=avx2|portable or OCTET_CPU_DISABLE_SIMD=1
+// lowers it).
 const RowKernels& row_kernels();
 
 // Exact FP32 values of every FP8 / E8M0 code (filled once).

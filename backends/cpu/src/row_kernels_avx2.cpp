@@ -262,8 +262,36 @@ void transpose_bytes_avx2(const uint8_t* src, int64_t sld, int64_t h, int64_t w,
   }
 }
 
-const RowKernels kAvx2{"avx2+f16c", widen_avx2, narrow_avx2,         scale_encode_avx2,
-                       amax_avx2,   scale_avx2, transpose_bytes_avx2};
+void encode_only_avx2(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
+                      uint8_t* out) {
+  float unused = 0.0f;
+  encode_fp8_avx2(in, n, fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, scale, false,
+                  out, &unused);
+}
+
+uint32_t abs_bits_max_avx2(const float* in, int64_t n) {
+  const __m256i mask = _mm256_set1_epi32(0x7FFFFFFF);
+  __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
+  int64_t i = 0;
+  // Masked to 31 bits the words are non-negative: a signed max is the unsigned one.
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)), mask));
+    m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8)), mask));
+  }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_max_epi32(m0, m1));
+  uint32_t m = 0;
+  for (int j = 0; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) {
+    const uint32_t a = bits_of(in[i]) & 0x7FFFFFFFu;
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+const RowKernels kAvx2{"avx2+f16c",      widen_avx2,      narrow_avx2,
+                       scale_encode_avx2, amax_avx2,       scale_avx2,
+                       transpose_bytes_avx2, encode_only_avx2, abs_bits_max_avx2};
 
 }  // namespace
 }  // namespace octet_cpu

@@ -115,12 +115,30 @@ void transpose_bytes_portable(const uint8_t* src, int64_t src_ld, int64_t h, int
   }
 }
 
-const RowKernels kPortable{"portable",    widen_portable, narrow_portable, scale_encode_portable,
-                           amax_portable, scale_portable, transpose_bytes_portable};
+void encode_portable(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
+                     uint8_t* out) {
+  const Fp8Params& p = fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+  for (int64_t i = 0; i < n; ++i) out[i] = encode_fp8(octet_math_mul(in[i], scale), p, saturate);
+}
+
+uint32_t abs_bits_max_portable(const float* in, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t a = bits_of(in[i]) & 0x7FFFFFFFu;
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+const RowKernels kPortable{"portable",      widen_portable, narrow_portable,
+                           scale_encode_portable, amax_portable, scale_portable,
+                           transpose_bytes_portable, encode_portable, abs_bits_max_portable};
 
 // The AVX2 kernels from level avx2 up (isa.hpp: cpuid + xgetbv, lowered by
 // OCTET_CPU_ISA or OCTET_CPU_DISABLE_SIMD); the portable ones below it.
 const RowKernels& choose() {
+  const RowKernels* avx512 = avx512_row_kernels();
+  if (avx512 != nullptr && cpu_isa() >= Isa::Avx512) return *avx512;
   const RowKernels* avx2 = avx2_row_kernels();
   if (avx2 != nullptr && cpu_isa() >= Isa::Avx2) return *avx2;
   return kPortable;
