@@ -36,6 +36,7 @@ void enter_context(ContextState& ctx) {
          other != nullptr ? other : "another call", " on another thread; a context, with everything created on it "
          "(tensors, layers, saved states, resident quantizer state), is used by one thread at a time");
   }
+  call->keep[call->held_count] = ctx.weak_from_this().lock();
   call->held[call->held_count++] = &ctx;
 }
 

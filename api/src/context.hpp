@@ -28,7 +28,7 @@ struct ContextUse {
   uint32_t depth = 0;                       // the owner's nested entries (callbacks)
 };
 
-struct ContextState {
+struct ContextState : std::enable_shared_from_this<ContextState> {
   std::shared_ptr<const Backend> backend;
   octet_backend_context* handle = nullptr;
   octet_backend_caps caps{};  // in effect after the profile

@@ -6,6 +6,7 @@
 #include <exception>
 #include <new>
 #include <sstream>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -61,6 +62,10 @@ class CallScope {
   CallScope* outer;
   ContextState* held[kMaxContexts] = {};
   int held_count = 0;
+  // Owners of the held contexts: a call may drop the last other reference
+  // to one it holds (a quantizer's resident state moving to another
+  // context), and the context must outlive the release in ~CallScope.
+  std::shared_ptr<ContextState> keep[kMaxContexts];
 };
 
 // The innermost running entry point of this thread, or NULL.
