@@ -1,0 +1,166 @@
+// Element-wise operations: convert, amax, quantize, dequantize. The core
+// checks arguments and decides which copies to produce; the backend computes.
+#include <octet/octet.h>
+
+#include <cstring>
+
+#include "runtime/backend_info.hpp"
+#include "tensor/dtype.hpp"
+#include "runtime/error.hpp"
+#include "ops/quantize.hpp"
+#include "tensor/tensor.hpp"
+
+namespace octet::core {
+namespace {
+
+void require_same_shape(const TensorState& a, const char* a_name, const TensorState& b, const char* b_name) {
+  bool same = a.ndim == b.ndim && std::memcmp(a.shape, b.shape, sizeof(int64_t) * size_t(a.ndim)) == 0;
+  if (!same) {
+    std::string sa, sb;
+    for (int i = 0; i < a.ndim; ++i) sa += (i ? "x" : "") + std::to_string(a.shape[i]);
+    for (int i = 0; i < b.ndim; ++i) sb += (i ? "x" : "") + std::to_string(b.shape[i]);
+    fail(OCTET_STATUS_INVALID_ARGUMENT, "tensor '", a_name, "' has shape ", sa, " but '", b_name, "' has shape ", sb,
+         "; they must match");
+  }
+}
+
+void require_high_precision(const TensorState& t, const char* name) {
+  require(is_high_precision(t.dtype) && !t.quantized(), "tensor '", name, "' must be a plain FP32, BF16 or FP16 tensor (it is ",
+          dtype_name(t.dtype), ")");
+}
+
+// A block-scaled tensor: the rowwise copy with its scale grid, or else the
+// columnwise copy dequantized and transposed back.
+void dequantize_blocks(const std::shared_ptr<ContextState>& context, const TensorState& in, TensorState& out) {
+  const ContextState& ctx = *context;
+  require_entry(ctx, (ctx.backend->features & OCTET_FEATURE_BLOCK_QUANTIZE) != 0, "block_dequantize");
+  octet_block_dequantize_args args{};
+  args.struct_size = sizeof(args);
+  args.scale_dtype = in.scale_inv_dtype();
+  args.block_rows = in.block_rows;
+  args.block_cols = in.block_cols;
+  if (in.data) {
+    args.input = in.rowwise_view();
+    args.scale_inv = in.rowwise_scale_inv.data();
+    args.output = out.rowwise_view();
+    call_backend(ctx, "block_dequantize", [&] { return ctx.api().block_dequantize(ctx.handle, &args); });
+    return;
+  }
+  require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+  Buffer scratch(context, size_t(out.numel()) * out.element_bytes(), OCTET_MEMORY_WORKSPACE);
+  args.input = in.columnwise_view();
+  args.scale_inv = in.columnwise_scale_inv.data();
+  args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
+  call_backend(ctx, "block_dequantize", [&] { return ctx.api().block_dequantize(ctx.handle, &args); });
+  octet_matrix_view dst = out.rowwise_view();
+  call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &args.output, &dst); });
+}
+
+}  // namespace
+}  // namespace octet::core
+
+using namespace octet::core;
+
+extern "C" {
+
+OCTET_API octet_status octet_convert(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                     int32_t saturate) {
+  return guarded("octet_convert", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require_same_shape(in, "input", out, "output");
+    require(bool(in.data), "tensor 'input' has no rowwise data to convert");
+    require(bool(out.data), "tensor 'output' has no rowwise data to write");
+    require_entry(ctx, ctx.api().convert != nullptr, "convert");
+    octet_matrix_view src = in.rowwise_view(), dst = out.rowwise_view();
+    call_backend(ctx, "convert", [&] { return ctx.api().convert(ctx.handle, &src, &dst, saturate != 0); });
+  });
+}
+
+OCTET_API octet_status octet_amax(octet_context* context, const octet_tensor* input, float* amax) {
+  return guarded("octet_amax", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    require(amax != nullptr, "argument 'amax' is NULL");
+    require_high_precision(in, "input");
+    *amax = amax_on_backend(context->state, in);
+  });
+}
+
+OCTET_API octet_status octet_quantize(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                      const octet_quantize_options* options) {
+  return guarded("octet_quantize", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    octet_quantize_options o = read_quantize_options(options);
+    uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    require_allowed_scalar(out, kScale, "output");
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, nullptr);
+  });
+}
+
+OCTET_API octet_status octet_quantize_with_stats(octet_context* context, const octet_tensor* input,
+                                                 octet_tensor* output, const octet_quantize_options* options,
+                                                 octet_quantize_stats* stats) {
+  return guarded("octet_quantize_with_stats", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require_struct(stats, stats ? stats->struct_size : 0, "stats");
+    octet_quantize_options o = read_quantize_options(options);
+    uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    require_allowed_scalar(out, kScale, "output");
+    octet_quantize_stats result{};
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result);
+    write_versioned(result, stats, "stats");
+  });
+}
+
+OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tensor* input, octet_tensor* output) {
+  return guarded("octet_dequantize", [&] {
+    const ContextState& ctx = context_arg(context);
+    const TensorState& in = tensor_arg(input, ctx, "input");
+    TensorState& out = tensor_arg(output, ctx, "output");
+    require(is_fp8(in.dtype), "tensor 'input' must be E4M3 or E5M2 (it is ", dtype_name(in.dtype), ")");
+    require_high_precision(out, "output");
+    require_same_shape(in, "input", out, "output");
+    require_allowed_scalar(in, kScaleInv, "input");
+    if (in.block_scaled()) {
+      dequantize_blocks(context->state, in, out);
+      return;
+    }
+    require_entry(ctx, ctx.api().dequantize != nullptr, "dequantize");
+
+    Buffer unit_scale;
+    const float* scale_inv = nullptr;
+    if (in.quantized()) {
+      scale_inv = in.scalar(kScaleInv);
+    } else {
+      unit_scale = Buffer(context->state, sizeof(float), OCTET_MEMORY_WORKSPACE);
+      const float one = 1.0f;
+      unit_scale.copy_from_host(&one, sizeof(one));
+      scale_inv = static_cast<const float*>(unit_scale.data());
+    }
+    octet_dequantize_args args{};
+    args.struct_size = sizeof(args);
+    args.scale_inv = scale_inv;
+    if (in.data) {
+      args.input = in.rowwise_view();
+      args.output = out.rowwise_view();
+      call_backend(ctx, "dequantize", [&] { return ctx.api().dequantize(ctx.handle, &args); });
+      return;
+    }
+    // Only the transposed copy exists: dequantize it, then transpose back.
+    require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+    Buffer scratch(context->state, size_t(out.numel()) * out.element_bytes(), OCTET_MEMORY_WORKSPACE);
+    args.input = in.columnwise_view();
+    args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
+    call_backend(ctx, "dequantize", [&] { return ctx.api().dequantize(ctx.handle, &args); });
+    octet_matrix_view dst = out.rowwise_view();
+    call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &args.output, &dst); });
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+// The scale update of delayed scaling (numerics.md 3.1) and the current
+// scaling rule (3.2) on the host fields of a quantizer, and the dispatch of
+// the update to the backend's delayed_scaling_update (plugin ABI 1.3) when
+// the state is resident there: apply_scale_update is the rule that kernel
+// reproduces bit for bit, and the host path of every other backend. Its FP32
+// operations are octet_math.h's, as in that kernel (defined NaN results).
+#include <octet/octet_math.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/error.hpp"
+#include "scaling/quantizer.hpp"
+
+namespace octet::core {
+
+std::vector<float> QuantizerState::history_newest_first() const {
+  const size_t n = history.size();
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = history[(current + n - i) % n];
+  return out;
+}
+
+void QuantizerState::resize_history(size_t length) {
+  if (history.size() == length) return;
+  std::vector<float> newest = history_newest_first();
+  newest.resize(length, 0.0f);
+  // Re-lay as a ring with the current slot at 0, older ones going backwards.
+  history.assign(length, 0.0f);
+  current = 0;
+  for (size_t i = 0; i < length; ++i) history[(length - i) % length] = newest[i];
+}
+
+void QuantizerState::record(float amax) {
+  // The step's amax is the max over every tensor recorded in it; a NaN is
+  // ignored, like NaN elements in octet_amax.
+  history[current] = std::fmax(history[current], amax);
+}
+
+float current_scale(float amax, float fp8_max, float epsilon, bool power_of_two) {
+  amax = std::fmax(amax, epsilon);
+  if (std::isnan(amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
+  float scale = octet_math_div(fp8_max, amax);
+  if (std::isinf(scale)) scale = FLT_MAX;
+  if (power_of_two) {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, sizeof bits);
+    bits &= 0xFF800000u;
+    std::memcpy(&scale, &bits, sizeof bits);
+  }
+  return scale;
+}
+
+void apply_scale_update(QuantizerState& q, const RecipeState& recipe) {
+  if (recipe.kind != OCTET_RECIPE_DELAYED) return;  // the others keep no history to act on
+  const octet_delayed_scaling_options& o = recipe.delayed;
+  q.resize_history(size_t(o.amax_history_len));
+  const std::vector<float> newest = q.history_newest_first();
+
+  float amax = 0.0f;
+  switch (o.amax_compute_algo) {
+    case OCTET_AMAX_MOST_RECENT:
+      amax = newest[0];
+      break;
+    case OCTET_AMAX_MAX:
+      for (float a : newest) amax = std::fmax(amax, a);
+      break;
+    default: {
+      octet_status s = o.amax_compute_callback(newest.data(), newest.size(), &amax, o.amax_compute_user_data);
+      if (s != OCTET_STATUS_SUCCESS)
+        fail(s, "the recipe's amax_compute_callback returned ", octet_status_name(s), "; the scale is unchanged");
+    }
+  }
+
+  float scale = q.scale;
+  const uint64_t count = q.update_count + 1;
+  if (count % uint64_t(o.interval) == 0) {
+    const float fp8_max = fp8_max_of(recipe.dtype_for(q.role));
+    if (o.scale_compute_callback != nullptr) {
+      float computed = scale;
+      octet_status s =
+          o.scale_compute_callback(amax, q.scale, fp8_max, o.margin, &computed, o.scale_compute_user_data);
+      if (s != OCTET_STATUS_SUCCESS)
+        fail(s, "the recipe's scale_compute_callback returned ", octet_status_name(s), "; the scale is unchanged");
+      require(std::isfinite(computed) && computed > 0.0f, "the recipe's scale_compute_callback gave scale ", computed,
+              ", which is not finite and > 0; the scale is unchanged");
+      scale = computed;
+    } else if (std::isfinite(amax) && amax > 0.0f) {
+      float candidate;
+      if (o.power_of_two_scales) {
+        const float ratio = octet_math_div(fp8_max, amax);
+        const int exponent = std::isinf(ratio) ? 127 : std::ilogb(ratio);
+        candidate = std::ldexp(1.0f, exponent - o.margin);
+      } else {
+        candidate = octet_math_div(std::ldexp(fp8_max, -o.margin), amax);
+        if (std::isinf(candidate)) candidate = FLT_MAX;
+      }
+      if (candidate > 0.0f) scale = candidate;  // an underflow to 0 keeps the old scale
+    }
+  }
+  // Commit: nothing above changed the state.
+  q.update_count = count;
+  q.scale = scale;
+  q.scale_inv = octet_math_div(1.0f, scale);
+  q.current = (q.current + 1) % q.history.size();
+  q.history[q.current] = 0.0f;
+}
+
+bool update_needs_host(const RecipeState& recipe) {
+  return recipe.kind == OCTET_RECIPE_DELAYED && (recipe.delayed.amax_compute_algo == OCTET_AMAX_CALLBACK ||
+                                                 recipe.delayed.scale_compute_callback != nullptr);
+}
+
+void update_scale(QuantizerState& q, const RecipeState& recipe) {
+  if (recipe.kind != OCTET_RECIPE_DELAYED) return;
+  const octet_delayed_scaling_options& o = recipe.delayed;
+  if (!q.resident || update_needs_host(recipe)) {
+    // Host path; a resident state with a user callback comes to the host
+    // for the update and goes back (apply_scale_update throws before
+    // changing anything, so a failing callback uploads nothing).
+    sync_host(q);
+    apply_scale_update(q, recipe);
+    push_host_write(q);
+    return;
+  }
+  resize_history_anywhere(q, size_t(o.amax_history_len));
+  const ContextState& ctx = *q.resident->ctx;
+  const uint64_t count = q.update_count + 1;
+  octet_delayed_scaling_update_args a{};
+  a.struct_size = sizeof(a);
+  a.state = static_cast<float*>(q.resident->state.data());
+  a.history_len = uint32_t(q.history.size());
+  a.current = uint32_t(q.current);
+  a.amax_compute_algo = o.amax_compute_algo;
+  a.recompute = count % uint64_t(o.interval) == 0 ? 1 : 0;
+  a.margin = o.margin;
+  a.power_of_two = o.power_of_two_scales != 0 ? 1 : 0;
+  a.fp8_max = fp8_max_of(recipe.dtype_for(q.role));
+  call_backend(ctx, "delayed_scaling_update", [&] { return ctx.api().delayed_scaling_update(ctx.handle, &a); });
+  q.update_count = count;
+  q.current = (q.current + 1) % q.history.size();
+  q.host_current = false;
+}
+
+}  // namespace octet::core

@@ -1,0 +1,44 @@
+// Recipes: immutable descriptions of how scales are chosen. Only the core
+// reads them; backends get plain numbers (block shape, rounding rule).
+#pragma once
+
+#include <octet/octet.h>
+
+#include <cstring>
+#include <memory>
+
+#include "runtime/backend_info.hpp"
+#include "runtime/error.hpp"
+#include "runtime/handle.hpp"
+#include "runtime/versioned_struct.hpp"
+#include "ops/quantize.hpp"
+
+namespace octet::core {
+
+struct RecipeState {
+  int32_t kind = OCTET_RECIPE_DELAYED;
+  int32_t format = OCTET_FORMAT_HYBRID;
+  // Only the options of `kind` are meaningful.
+  octet_delayed_scaling_options delayed{};
+  octet_current_scaling_options current{};
+  octet_static_scaling_options fixed{};
+  octet_mxfp8_options mx{};
+  octet_block_scaling_options block{};
+
+  octet_dtype dtype_for(int32_t role) const;
+  int32_t scaling_mode_for(int32_t role) const;
+  BlockParams block_params() const;
+  bool per_tensor() const { return kind <= OCTET_RECIPE_STATIC; }
+};
+
+// Largest finite value of an FP8 dtype (448 or 57344).
+float fp8_max_of(octet_dtype dtype);
+const char* recipe_kind_name(int32_t kind);
+void require_role(int32_t role);
+
+}  // namespace octet::core
+
+struct octet_recipe {
+  std::shared_ptr<const octet::core::RecipeState> state;
+  OCTET_POOLED_HANDLE(octet::core::HandleKind::Recipe)
+};

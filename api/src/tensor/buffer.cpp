@@ -1,0 +1,142 @@
+#include "tensor/buffer.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "runtime/error.hpp"
+
+namespace octet::core {
+
+namespace {
+
+void free_memory(const ContextState& ctx, void* data) noexcept {
+  const octet_backend_api& api = ctx.api();
+  if (api.mem_free != nullptr)
+    api.mem_free(ctx.handle, data);
+  else
+    std::free(data);
+}
+
+// Owned memory once share() was called: freed with the last reference.
+struct SharedBlock {
+  SharedBlock(std::shared_ptr<ContextState> c, void* d, size_t b, bool n, int32_t k)
+      : ctx(std::move(c)), data(d), bytes(b), counted(n), category(k) {}
+  SharedBlock(const SharedBlock&) = delete;
+  SharedBlock& operator=(const SharedBlock&) = delete;
+  std::shared_ptr<ContextState> ctx;
+  void* data;
+  size_t bytes;
+  bool counted;
+  int32_t category;
+  ~SharedBlock() {
+    if (counted) ctx->memory.remove(category, bytes);
+    free_memory(*ctx, data);
+  }
+};
+
+}  // namespace
+
+Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category)
+    : Buffer(std::move(ctx), bytes, category, true) {}
+
+Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category, bool counted)
+    : ctx_(std::move(ctx)), bytes_(bytes), counted_(counted), category_(category) {
+  size_t alignment = ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t)
+                                                                       : size_t(ctx_->caps.alignment);
+  size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+  const octet_backend_api& api = ctx_->api();
+  if (api.mem_alloc != nullptr) {
+    void* p = nullptr;
+    call_backend(*ctx_, "mem_alloc", [&] { return api.mem_alloc(ctx_->handle, rounded, &p); });
+    if (p == nullptr) fail(OCTET_STATUS_BACKEND_ERROR, "backend '", ctx_->backend->name, "' mem_alloc returned NULL");
+    data_ = p;
+  } else {
+    if (!ctx_->host_memory())
+      fail(OCTET_STATUS_INTERNAL, "device backend '", ctx_->backend->name, "' has no mem_alloc");
+    data_ = std::aligned_alloc(alignment, rounded);
+    if (data_ == nullptr)
+      fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of host memory");
+  }
+  owned_ = true;
+  if (counted_) ctx_->memory.add(category_, bytes_);
+}
+
+Buffer Buffer::uncounted(std::shared_ptr<ContextState> ctx, size_t bytes) {
+  return Buffer(std::move(ctx), bytes, OCTET_MEMORY_WORKSPACE, false);
+}
+
+void Buffer::recategorize(int32_t category) {
+  if (owned_ && counted_ && data_ != nullptr) {
+    ctx_->memory.remove(category_, bytes_);
+    ctx_->memory.add(category, bytes_);
+    if (keeper_) static_cast<SharedBlock*>(keeper_.get())->category = category;
+  }
+  category_ = category;
+}
+
+Buffer Buffer::wrap(std::shared_ptr<ContextState> ctx, void* data, size_t bytes, std::shared_ptr<void> keeper) {
+  Buffer b;
+  b.ctx_ = std::move(ctx);
+  b.data_ = data;
+  b.bytes_ = bytes;
+  b.owned_ = false;
+  b.keeper_ = std::move(keeper);
+  return b;
+}
+
+std::shared_ptr<void> Buffer::share() const {
+  if (owned_ && data_ != nullptr && !keeper_)
+    keeper_ = std::make_shared<SharedBlock>(ctx_, data_, bytes_, counted_, category_);
+  return keeper_;
+}
+
+Buffer::Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    ctx_ = std::move(other.ctx_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    owned_ = std::exchange(other.owned_, false);
+    counted_ = std::exchange(other.counted_, true);
+    category_ = other.category_;
+    keeper_ = std::move(other.keeper_);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() noexcept {
+  if (keeper_) {
+    keeper_.reset();  // a shared block frees owned memory with its last reference
+  } else if (data_ != nullptr && owned_) {
+    if (counted_) ctx_->memory.remove(category_, bytes_);
+    free_memory(*ctx_, data_);
+  }
+  data_ = nullptr;
+  owned_ = false;
+  counted_ = true;
+}
+
+void Buffer::copy_from_host(const void* src, size_t bytes, size_t offset) {
+  char* dst = static_cast<char*>(data_) + offset;
+  const octet_backend_api& api = ctx_->api();
+  if (api.copy_from_host != nullptr)
+    call_backend(*ctx_, "copy_from_host", [&] { return api.copy_from_host(ctx_->handle, dst, src, bytes); });
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+void Buffer::copy_to_host(void* dst, size_t bytes, size_t offset) const {
+  const char* src = static_cast<const char*>(data_) + offset;
+  const octet_backend_api& api = ctx_->api();
+  if (api.copy_to_host != nullptr)
+    call_backend(*ctx_, "copy_to_host", [&] { return api.copy_to_host(ctx_->handle, dst, src, bytes); });
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+}  // namespace octet::core
