@@ -10,13 +10,12 @@
 #include <cstring>
 #include <vector>
 
-#include "scaling/autocast.hpp"
-#include "runtime/backend_info.hpp"
-#include "tensor/dtype.hpp"
-#include "runtime/error.hpp"
 #include "ops/gemm.hpp"
 #include "ops/quantize.hpp"
+#include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
+#include "scaling/autocast_scope.hpp"
+#include "tensor/dtype.hpp"
 
 namespace octet::core {
 namespace {

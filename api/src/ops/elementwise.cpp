@@ -4,10 +4,10 @@
 
 #include <cstring>
 
-#include "runtime/backend_info.hpp"
-#include "tensor/dtype.hpp"
-#include "runtime/error.hpp"
 #include "ops/quantize.hpp"
+#include "runtime/error.hpp"
+#include "runtime/versioned_struct.hpp"
+#include "tensor/dtype.hpp"
 #include "tensor/tensor.hpp"
 
 namespace octet::core {

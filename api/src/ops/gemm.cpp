@@ -7,13 +7,12 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/backend_info.hpp"
-#include "tensor/dtype.hpp"
-#include "runtime/error.hpp"
 #include "ops/gemm.hpp"
 #include "ops/quantize.hpp"
-#include "tensor/tensor.hpp"
+#include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
+#include "tensor/dtype.hpp"
+#include "tensor/tensor.hpp"
 
 namespace octet::core {
 namespace {

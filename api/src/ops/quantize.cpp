@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/backend_info.hpp"
-#include "tensor/dtype.hpp"
 #include "runtime/error.hpp"
+#include "runtime/versioned_struct.hpp"
+#include "tensor/dtype.hpp"
 
 namespace octet::core {
 namespace {

@@ -6,17 +6,10 @@
 
 #include <memory>
 
+#include "ops/block_params.hpp"
 #include "tensor/tensor.hpp"
 
 namespace octet::core {
-
-// Block-kernel parameters a recipe chooses (defaults: what octet_quantize
-// uses for a block-scaled output without a recipe).
-struct BlockParams {
-  int32_t e8m0_rounding = OCTET_MX_ROUND_RCEIL;
-  int32_t power_of_two = 0;
-  float amax_epsilon = 0.0f;
-};
 
 // Checks input/output and returns the usages to write (requested 0: all).
 uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const TensorState& out,

@@ -5,6 +5,7 @@
 
 #include "runtime/backend_info.hpp"
 #include "runtime/error.hpp"
+#include "runtime/versioned_struct.hpp"
 
 namespace octet::core {
 
@@ -20,7 +21,7 @@ void enter_context(ContextState& ctx) {
   CallScope* call = current_call();
   if (call == nullptr) return;  // not inside an entry point
   for (int i = 0; i < call->held_count; ++i)
-    if (call->held[i] == &ctx) return;
+    if (call->held[i].context == &ctx) return;
   if (call->held_count == CallScope::kMaxContexts)
     fail(OCTET_STATUS_INTERNAL, "one call holds more than ", CallScope::kMaxContexts, " contexts");
   const void* expected = nullptr;
@@ -36,8 +37,7 @@ void enter_context(ContextState& ctx) {
          other != nullptr ? other : "another call", " on another thread; a context, with everything created on it "
          "(tensors, layers, saved states, resident quantizer state), is used by one thread at a time");
   }
-  call->keep[call->held_count] = ctx.weak_from_this().lock();
-  call->held[call->held_count++] = &ctx;
+  call->held[call->held_count++] = {&ctx, &leave_context, ctx.weak_from_this().lock()};
 }
 
 void leave_context(ContextState& ctx) noexcept {
@@ -149,6 +149,19 @@ OCTET_API octet_status octet_context_get_info(const octet_context* context, octe
     const ContextState& ctx = context_arg(context);
     require_struct(info, info ? info->struct_size : 0, "info");
     fill_backend_info(*ctx.backend, ctx.caps, info);
+  });
+}
+
+OCTET_API octet_status octet_context_get_memory_stats(const octet_context* context, octet_memory_stats* stats) {
+  return guarded("octet_context_get_memory_stats", [&] {
+    context_arg(context);
+    write_versioned(context->state->memory.snapshot(), stats, "stats");
+  });
+}
+
+OCTET_API octet_status octet_context_reset_peak_memory(octet_context* context) {
+  return guarded("octet_context_reset_peak_memory", [&] {
+    context_arg(context).memory.reset_peaks();
   });
 }
 

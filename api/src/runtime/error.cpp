@@ -1,7 +1,5 @@
 #include "runtime/error.hpp"
 
-#include "runtime/context.hpp"
-
 namespace octet::core {
 namespace {
 thread_local std::string last_error_message;
@@ -24,7 +22,7 @@ thread_local CallScope* innermost_call = nullptr;
 CallScope::CallScope(const char* name) noexcept : function(name), outer(innermost_call) { innermost_call = this; }
 
 CallScope::~CallScope() {
-  for (int i = held_count - 1; i >= 0; --i) leave_context(*held[i]);
+  for (int i = held_count - 1; i >= 0; --i) held[i].leave(*held[i].context);
   innermost_call = outer;
 }
 

@@ -57,15 +57,23 @@ class CallScope {
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
+  // A context the call holds, and the function that lets go of it
+  // (leave_context, set by enter_context): ~CallScope calls it, last held
+  // first, without knowing what holding a context means.
+  struct HeldContext {
+    ContextState* context = nullptr;
+    void (*leave)(ContextState&) noexcept = nullptr;
+    // Its owner: a call may drop the last other reference to a context it
+    // holds (a quantizer's resident state moving to another context), and
+    // the context must outlive the release in ~CallScope.
+    std::shared_ptr<ContextState> keep;
+  };
+
   static constexpr int kMaxContexts = 4;
   const char* function;
   CallScope* outer;
-  ContextState* held[kMaxContexts] = {};
+  HeldContext held[kMaxContexts];
   int held_count = 0;
-  // Owners of the held contexts: a call may drop the last other reference
-  // to one it holds (a quantizer's resident state moving to another
-  // context), and the context must outlive the release in ~CallScope.
-  std::shared_ptr<ContextState> keep[kMaxContexts];
 };
 
 // The innermost running entry point of this thread, or NULL.

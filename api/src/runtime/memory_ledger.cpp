@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include "runtime/context.hpp"
-#include "runtime/error.hpp"
-#include "runtime/versioned_struct.hpp"
 
 namespace octet::core {
 
@@ -39,22 +36,7 @@ octet_memory_stats MemoryLedger::snapshot() const {
 
 }  // namespace octet::core
 
-using namespace octet::core;
-
 extern "C" {
-
-OCTET_API octet_status octet_context_get_memory_stats(const octet_context* context, octet_memory_stats* stats) {
-  return guarded("octet_context_get_memory_stats", [&] {
-    context_arg(context);
-    write_versioned(context->state->memory.snapshot(), stats, "stats");
-  });
-}
-
-OCTET_API octet_status octet_context_reset_peak_memory(octet_context* context) {
-  return guarded("octet_context_reset_peak_memory", [&] {
-    context_arg(context).memory.reset_peaks();
-  });
-}
 
 OCTET_API const char* octet_memory_category_name(int32_t category) {
   switch (category) {

@@ -1,35 +1,18 @@
 // Autocast scopes: a stack of recipes on a context. Ending the outermost
 // scope reduces the amaxes of the delayed-scaling quantizers used in it
 // (through the caller's communicator) and updates their scales.
-#include "scaling/autocast.hpp"
+#include <octet/octet.h>
 
-#include <algorithm>
-#include <cstring>
+#include <memory>
 #include <vector>
 
-#include "runtime/backend_info.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/context.hpp"
 #include "runtime/error.hpp"
+#include "scaling/recipe.hpp"
+#include "scaling/scale_update.hpp"
 
 namespace octet::core {
-
-std::shared_ptr<const RecipeState> autocast_recipe(const ContextState& ctx) {
-  return ctx.autocast_stack.empty() ? nullptr : ctx.autocast_stack.back()->state;
-}
-
-void autocast_note_use(ContextState& ctx, const std::shared_ptr<QuantizerState>& q) {
-  if (ctx.autocast_stack.empty()) return;
-  if (std::find(ctx.autocast_used.begin(), ctx.autocast_used.end(), q) == ctx.autocast_used.end())
-    ctx.autocast_used.push_back(q);
-}
-
-bool has_communicator(const ContextState& ctx) { return ctx.communicator.allreduce_max != nullptr; }
-
-void communicator_allreduce_max(const ContextState& ctx, float* values, size_t count, const char* consequence) {
-  const octet_status s = ctx.communicator.allreduce_max(values, count, ctx.communicator.user_data);
-  if (s != OCTET_STATUS_SUCCESS)
-    fail(s, "the communicator's allreduce_max returned ", octet_status_name(s), "; ", consequence);
-}
-
 namespace {
 
 // The end-of-step work of the outermost scope. All or nothing: the reduced
@@ -107,22 +90,6 @@ void finish_step(ContextState& ctx, const std::vector<std::shared_ptr<QuantizerS
 using namespace octet::core;
 
 extern "C" {
-
-OCTET_API octet_status octet_context_set_communicator(octet_context* context, const octet_communicator* communicator) {
-  return guarded("octet_context_set_communicator", [&] {
-    ContextState& ctx = context_arg(context);
-    if (communicator == nullptr) {
-      ctx.communicator = octet_communicator{};
-      return;
-    }
-    require_struct(communicator, communicator->struct_size, "communicator");
-    octet_communicator c{};
-    std::memcpy(&c, communicator, std::min(communicator->struct_size, sizeof(c)));
-    require(c.allreduce_max != nullptr, "communicator->allreduce_max is NULL");
-    c.struct_size = sizeof(c);
-    ctx.communicator = c;
-  });
-}
 
 OCTET_API octet_status octet_autocast_begin(octet_context* context, const octet_recipe* recipe) {
   return guarded("octet_autocast_begin", [&] {

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstddef>
 
+#include "runtime/error.hpp"
+#include "runtime/versioned_struct.hpp"
+
 namespace octet::core {
 namespace {
 

@@ -4,14 +4,11 @@
 
 #include <octet/octet.h>
 
-#include <cstring>
+#include <cstdint>
 #include <memory>
 
-#include "runtime/backend_info.hpp"
-#include "runtime/error.hpp"
+#include "ops/block_params.hpp"
 #include "runtime/handle.hpp"
-#include "runtime/versioned_struct.hpp"
-#include "ops/quantize.hpp"
 
 namespace octet::core {
 

@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "tensor/buffer.hpp"
 #include "runtime/context.hpp"
-#include "tensor/dtype.hpp"
 #include "runtime/error.hpp"
+#include "tensor/buffer.hpp"
+#include "tensor/dtype.hpp"
 #include "tensor/tensor.hpp"
 
 namespace octet::core {

@@ -5,9 +5,9 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/backend_info.hpp"
-#include "tensor/dtype.hpp"
 #include "runtime/error.hpp"
+#include "runtime/versioned_struct.hpp"
+#include "tensor/dtype.hpp"
 
 namespace octet::core {
 

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "tensor/buffer.hpp"
 #include "runtime/context.hpp"
+#include "tensor/buffer.hpp"
 
 namespace octet::core {
 

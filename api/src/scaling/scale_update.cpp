@@ -4,6 +4,8 @@
 // the state is resident there: apply_scale_update is the rule that kernel
 // reproduces bit for bit, and the host path of every other backend. Its FP32
 // operations are octet_math.h's, as in that kernel (defined NaN results).
+#include "scaling/scale_update.hpp"
+
 #include <octet/octet_math.h>
 
 #include <cfloat>
@@ -11,32 +13,8 @@
 #include <cstring>
 
 #include "runtime/error.hpp"
-#include "scaling/quantizer.hpp"
 
 namespace octet::core {
-
-std::vector<float> QuantizerState::history_newest_first() const {
-  const size_t n = history.size();
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = history[(current + n - i) % n];
-  return out;
-}
-
-void QuantizerState::resize_history(size_t length) {
-  if (history.size() == length) return;
-  std::vector<float> newest = history_newest_first();
-  newest.resize(length, 0.0f);
-  // Re-lay as a ring with the current slot at 0, older ones going backwards.
-  history.assign(length, 0.0f);
-  current = 0;
-  for (size_t i = 0; i < length; ++i) history[(length - i) % length] = newest[i];
-}
-
-void QuantizerState::record(float amax) {
-  // The step's amax is the max over every tensor recorded in it; a NaN is
-  // ignored, like NaN elements in octet_amax.
-  history[current] = std::fmax(history[current], amax);
-}
 
 float current_scale(float amax, float fp8_max, float epsilon, bool power_of_two) {
   amax = std::fmax(amax, epsilon);

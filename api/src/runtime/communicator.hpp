@@ -1,18 +1,12 @@
-// Autocast scopes on a context (autocast.cpp).
+// The caller's communicator on a context (octet_context_set_communicator):
+// what the core all-reduces amaxes through across processes.
 #pragma once
 
 #include <cstddef>
-#include <memory>
 
 #include "runtime/context.hpp"
-#include "scaling/quantizer.hpp"
 
 namespace octet::core {
-
-// The innermost open scope's recipe, or null.
-std::shared_ptr<const RecipeState> autocast_recipe(const ContextState& ctx);
-// Remembers that `q` was used inside the open scopes (first use only).
-void autocast_note_use(ContextState& ctx, const std::shared_ptr<QuantizerState>& q);
 
 // True when the caller set a communicator on the context.
 bool has_communicator(const ContextState& ctx);
