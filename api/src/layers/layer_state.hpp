@@ -1,5 +1,6 @@
-// Layers (docs/layers.md): Linear, LayerNormLinear, LayerNormMLP with
-// forward and backward, in high precision or FP8 per numerics.md section 6.
+// The state of a layer (docs/layers.md: Linear, LayerNormLinear,
+// LayerNormMLP): its parameters, its linears with their quantizers, and
+// what a training forward saves for backward.
 #pragma once
 
 #include <octet/octet.h>
@@ -9,13 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "layers/layer_tensors.hpp"
 #include "scaling/quantizer.hpp"
 #include "scaling/recipe.hpp"
 #include "tensor/tensor.hpp"
 
 namespace octet::core {
-
-using TensorPtr = std::shared_ptr<octet_tensor>;
 
 enum class LayerKind { Linear, LayerNormLinear, LayerNormMlp };
 
@@ -89,6 +89,9 @@ struct SavedState {
   std::vector<SavedLinear> linears;
 };
 
+// A layer whose weights are stored in FP8 only (inference).
+inline bool fp8_only(const LayerState& layer) { return layer.options.weight_storage == OCTET_WEIGHTS_FP8_ONLY; }
+
 }  // namespace octet::core
 
 struct octet_layer {
@@ -100,3 +103,11 @@ struct octet_saved {
   octet::core::SavedState state;
   OCTET_POOLED_HANDLE(octet::core::HandleKind::Saved)
 };
+
+namespace octet::core {
+// A layer argument: not NULL, live, and its context held for the running call.
+LayerState& layer_arg(const octet_layer* layer);
+// A parameter's gradient, allocated (not zeroed) on first need; *fresh says
+// whether it was.
+TensorState& ensure_grad(LayerState& layer, Parameter& param, bool* fresh);
+}  // namespace octet::core

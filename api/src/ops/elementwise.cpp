@@ -13,17 +13,6 @@
 namespace octet::core {
 namespace {
 
-void require_same_shape(const TensorState& a, const char* a_name, const TensorState& b, const char* b_name) {
-  bool same = a.ndim == b.ndim && std::memcmp(a.shape, b.shape, sizeof(int64_t) * size_t(a.ndim)) == 0;
-  if (!same) {
-    std::string sa, sb;
-    for (int i = 0; i < a.ndim; ++i) sa += (i ? "x" : "") + std::to_string(a.shape[i]);
-    for (int i = 0; i < b.ndim; ++i) sb += (i ? "x" : "") + std::to_string(b.shape[i]);
-    fail(OCTET_STATUS_INVALID_ARGUMENT, "tensor '", a_name, "' has shape ", sa, " but '", b_name, "' has shape ", sb,
-         "; they must match");
-  }
-}
-
 void require_high_precision(const TensorState& t, const char* name) {
   require(is_high_precision(t.dtype) && !t.quantized(), "tensor '", name, "' must be a plain FP32, BF16 or FP16 tensor (it is ",
           dtype_name(t.dtype), ")");

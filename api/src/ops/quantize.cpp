@@ -10,16 +10,6 @@
 namespace octet::core {
 namespace {
 
-void require_same_shape(const TensorState& a, const TensorState& b) {
-  bool same = a.ndim == b.ndim && std::memcmp(a.shape, b.shape, sizeof(int64_t) * size_t(a.ndim)) == 0;
-  if (same) return;
-  std::string sa, sb;
-  for (int i = 0; i < a.ndim; ++i) sa += (i ? "x" : "") + std::to_string(a.shape[i]);
-  for (int i = 0; i < b.ndim; ++i) sb += (i ? "x" : "") + std::to_string(b.shape[i]);
-  fail(OCTET_STATUS_INVALID_ARGUMENT, "tensor 'input' has shape ", sa, " but 'output' has shape ", sb,
-       "; they must match");
-}
-
 // Device memory for one statistics record, copied back into the user's struct.
 class StatsSlot {
  public:
@@ -75,7 +65,36 @@ void quantize_blocks(const std::shared_ptr<ContextState>& context, const TensorS
   }
 }
 
+// A per-tensor quantize of `out` (dtype, scale, SCALE_INV, AMAX), with no
+// input and no copy chosen yet.
+octet_quantize_args quantize_args_into(const TensorState& out, bool saturate) {
+  octet_quantize_args args{};
+  args.struct_size = sizeof(args);
+  args.out_dtype = out.dtype;
+  args.saturate = saturate ? 1 : 0;
+  args.scale = out.scalar(kScale);
+  args.scale_inv_out = out.scalar(kScaleInv);
+  args.amax_out = out.scalar(kAmax);
+  return args;
+}
+
+// The rowwise codes are written for the rowwise usage, and for the
+// columnwise one where the backend reads columns natively.
+bool writes_rowwise(const ContextState& ctx, uint32_t usages) {
+  return (usages & OCTET_USAGE_ROWWISE) || ((usages & OCTET_USAGE_COLUMNWISE) && ctx.caps.native_columnwise != 0);
+}
+
 }  // namespace
+
+bool one_pass_quantize_args(const ContextState& ctx, TensorState& out, uint32_t usages, bool saturate,
+                            octet_quantize_args& args) {
+  const bool transposed = (usages & OCTET_USAGE_COLUMNWISE) && bool(out.columnwise);
+  if (transposed && ctx.caps.fused_cast_transpose == 0) return false;
+  args = quantize_args_into(out, saturate);
+  args.rowwise_out = writes_rowwise(ctx, usages) ? static_cast<uint8_t*>(out.data.data()) : nullptr;
+  args.columnwise_out = transposed ? static_cast<uint8_t*>(out.columnwise.data()) : nullptr;
+  return true;
+}
 
 octet_quantize_options quantize_defaults() {
   octet_quantize_options o{};
@@ -104,7 +123,7 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
   require(is_high_precision(in.dtype) && !in.quantized(), "tensor 'input' must be a plain FP32, BF16 or FP16 tensor (it is ",
           dtype_name(in.dtype), ")");
   require(out.quantized(), "tensor 'output' must be a quantized tensor (E4M3/E5M2 created with usages != 0)");
-  require_same_shape(in, out);
+  require_same_shape(in, "input", out, "output");
   uint32_t usages = requested == 0 ? out.usages : requested;
   require((usages & ~out.usages) == 0, "options->usages (", requested,
           ") asks for a usage tensor 'output' was not created with (", out.usages, ")");
@@ -126,20 +145,7 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
     return;
   }
   require_entry(ctx, ctx.api().quantize != nullptr, "quantize");
-  bool native = ctx.caps.native_columnwise != 0;
-  bool write_rowwise = (usages & OCTET_USAGE_ROWWISE) || ((usages & OCTET_USAGE_COLUMNWISE) && native);
-  bool write_transposed = (usages & OCTET_USAGE_COLUMNWISE) && bool(out.columnwise);
-  bool fused = ctx.caps.fused_cast_transpose != 0;
-  if (write_transposed && !fused) require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
-
   octet_quantize_args args{};
-  args.struct_size = sizeof(args);
-  args.input = in.rowwise_view();
-  args.out_dtype = out.dtype;
-  args.saturate = saturate ? 1 : 0;
-  args.scale = out.scalar(kScale);
-  args.scale_inv_out = out.scalar(kScaleInv);
-  args.amax_out = out.scalar(kAmax);
   auto run_quantize = [&] {
     if (stats.device() != nullptr)
       call_backend(ctx, "quantize_with_statistics",
@@ -147,17 +153,19 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
     else
       call_backend(ctx, "quantize", [&] { return ctx.api().quantize(ctx.handle, &args); });
   };
-  if (fused || !write_transposed) {
-    args.rowwise_out = write_rowwise ? static_cast<uint8_t*>(out.data.data()) : nullptr;
-    args.columnwise_out = write_transposed ? static_cast<uint8_t*>(out.columnwise.data()) : nullptr;
+  if (one_pass_quantize_args(ctx, out, usages, saturate, args)) {
+    args.input = in.rowwise_view();
     run_quantize();
     stats.publish(uint64_t(in.numel()));
     return;
   }
+  require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+  args = quantize_args_into(out, saturate);
+  args.input = in.rowwise_view();
   // No fused cast+transpose: quantize rowwise, then transpose the codes.
   Buffer scratch;
   uint8_t* rowwise = static_cast<uint8_t*>(out.data.data());
-  if (!write_rowwise || rowwise == nullptr) {
+  if (!writes_rowwise(ctx, usages) || rowwise == nullptr) {
     scratch = Buffer(context, size_t(out.numel()), OCTET_MEMORY_WORKSPACE);
     rowwise = static_cast<uint8_t*>(scratch.data());
   }
@@ -173,7 +181,6 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
 
 extern "C" OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options) {
   return octet::core::guarded("octet_quantize_options_init", [&] {
-    octet::core::require(options != nullptr, "argument 'options' is NULL");
-    *options = octet::core::quantize_defaults();
+    octet::core::init_options(options, octet::core::quantize_defaults());
   });
 }

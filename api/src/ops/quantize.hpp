@@ -20,6 +20,15 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
 void quantize_into(const std::shared_ptr<ContextState>& ctx, const TensorState& in, TensorState& out,
                    uint32_t usages, bool saturate, const BlockParams& block, octet_quantize_stats* stats);
 
+// A per-tensor quantize call writing `out`'s `usages` in one pass, with the
+// scale in out's SCALE and no input set (quantize_into sets it; a layer
+// fuses the call into a norm or bias-gradient pass, which brings its own):
+// the rowwise codes where a usage reads them, the transposed copy in the
+// same pass. False when the backend needs two passes for that (no fused
+// cast+transpose).
+bool one_pass_quantize_args(const ContextState& ctx, TensorState& out, uint32_t usages, bool saturate,
+                            octet_quantize_args& args);
+
 octet_quantize_options read_quantize_options(const octet_quantize_options* options);
 
 // The amax of `in`'s rowwise copy, computed by the context's backend into

@@ -47,6 +47,14 @@ void write_defaults(T defaults, T* out, size_t size) {
   std::memcpy(out, &defaults, defaults.struct_size);
 }
 
+// The body of an _init function whose struct kept its size since it was
+// added: the defaults, whole.
+template <typename T>
+void init_options(T* out, const T& defaults) {
+  require(out != nullptr, "argument 'options' is NULL");
+  *out = defaults;
+}
+
 // The body of an _init_sized function: the caller says how large its struct
 // is (its sizeof), so an older caller's shorter struct is never overrun.
 template <typename T>

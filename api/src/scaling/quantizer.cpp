@@ -167,7 +167,7 @@ void quantizer_commit(const std::shared_ptr<ContextState>& context, const std::s
 UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
                            const std::shared_ptr<const RecipeState>& r, const TensorState& in, TensorState& out,
                            uint32_t usages, bool saturate, octet_quantize_stats* stats) {
-  const bool observe = r->kind == OCTET_RECIPE_STATIC && r->fixed.observe;
+  const bool observe = r->observes();
   octet_quantize_stats collected{};
   collected.struct_size = sizeof(collected);
   const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out);
@@ -195,18 +195,8 @@ OCTET_API octet_status octet_quantizer_create(const octet_recipe* recipe, int32_
   return guarded("octet_quantizer_create", [&] {
     require(quantizer != nullptr, "argument 'quantizer' is NULL");
     require_role(role);
-    auto q = std::make_shared<QuantizerState>();
-    q->role = role;
-    if (recipe != nullptr) {
-      require_live_handle(recipe, HandleKind::Recipe, "recipe");
-      q->recipe = recipe->state;
-      if (q->recipe->kind == OCTET_RECIPE_DELAYED) q->resize_history(size_t(q->recipe->delayed.amax_history_len));
-      if (q->recipe->kind == OCTET_RECIPE_STATIC) {
-        q->scale = q->recipe->fixed.scale;
-        q->scale_inv = 1.0f / q->scale;
-      }
-    }
-    *quantizer = new octet_quantizer{std::move(q)};
+    if (recipe != nullptr) require_live_handle(recipe, HandleKind::Recipe, "recipe");
+    *quantizer = new octet_quantizer{new_quantizer_state(role, recipe != nullptr ? recipe->state : nullptr)};
   });
 }
 

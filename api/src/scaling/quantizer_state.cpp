@@ -33,6 +33,19 @@ void upload(QuantizerState& q, const std::shared_ptr<ContextState>& ctx) {
 
 }  // namespace
 
+std::shared_ptr<QuantizerState> new_quantizer_state(int32_t role, std::shared_ptr<const RecipeState> recipe) {
+  auto q = std::make_shared<QuantizerState>();
+  q->role = role;
+  q->recipe = std::move(recipe);
+  if (q->recipe && q->recipe->kind == OCTET_RECIPE_DELAYED)
+    q->resize_history(size_t(q->recipe->delayed.amax_history_len));
+  if (q->recipe && q->recipe->kind == OCTET_RECIPE_STATIC) {
+    q->scale = q->recipe->fixed.scale;
+    q->scale_inv = 1.0f / q->scale;
+  }
+  return q;
+}
+
 std::vector<float> QuantizerState::history_newest_first() const {
   const size_t n = history.size();
   std::vector<float> out(n);
@@ -108,7 +121,7 @@ void make_resident(QuantizerState& q, const std::shared_ptr<ContextState>& ctx, 
 // scaling with observe = 1: its statistics come to the host on every call
 // anyway.
 bool device_path(const ContextState& ctx, const RecipeState& r) {
-  return device_scaling(ctx) && !(r.kind == OCTET_RECIPE_STATIC && r.fixed.observe != 0);
+  return device_scaling(ctx) && !r.observes();
 }
 
 }  // namespace octet::core

@@ -56,6 +56,11 @@ struct QuantizerState {
   void record(float amax);
 };
 
+// A new quantizer's state for `role`: with a recipe, a delayed recipe's
+// history length or a static recipe's fixed scale; without one (null), it
+// follows the autocast scope it is used in.
+std::shared_ptr<QuantizerState> new_quantizer_state(int32_t role, std::shared_ptr<const RecipeState> recipe);
+
 // ---- where the state lives ----------------------------------------------
 
 // Copies `count` floats between two places of the context's memory. The

@@ -96,12 +96,6 @@ void create(octet_recipe** recipe, Fill&& fill) {
   *recipe = new octet_recipe{std::move(state)};
 }
 
-template <typename T>
-void init(T* options, T defaults) {
-  require(options != nullptr, "argument 'options' is NULL");
-  *options = defaults;
-}
-
 }  // namespace
 
 float fp8_max_of(octet_dtype dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
@@ -151,7 +145,7 @@ using namespace octet::core;
 extern "C" {
 
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options) {
-  return guarded("octet_delayed_scaling_options_init", [&] { init(options, delayed_defaults()); });
+  return guarded("octet_delayed_scaling_options_init", [&] { init_options(options, delayed_defaults()); });
 }
 // The struct as ABI 1.1-1.4 callers know it: it ends where the 1.5 fields
 // begin (after its tail padding, reserved_padding). The unsized symbol must
@@ -170,13 +164,13 @@ OCTET_API octet_status octet_current_scaling_options_init_sized(octet_current_sc
                  [&] { init_sized(options, current_defaults(), struct_size); });
 }
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options) {
-  return guarded("octet_static_scaling_options_init", [&] { init(options, static_defaults()); });
+  return guarded("octet_static_scaling_options_init", [&] { init_options(options, static_defaults()); });
 }
 OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options) {
-  return guarded("octet_mxfp8_options_init", [&] { init(options, mx_defaults()); });
+  return guarded("octet_mxfp8_options_init", [&] { init_options(options, mx_defaults()); });
 }
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options) {
-  return guarded("octet_block_scaling_options_init", [&] { init(options, block_defaults()); });
+  return guarded("octet_block_scaling_options_init", [&] { init_options(options, block_defaults()); });
 }
 
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options, octet_recipe** recipe) {

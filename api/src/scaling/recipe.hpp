@@ -26,6 +26,9 @@ struct RecipeState {
   int32_t scaling_mode_for(int32_t role) const;
   BlockParams block_params() const;
   bool per_tensor() const { return kind <= OCTET_RECIPE_STATIC; }
+  // Static scaling with observe = 1: every quantize of new data counts its
+  // statistics into the quantizer (numerics.md section 10).
+  bool observes() const { return kind == OCTET_RECIPE_STATIC && fixed.observe != 0; }
 };
 
 // Largest finite value of an FP8 dtype (448 or 57344).

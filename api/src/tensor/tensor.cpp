@@ -69,6 +69,19 @@ const char* scaling_mode_name(int32_t mode) {
   }
 }
 
+std::string shape_text(const TensorState& t) {
+  std::string s;
+  for (int i = 0; i < t.ndim; ++i) s += (i ? "x" : "") + std::to_string(t.shape[i]);
+  return s;
+}
+
+void require_same_shape(const TensorState& a, const char* a_name, const TensorState& b, const char* b_name) {
+  const bool same = a.ndim == b.ndim && std::memcmp(a.shape, b.shape, sizeof(int64_t) * size_t(a.ndim)) == 0;
+  if (!same)
+    fail(OCTET_STATUS_INVALID_ARGUMENT, "tensor '", a_name, "' has shape ", shape_text(a), " but '", b_name,
+         "' has shape ", shape_text(b), "; they must match");
+}
+
 std::string scaling_mode_list(uint32_t modes) {
   std::string out;
   for (int32_t m : {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,

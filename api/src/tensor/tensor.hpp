@@ -80,6 +80,11 @@ bool scale_inv_allowed(float value);
 // allowed values, so reading it back would only cost a synchronisation.
 void require_allowed_scalar(const TensorState& t, ScalarSlot slot, const char* name);
 
+// "4x8": the tensor's shape, for messages.
+std::string shape_text(const TensorState& t);
+// INVALID_ARGUMENT naming both tensors unless their shapes are equal.
+void require_same_shape(const TensorState& a, const char* a_name, const TensorState& b, const char* b_name);
+
 // A tensor argument of a call without a context argument: not NULL, live,
 // and its context held for the running call.
 TensorState& tensor_handle(const octet_tensor* t, const char* name);
