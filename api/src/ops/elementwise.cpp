@@ -2,8 +2,6 @@
 // checks arguments and decides which copies to produce; the backend computes.
 #include <octet/octet.h>
 
-#include <cstring>
-
 #include "ops/quantize.hpp"
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"

@@ -1,8 +1,5 @@
 #include "ops/quantize.hpp"
 
-#include <cstring>
-#include <string>
-
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
 #include "tensor/dtype.hpp"
