@@ -1,4 +1,5 @@
-// Backend enumeration and explicit loading in the users' ABI.
+// Backend enumeration, load failures and explicit loading in the users' ABI,
+// and octet_backend_info filled from a backend (also for octet_context_get_info).
 #include <octet/octet.h>
 
 #include <algorithm>
