@@ -14,9 +14,9 @@ namespace octet::core {
 namespace {
 
 constexpr char kMagic[4] = {'O', 'C', 'T', 'Q'};
-// Version 2 (ABI 1.2) adds the writer's ABI minor and an extension length:
+// Version 2 (users' ABI 1.2) adds the writer's ABI minor and an extension length:
 // a later minor of the same major appends its new fields after the history
-// and this reader skips them. Version 1 (ABI 1.1) is still read.
+// and this reader skips them. Version 1 (users' ABI 1.1) is still read.
 constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytesV1 = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8;
 constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 4 + 4;

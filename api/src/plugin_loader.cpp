@@ -1,6 +1,8 @@
 // Plugin discovery and loading (architecture.md, ABI rules 5-7).
 #include "plugin_loader.hpp"
 
+#include <octet/octet.h>
+
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
