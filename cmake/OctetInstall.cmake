@@ -22,6 +22,7 @@ install(TARGETS octet EXPORT OctetTargets
 
 set(octet_public_headers
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet.h
+  ${PROJECT_SOURCE_DIR}/api/include/octet/octet_types.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_backend.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_dlpack.h)
 if(EXISTS ${PROJECT_SOURCE_DIR}/api/include/octet/octet.hpp)

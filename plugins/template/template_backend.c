@@ -109,7 +109,7 @@ static int32_t check_view(const char* op, const char* arg, const octet_matrix_vi
                           uint32_t allowed, const char* allowed_names) {
   if (view == NULL) return report(OCTET_STATUS_INVALID_ARGUMENT, "template %s: %s is NULL", op, arg);
   if (!dtype_in(view->dtype, allowed)) {
-    /* A dtype of octet.h that this backend does not store is a valid request
+    /* A dtype of octet_types.h that this backend does not store is a valid request
      * it cannot serve; anything else breaks the operation's rule. */
     const int not_stored = view->dtype == OCTET_DTYPE_E8M0;
     return report(not_stored ? OCTET_STATUS_UNSUPPORTED : OCTET_STATUS_INVALID_ARGUMENT,

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 
 static uint32_t bits_of(float value) {
   uint32_t bits;

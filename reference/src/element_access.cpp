@@ -1,6 +1,6 @@
 // Widening and narrowing of single elements of any octet_dtype, the one place
 // where the reference kernels meet storage formats.
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 
 #include <cstring>
 

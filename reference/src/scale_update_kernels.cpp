@@ -88,10 +88,11 @@ int32_t delayed_scaling_update(const octet_delayed_scaling_update_args* args) {
                                                      std::to_string(args->current) + ") must be below args->history_len (" +
                                                      std::to_string(args->history_len) + ")");
   }
-  if (args->amax_compute_algo != OCTET_AMAX_MOST_RECENT && args->amax_compute_algo != OCTET_AMAX_MAX) {
+  if (args->amax_compute_algo != OCTET_HISTORY_AMAX_MOST_RECENT && args->amax_compute_algo != OCTET_HISTORY_AMAX_MAX) {
     return report(OCTET_STATUS_INVALID_ARGUMENT,
                   std::string(kernel) + ": args->amax_compute_algo (" + std::to_string(args->amax_compute_algo) +
-                      ") must be OCTET_AMAX_MOST_RECENT (0) or OCTET_AMAX_MAX (1); callbacks run on the host");
+                      ") must be OCTET_HISTORY_AMAX_MOST_RECENT (0) or OCTET_HISTORY_AMAX_MAX (1); "
+                      "callbacks run on the host");
   }
   if (int32_t s = check_flag(kernel, "args->recompute", args->recompute)) return s;
   if (int32_t s = check_flag(kernel, "args->power_of_two", args->power_of_two)) return s;
@@ -105,7 +106,7 @@ int32_t delayed_scaling_update(const octet_delayed_scaling_update_args* args) {
   float* history = state + 2;
   const uint32_t n = args->history_len;
   float amax = 0.0f;
-  if (args->amax_compute_algo == OCTET_AMAX_MOST_RECENT) {
+  if (args->amax_compute_algo == OCTET_HISTORY_AMAX_MOST_RECENT) {
     amax = history[args->current];
   } else {
     for (uint32_t i = 0; i < n; ++i) amax = std::fmax(amax, history[i]);

@@ -60,6 +60,7 @@ step("install the build into ${prefix}"
   COMMAND "${CMAKE_COMMAND}" --install "${OCTET_BUILD_DIR}" --prefix "${prefix}")
 foreach(file
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet.h"
+    "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_types.h"
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_backend.h"
     "${libdir}/liboctet.so"
     "${libdir}/liboctet.so.1"

@@ -102,7 +102,7 @@ TEST(CudaScalingKernels, DelayedUpdateBitForBit) {
   std::uniform_int_distribution<size_t> pick(0, specials().size() - 1);
   std::uniform_real_distribution<float> log_value(-120.0f, 120.0f);
   for (uint32_t n : {1u, 2u, 7u, 256u, 1000u, 1u << 20})
-    for (int algo : {OCTET_AMAX_MOST_RECENT, OCTET_AMAX_MAX})
+    for (int algo : {OCTET_HISTORY_AMAX_MOST_RECENT, OCTET_HISTORY_AMAX_MAX})
       for (int recompute : {0, 1})
         for (int margin : {0, 2, 60, 127})
           for (int p2 : {0, 1})
@@ -146,7 +146,7 @@ TEST(CudaScalingKernels, BadArgumentsReportAndWriteNothing) {
   u.struct_size = sizeof u;
   u.state = d;
   u.history_len = 2;
-  u.amax_compute_algo = OCTET_AMAX_MAX;
+  u.amax_compute_algo = OCTET_HISTORY_AMAX_MAX;
   u.recompute = 1;
   u.fp8_max = 448.0f;
   auto expect_rejected = [&](octet_delayed_scaling_update_args a, const char* word) {
@@ -161,7 +161,7 @@ TEST(CudaScalingKernels, BadArgumentsReportAndWriteNothing) {
   b.current = 2;
   expect_rejected(b, "args->current");
   b = u;
-  b.amax_compute_algo = OCTET_AMAX_CALLBACK;
+  b.amax_compute_algo = 2;  // no such octet_history_amax (the recipe's callback value)
   expect_rejected(b, "args->amax_compute_algo");
   b = u;
   b.margin = 128;

@@ -31,6 +31,9 @@ HEADER = REPO / "api" / "include" / "octet" / "octet.h"
 # The DLPack header (ABI 1.6) is declared in _abi.py too; it is checked with
 # octet.h, as if both were one header.
 DLPACK_HEADER = REPO / "api" / "include" / "octet" / "octet_dlpack.h"
+# The statuses, dtypes and kinds octet.h shares with the plugin ABI live in
+# octet_types.h, which octet.h includes: checked with octet.h, as one header.
+TYPES_HEADER = REPO / "api" / "include" / "octet" / "octet_types.h"
 
 
 def _dlpack_header(header):
@@ -39,6 +42,11 @@ def _dlpack_header(header):
     folder, see _compile_layout)."""
     beside = pathlib.Path(header).parent / "octet_dlpack.h"
     return beside if beside.exists() else DLPACK_HEADER
+
+
+def _types_header(header):
+    """octet_types.h beside `header` (_edited_header copies it there)."""
+    return pathlib.Path(header).parent / "octet_types.h"
 
 
 # ---- the header, parsed --------------------------------------------------------------
@@ -181,7 +189,8 @@ def abi_mismatches(header, abi=_abi):
     """Every way `abi` (a module like octet._abi) differs from `header` (a
     path to octet.h) and the octet_dlpack.h beside it, as a list of
     messages; empty when they agree."""
-    text = _strip_comments(pathlib.Path(header).read_text() + "\n" + _dlpack_header(header).read_text())
+    text = _strip_comments(_types_header(header).read_text() + "\n" + pathlib.Path(header).read_text() + "\n" +
+                           _dlpack_header(header).read_text())
     structs = _header_structs(text)
     constants = _header_constants(text)
     functions = _header_functions(text)
@@ -263,6 +272,7 @@ def _edited_header(tmp_path, old, new):
     (tmp_path / "octet").mkdir()
     path = tmp_path / "octet" / "octet.h"
     path.write_text(text.replace(old, new, 1))
+    shutil.copy(TYPES_HEADER, tmp_path / "octet" / "octet_types.h")
     return path
 
 

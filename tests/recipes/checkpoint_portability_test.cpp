@@ -279,9 +279,9 @@ TEST(CheckpointFormat, AnotherAbiMajorIsRefusedAndChangesNothing) {
       std::vector<uint8_t> bytes = documented_buffer(s);
       EXPECT_EQ(octet_quantizer_load(q.get(), bytes.data(), bytes.size()), OCTET_STATUS_ABI_MISMATCH)
           << "major " << major << " version " << version;
-      const std::string want = "written by ABI major " + std::to_string(major);
+      const std::string want = "written by users' ABI major " + std::to_string(major);
       EXPECT_TRUE(message_has(want.c_str())) << octet_last_error_message();
-      EXPECT_TRUE(message_has("loads checkpoints of ABI major")) << octet_last_error_message();
+      EXPECT_TRUE(message_has("loads checkpoints of users' ABI major")) << octet_last_error_message();
     }
   }
   EXPECT_EQ(info_of(q.get()).scale, 3.0f);

@@ -142,7 +142,7 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateFollowsTheTransformerEngineRule) {
   std::uniform_real_distribution<float> log_scale(-40.0f, 40.0f);
   int cases = 0;
   for (uint32_t n : {1u, 2u, 5u, 16u, 1024u})
-    for (int algo : {OCTET_AMAX_MOST_RECENT, OCTET_AMAX_MAX})
+    for (int algo : {OCTET_HISTORY_AMAX_MOST_RECENT, OCTET_HISTORY_AMAX_MAX})
       for (int recompute : {0, 1})
         for (int margin : {0, 1, 3, 60, 127})
           for (int p2 : {0, 1})
@@ -166,7 +166,7 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateFollowsTheTransformerEngineRule) {
                 a.power_of_two = p2;
                 a.fp8_max = fp8_max;
                 expect_success(api_->delayed_scaling_update(context_, &a));
-                oracle_update(want, current, algo == OCTET_AMAX_MOST_RECENT, recompute != 0, margin, p2 != 0,
+                oracle_update(want, current, algo == OCTET_HISTORY_AMAX_MOST_RECENT, recompute != 0, margin, p2 != 0,
                               fp8_max);
                 for (size_t i = 0; i < state.size(); ++i)
                   ASSERT_EQ(bits_of(got[i]), bits_of(want[i]))
@@ -185,7 +185,7 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateEdgeCases) {
   a.state = state.data();
   a.history_len = 3;
   a.current = 1;
-  a.amax_compute_algo = OCTET_AMAX_MOST_RECENT;
+  a.amax_compute_algo = OCTET_HISTORY_AMAX_MOST_RECENT;
   a.recompute = 1;
   a.fp8_max = 448.0f;
   expect_success(api_->delayed_scaling_update(context_, &a));
@@ -196,7 +196,7 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateEdgeCases) {
   state = {4.0f, 0.25f, FLT_MAX, 0.0f};
   a.history_len = 2;
   a.current = 0;
-  a.amax_compute_algo = OCTET_AMAX_MAX;
+  a.amax_compute_algo = OCTET_HISTORY_AMAX_MAX;
   a.power_of_two = 1;
   a.margin = 127;
   expect_success(api_->delayed_scaling_update(context_, &a));
@@ -261,7 +261,7 @@ TEST_F(ScaleUpdateKernels, BadArgumentsReportAndWriteNothing) {
   u.state = state.data();
   u.history_len = 2;
   u.current = 0;
-  u.amax_compute_algo = OCTET_AMAX_MAX;
+  u.amax_compute_algo = OCTET_HISTORY_AMAX_MAX;
   u.recompute = 1;
   u.fp8_max = 448.0f;
   auto expect_update_failure = [&](octet_delayed_scaling_update_args args, std::initializer_list<const char*> words) {
@@ -282,7 +282,7 @@ TEST_F(ScaleUpdateKernels, BadArgumentsReportAndWriteNothing) {
   b.current = 2;
   expect_update_failure(b, {"args->current", "below args->history_len"});
   b = u;
-  b.amax_compute_algo = OCTET_AMAX_CALLBACK;
+  b.amax_compute_algo = 2;  // no such octet_history_amax (the recipe's callback value)
   expect_update_failure(b, {"args->amax_compute_algo", "callbacks run on the host"});
   b = u;
   b.recompute = -1;

@@ -1,6 +1,7 @@
 /*
  * octet.h: the users' ABI of Octet, a portable low-precision (FP8) compute
- * library. C99; includes only <stdint.h> and <stddef.h>.
+ * library. C99; includes only <stdint.h>, <stddef.h> and octet_types.h
+ * (the statuses, dtypes and kinds it shares with the plugin ABI).
  *
  * Conventions (every function, unless its comment says otherwise):
  *  - returns an octet_status (int32_t); OCTET_STATUS_SUCCESS is 0.
@@ -34,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "octet_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,8 +57,10 @@ extern "C" {
 #define OCTET_VERSION_MINOR 1
 #define OCTET_VERSION_PATCH 0
 
-/* The users' ABI version. A change of major breaks binary compatibility;
- * a minor adds functions or appends struct fields. */
+/* The users' ABI version (this header and liboctet), a sequence of its own:
+ * the plugin ABI (octet_backend.h) has OCTET_PLUGIN_ABI_MAJOR/MINOR. A change
+ * of major breaks binary compatibility; a minor adds functions, constants or
+ * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
 #define OCTET_ABI_MINOR 6
 
@@ -67,25 +72,15 @@ typedef struct octet_version {
 
 /* Version of the library actually loaded (may differ from the header's). */
 OCTET_API octet_version octet_library_version(void);
-/* ABI version implemented by the library actually loaded (patch is 0). */
+/* Users' ABI version implemented by the library actually loaded (patch is
+ * 0). */
 OCTET_API octet_version octet_abi_version(void);
 
 /* ------------------------------------------------------------------------ */
 /* Status codes and errors                                                   */
 /* ------------------------------------------------------------------------ */
 
-typedef int32_t octet_status;
-enum {
-  OCTET_STATUS_SUCCESS = 0,
-  OCTET_STATUS_INVALID_ARGUMENT = 1, /* the caller broke a documented rule */
-  OCTET_STATUS_UNSUPPORTED = 2,      /* valid request, but not available here */
-  OCTET_STATUS_OUT_OF_MEMORY = 3,
-  OCTET_STATUS_NOT_FOUND = 4,        /* no such backend, file or entry */
-  OCTET_STATUS_BACKEND_ERROR = 5,    /* a backend failed while running */
-  OCTET_STATUS_ABI_MISMATCH = 6,     /* plugin and host ABI are incompatible */
-  OCTET_STATUS_UNAVAILABLE = 7,      /* backend loaded but has no usable device */
-  OCTET_STATUS_INTERNAL = 8          /* a bug in Octet: please report it */
-};
+/* octet_status and its OCTET_STATUS_* values: octet_types.h. */
 
 /* Symbolic name of a status ("OCTET_STATUS_UNSUPPORTED"); static storage. */
 OCTET_API const char* octet_status_name(octet_status status);
@@ -98,18 +93,7 @@ OCTET_API const char* octet_last_error_message(void);
 /* Data types                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* The FP8 codes equal DLPack's DLDataTypeCode values; octet_dtype_to_dlpack
- * gives the full (code, bits) pair for every dtype. */
-typedef int32_t octet_dtype;
-enum {
-  OCTET_DTYPE_INVALID = 0,
-  OCTET_DTYPE_FP32 = 1,
-  OCTET_DTYPE_BF16 = 2,
-  OCTET_DTYPE_FP16 = 3,
-  OCTET_DTYPE_E4M3 = 10, /* OCP E4M3FN: kDLFloat8_e4m3fn */
-  OCTET_DTYPE_E5M2 = 12, /* kDLFloat8_e5m2 */
-  OCTET_DTYPE_E8M0 = 14  /* unsigned power-of-two scale: kDLFloat8_e8m0fnu */
-};
+/* octet_dtype and its OCTET_DTYPE_* values: octet_types.h. */
 
 /* Size of one element in bytes; 0 for an unknown dtype. */
 OCTET_API size_t octet_dtype_size(octet_dtype dtype);
@@ -146,9 +130,7 @@ OCTET_API float octet_fp16_decode(uint16_t code);
  * as a power of two, rounding the exponent up (CEIL) or down (FLOOR).
  * Results below 2^-127 give 0x00, above 2^127 (and +inf) give 0xFE;
  * NaN, zero and negative values give 0xFF (NaN), because no power of two
- * represents them. */
-typedef int32_t octet_e8m0_rounding;
-enum { OCTET_E8M0_ROUND_CEIL = 0, OCTET_E8M0_ROUND_FLOOR = 1 };
+ * represents them. rounding: octet_e8m0_rounding (octet_types.h). */
 OCTET_API uint8_t octet_e8m0_encode(float value, int32_t rounding);
 OCTET_API float octet_e8m0_decode(uint8_t code);
 
@@ -175,33 +157,9 @@ OCTET_API octet_status octet_e8m0_decode_array(const uint8_t* in, float* out,
 /* Backends and their capabilities                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Bit flags of octet_backend_info.dtypes: 1u << dtype code. */
-#define OCTET_DTYPE_BIT(dtype) (1u << (uint32_t)(dtype))
-
-/* Scaling modes (bit flags in octet_backend_info.scaling_modes). */
-enum {
-  OCTET_SCALING_PER_TENSOR = 1u << 0,
-  OCTET_SCALING_MXFP8_1X32 = 1u << 1,
-  OCTET_SCALING_BLOCK_1X128 = 1u << 2,
-  OCTET_SCALING_BLOCK_128X128 = 1u << 3
-};
-
-/* FP8 GEMM operand layouts (bit flags), named as cuBLAS names them. With
- * D[m,n] = sum_k A'[m,k] * B'[n,k] and octet_gemm's transpose flags:
- *   TN: trans_a = 0, trans_b = 0 (both operands K-contiguous: the only FP8
- *       layout on Hopper-class devices)
- *   NN: trans_a = 0, trans_b = 1      TT: trans_a = 1, trans_b = 0
- *   NT: trans_a = 1, trans_b = 1 */
-enum {
-  OCTET_GEMM_LAYOUT_TN = 1u << 0,
-  OCTET_GEMM_LAYOUT_NN = 1u << 1,
-  OCTET_GEMM_LAYOUT_TT = 1u << 2,
-  OCTET_GEMM_LAYOUT_NT = 1u << 3,
-  OCTET_GEMM_LAYOUT_ALL = 0xF
-};
-
-typedef int32_t octet_memory_kind;
-enum { OCTET_MEMORY_HOST = 0, OCTET_MEMORY_DEVICE = 1 };
+/* The dtype flags (OCTET_DTYPE_BIT), scaling modes (OCTET_SCALING_*), FP8
+ * GEMM layouts (OCTET_GEMM_LAYOUT_*, with octet_gemm's transpose flags) and
+ * memory kinds (octet_memory_kind) of octet_backend_info: octet_types.h. */
 
 /* Optional operations a backend provides (bit flags of .features). The core
  * composes an operation from simpler ones, or answers UNSUPPORTED, when a
@@ -215,16 +173,14 @@ enum {
   OCTET_FEATURE_DEQUANTIZE = 1u << 5,
   OCTET_FEATURE_GEMM_FP8 = 1u << 6,
   OCTET_FEATURE_GEMM_HIGH_PRECISION = 1u << 7,
-  /* ABI 1.1 */
   OCTET_FEATURE_QUANTIZE_STATISTICS = 1u << 8, /* quantize with NaN/saturation/flush counts */
   OCTET_FEATURE_BLOCK_QUANTIZE = 1u << 9,      /* block-scaled quantize and dequantize */
   OCTET_FEATURE_BLOCK_GEMM = 1u << 10,         /* GEMM with per-block scales */
-  /* ABI 1.3: kernels of the layers (docs/layers.md) */
+  /* kernels of the layers (docs/layers.md) */
   OCTET_FEATURE_NORM = 1u << 11,               /* LayerNorm/RMSNorm forward + backward */
   OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
   OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
   OCTET_FEATURE_ACCUMULATE = 1u << 14,         /* y += x */
-  /* ABI 1.4 */
   OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15     /* the GEMM encodes an FP8 D itself (else the
                                                   core composes FP32 GEMM + quantize) */
 };
@@ -316,7 +272,7 @@ OCTET_API void octet_context_destroy(octet_context* context);
  * strings live as long as the process. */
 OCTET_API octet_status octet_context_get_info(const octet_context* context,
                                               octet_backend_info* info);
-/* Memory a context holds, by category (ABI 1.2). Bytes are the sizes the
+/* Memory a context holds, by category. Bytes are the sizes the
  * tensors need (elements x element size, scales included), not the
  * allocator's rounding; wrapped caller memory is not counted. */
 typedef int32_t octet_memory_category;
@@ -375,7 +331,7 @@ enum {
   OCTET_COMPONENT_SCALE = 2,
   OCTET_COMPONENT_SCALE_INV = 3,
   OCTET_COMPONENT_AMAX = 4,
-  /* ABI 1.1, block-scaled tensors only (see octet_tensor_desc.scaling_mode):
+  /* Block-scaled tensors only (see octet_tensor_desc.scaling_mode):
    * the per-block scale_inv of the rowwise copy, grid
    * [ceil(rows/br), ceil(cols/bc)] row-major, and of the columnwise copy,
    * grid [ceil(cols/br), ceil(rows/bc)] (the columnwise copy is stored
@@ -392,8 +348,8 @@ typedef struct octet_tensor_desc {
   int64_t shape[OCTET_MAX_DIMS];
   uint32_t usages;            /* FP8 only: 0 = plain codes, no scales;
                                  else OCTET_USAGE_* (a quantized tensor) */
-  /* ABI 1.1. One OCTET_SCALING_* value for a quantized tensor; 0 (or a
-   * struct_size without this field) means OCTET_SCALING_PER_TENSOR.
+  /* One OCTET_SCALING_* value for a quantized tensor; 0 (or a struct_size
+   * that ends before this field) means OCTET_SCALING_PER_TENSOR.
    * Block modes: MXFP8_1X32 (1x32 blocks, E8M0 scales), BLOCK_1X128 (1x128,
    * FP32 scales), BLOCK_128X128 (128x128, FP32 scales). A block-scaled
    * tensor has no SCALE / SCALE_INV components (its scales are per block,
@@ -415,7 +371,6 @@ typedef struct octet_tensor_info {
   uint64_t rowwise_bytes;
   uint64_t columnwise_bytes;
   uint64_t total_bytes;       /* every component, scales included */
-  /* ABI 1.1 */
   int32_t scaling_mode;       /* OCTET_SCALING_*; PER_TENSOR for plain tensors */
   int32_t block_rows;         /* block shape (1x1 for per-tensor and plain) */
   int32_t block_cols;
@@ -486,8 +441,7 @@ OCTET_API octet_status octet_dequantize(octet_context* context,
                                         const octet_tensor* input,
                                         octet_tensor* output);
 
-typedef int32_t octet_epilogue;
-enum { OCTET_EPILOGUE_NONE = 0, OCTET_EPILOGUE_GELU = 1 };
+/* octet_epilogue (OCTET_EPILOGUE_NONE, OCTET_EPILOGUE_GELU): octet_types.h. */
 
 typedef struct octet_gemm_options {
   size_t struct_size;
@@ -497,8 +451,9 @@ typedef struct octet_gemm_options {
   float beta;              /* default 0; beta == 0 ignores D's old contents */
   const octet_tensor* bias; /* optional, N elements, FP32/BF16/FP16 */
   int32_t epilogue;        /* octet_epilogue; default NONE */
-  /* ABI 1.4. New fields start past the 1.0-1.3 struct's size (40 bytes on
-   * LP64), never in its tail padding, which older callers leave unset. */
+  /* Users' ABI 1.4 fields: they start past the 40 bytes (LP64) of the
+   * 1.0-1.3 struct, never in its tail padding, which callers built against
+   * 1.0-1.3 leave unset. */
   int32_t reserved_padding;  /* ignored */
   int32_t fast_accumulation; /* default 0. 1 allows the backend to accumulate
                                 FP8 products with reduced precision (Hopper's
@@ -516,11 +471,11 @@ typedef struct octet_gemm_options {
  * octet_gemm_options_init_sized writes min(struct_size, the library's size)
  * bytes and sets struct_size to that: the caller's sizeof, so a struct from
  * an older header is never overrun. The exported octet_gemm_options_init
- * (ABI 1.0) writes the 1.0-1.3 struct only, for binaries built before 1.4;
- * code compiled against this header calls the sized form through the macro
- * below (docs/abi.md, "Growing a struct that has an _init"). */
+ * writes the users' ABI 1.0-1.3 struct only: it is the entry point of
+ * binaries built against those minors; code compiled against this header
+ * calls the sized form through the macro below (docs/abi.md, "Growing a
+ * struct that has an _init"). */
 OCTET_API octet_status (octet_gemm_options_init)(octet_gemm_options* options);
-/* ABI 1.4 */
 OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options, size_t struct_size);
 #define octet_gemm_options_init(options) \
   octet_gemm_options_init_sized((options), sizeof(*(options)))
@@ -532,7 +487,7 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
  * native columnwise access or the transposed copy, per its capabilities.
- * ABI 1.4, FP8 output: D may be a per-tensor quantized E4M3/E5M2 tensor
+ * FP8 output: D may be a per-tensor quantized E4M3/E5M2 tensor
  * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
  * block-scaled. With r the FP32 value an FP32 D would hold
  * before rounding, every stored usage of D receives fp8(r * SCALE) (D's
@@ -544,7 +499,7 @@ OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a,
                                   const octet_gemm_options* options);
 
 /* ------------------------------------------------------------------------ */
-/* Numerics statistics (ABI 1.1)                                             */
+/* Numerics statistics                                                       */
 /* ------------------------------------------------------------------------ */
 
 /* Counts over the input elements of one quantize call (docs/numerics.md,
@@ -577,7 +532,7 @@ OCTET_API octet_status octet_quantize_with_stats(octet_context* context,
                                                  octet_quantize_stats* stats);
 
 /* ------------------------------------------------------------------------ */
-/* Scaling recipes (ABI 1.1; docs/recipes.md)                                */
+/* Scaling recipes (docs/recipes.md)                                         */
 /* ------------------------------------------------------------------------ */
 
 /* A recipe says how scales are chosen; it is immutable once created and may
@@ -651,8 +606,9 @@ typedef struct octet_current_scaling_options {
   int32_t format;              /* E4M3, E5M2 or HYBRID */
   float amax_epsilon;          /* >= 0: amax = max(amax, epsilon) */
   int32_t power_of_two_scales; /* 1: round the scale down to a power of two */
-  /* ABI 1.5. New fields start past the 1.1-1.4 struct's size (24 bytes on
-   * LP64), never in its tail padding, which older callers leave unset. */
+  /* Users' ABI 1.5 fields: they start past the 24 bytes (LP64) of the
+   * 1.1-1.4 struct, never in its tail padding, which callers built against
+   * 1.1-1.4 leave unset. */
   int32_t reserved_padding;    /* ignored */
   int32_t reduce_amax;         /* 1: before each quantize, all-reduce (MAX) the
                                   tensor's amax through the context's
@@ -700,11 +656,11 @@ OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_op
 OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options);
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options);
 
-/* The exported octet_current_scaling_options_init (ABI 1.1) writes the
- * 1.1-1.4 struct only, for binaries built before 1.5; code compiled against
- * this header calls the sized form (ABI 1.5), which writes min(struct_size,
- * the library's size) bytes, through the macro below (docs/abi.md, "Growing
- * a struct that has an _init"). */
+/* The exported octet_current_scaling_options_init writes the users' ABI
+ * 1.1-1.4 struct only: it is the entry point of binaries built against those
+ * minors; code compiled against this header calls the sized form, which
+ * writes min(struct_size, the library's size) bytes, through the macro below
+ * (docs/abi.md, "Growing a struct that has an _init"). */
 OCTET_API octet_status octet_current_scaling_options_init_sized(octet_current_scaling_options* options,
                                                                 size_t struct_size);
 #define octet_current_scaling_options_init(options) \
@@ -738,7 +694,7 @@ OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, in
                                                   int32_t* dtype, int32_t* scaling_mode);
 
 /* ------------------------------------------------------------------------ */
-/* Quantizers: scaling state of one tensor role (ABI 1.1)                    */
+/* Quantizers: scaling state of one tensor role                              */
 /* ------------------------------------------------------------------------ */
 
 /* A quantizer holds the state of one role: amax history, scale, scale_inv,
@@ -804,14 +760,14 @@ OCTET_API octet_status octet_quantizer_get_amax_history(const octet_quantizer* q
  * to *size; else capacity must be >= that size. The bytes are
  * little-endian, versioned and checksummed (docs/recipes.md), and load into a
  * quantizer of the same role, recipe kind and history length on any backend
- * and any library with the same ABI major. */
+ * and any library with the same users' ABI major. */
 OCTET_API octet_status octet_quantizer_save(const octet_quantizer* quantizer, void* buffer,
                                             size_t capacity, size_t* size);
 OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const void* buffer,
                                             size_t size);
 
 /* ------------------------------------------------------------------------ */
-/* Autocast scopes and the communicator (ABI 1.1)                            */
+/* Autocast scopes and the communicator                                      */
 /* ------------------------------------------------------------------------ */
 
 /* Cross-process reduction the caller provides (e.g. over MPI or NCCL).
@@ -844,7 +800,7 @@ OCTET_API octet_status octet_autocast_get_state(const octet_context* context, in
 
 
 /* ------------------------------------------------------------------------ */
-/* Layers: Linear, LayerNormLinear, LayerNormMLP (ABI 1.3; docs/layers.md)   */
+/* Layers: Linear, LayerNormLinear, LayerNormMLP (docs/layers.md)            */
 /* ------------------------------------------------------------------------ */
 
 /* A layer owns its parameters (and their gradients) on one context, and per
@@ -869,10 +825,18 @@ OCTET_API octet_status octet_autocast_get_state(const octet_context* context, in
 typedef struct octet_layer octet_layer;
 typedef struct octet_saved octet_saved;
 
-typedef int32_t octet_norm_kind;
-enum { OCTET_LAYER_LAYERNORM = 0, OCTET_LAYER_RMSNORM = 1 };
-typedef int32_t octet_activation_kind;
-enum { OCTET_LAYER_GELU = 0, OCTET_LAYER_SWIGLU = 1 };
+/* Kinds of a layer's normalisation and activation: octet_norm_kind
+ * (OCTET_NORM_*) and octet_activation_kind (OCTET_ACTIVATION_*), in
+ * octet_types.h. The OCTET_LAYER_* names are aliases of those values, kept
+ * for source compatibility. */
+enum {
+  OCTET_LAYER_LAYERNORM = OCTET_NORM_LAYERNORM,
+  OCTET_LAYER_RMSNORM = OCTET_NORM_RMSNORM
+};
+enum {
+  OCTET_LAYER_GELU = OCTET_ACTIVATION_GELU,
+  OCTET_LAYER_SWIGLU = OCTET_ACTIVATION_SWIGLU
+};
 
 /* How parameters are held. */
 typedef int32_t octet_weight_storage;

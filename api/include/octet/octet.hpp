@@ -399,8 +399,8 @@ struct GemmOptions {
   float beta = 0.0f;
   const Tensor* bias = nullptr;
   octet_epilogue epilogue = OCTET_EPILOGUE_NONE;
-  bool fast_accumulation = false;  // ABI 1.4
-  bool saturate_output = true;     // ABI 1.4, FP8 D only
+  bool fast_accumulation = false;
+  bool saturate_output = true;     // FP8 D only
 };
 
 // D = alpha * sa * sb * A' B'^T + beta * D + bias (see octet_gemm).

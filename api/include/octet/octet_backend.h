@@ -1,5 +1,7 @@
 /*
- * octet_backend.h: the plugin ABI a backend implements. C99.
+ * octet_backend.h: the plugin ABI a backend implements. C99; includes only
+ * <stddef.h>, <stdint.h> and octet_types.h (the statuses, dtypes and kinds
+ * it shares with the users' ABI of octet.h).
  *
  * A backend is a shared library named liboctet_backend_<name>.so, built with
  * hidden visibility, that exports exactly one symbol:
@@ -8,13 +10,16 @@
  *                               uint32_t host_abi_minor,
  *                               const octet_backend_api** api_out);
  *
- * The host offers its plugin ABI version; the plugin either answers with a
+ * The host offers its plugin ABI version (OCTET_PLUGIN_ABI_MAJOR/MINOR, a
+ * sequence of its own, apart from the users' ABI version of octet.h); the
+ * plugin either answers with a
  * table whose abi_major equals host_abi_major (and any abi_minor), or refuses
  * with OCTET_STATUS_ABI_MISMATCH. The host then checks the table (struct_size,
  * version, required entries) and calls initialize() once.
  *
- * A backend never links liboctet and never sees recipes, layers or the core's
- * tensors: it sees plain buffers in its own memory. It reports every failure
+ * A backend never links liboctet, never includes octet.h and never sees
+ * recipes, layers or the core's tensors: it sees plain buffers in its own
+ * memory and kernel arguments. It reports every failure
  * through the host's error callback (not thread-local storage) and returns a
  * status. Entry points marked optional may be NULL; the core then composes
  * the operation from others or answers OCTET_STATUS_UNSUPPORTED naming the
@@ -35,12 +40,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "octet.h"
+#include "octet_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The plugin ABI version. A change of major breaks every plugin; a minor
+ * appends entries to octet_backend_api or fields to an argument struct (read
+ * only inside the struct_size the other side gives). CHANGELOG.md lists what
+ * each minor added. */
 #define OCTET_PLUGIN_ABI_MAJOR 1
 #define OCTET_PLUGIN_ABI_MINOR 3
 
@@ -64,7 +73,7 @@ typedef struct octet_host_services {
 } octet_host_services;
 
 /* What a backend can do. dtypes, scaling_modes, fp8_gemm_layouts and
- * memory_kind use the flags and enums of octet.h. */
+ * memory_kind use the flags and enums of octet_types.h. */
 typedef struct octet_backend_caps {
   size_t struct_size;
   const char* device;        /* human-readable device name */
@@ -76,8 +85,9 @@ typedef struct octet_backend_caps {
                                 high-precision GEMMs accept every layout */
   uint64_t alignment;        /* bytes; a power of two */
   int32_t fused_cast_transpose; /* quantize() writes both usages in one pass */
-  /* Appended in plugin ABI 1.3 (zero when the plugin's caps are shorter),
-   * past the 1.2 struct's tail padding, which a plugin may leave unset. */
+  /* Plugin ABI 1.3 fields (zero when the plugin's caps are shorter): they
+   * start past the tail padding of the 1.0-1.2 struct, which a plugin may
+   * leave unset. */
   int32_t reserved_padding;  /* ignored */
   int32_t fp8_gemm_output;   /* 1: gemm() writes FP8 D with d_scale and amax
                                 (octet_gemm_args); else the host composes it */
@@ -165,9 +175,9 @@ typedef struct octet_gemm_args {
   octet_matrix_view d;            /* [m,n] FP32/BF16/FP16, read when beta != 0 */
   octet_matrix_view bias;         /* data NULL or n elements (rows 1, cols n) */
   int32_t epilogue;               /* octet_epilogue */
-  /* Appended in plugin ABI 1.3; a plugin reads them only when struct_size
-   * covers them (the host always sends the whole struct). They start past
-   * the 1.2 struct's tail padding. */
+  /* Plugin ABI 1.3 fields: a plugin reads them only when struct_size covers
+   * them (the host always sends the whole struct). They start past the tail
+   * padding of the 1.0-1.2 struct. */
   int32_t reserved_padding;       /* ignored */
   /* 1: the backend may accumulate FP8 products with reduced precision
    * (e.g. Hopper's fast accumulation): a request, never an obligation; the
@@ -185,10 +195,17 @@ typedef struct octet_gemm_args {
   float* d_amax_out;              /* device, 1 value, or NULL */
 } octet_gemm_args;
 
-/* ---- plugin ABI 1.1: recipe-free kernels for statistics and blocks ---- */
+/* ---- Kernels for statistics and block scaling ---- */
 
-/* Statistics of one quantize pass, written to device memory (definitions in
- * octet.h, octet_quantize_stats). */
+/* Statistics of one quantize pass over n input values x, written to device
+ * memory. With y the scaled value (x * scale, x / X for E8M0 scales, x *
+ * block_scale for FP32 block scales):
+ *   nan_count       x is NaN
+ *   saturated_count x is not NaN and the non-saturating conversion of y
+ *                   would overflow (E4M3 |y| > 464, E5M2 |y| >= 61440, or
+ *                   y infinite)
+ *   flushed_count   x is finite and non-zero but its code is +-0
+ *   amax            max |x| (NaN ignored) */
 typedef struct octet_quantize_statistics {
   uint64_t nan_count;
   uint64_t saturated_count;
@@ -260,13 +277,9 @@ typedef struct octet_block_gemm_args {
   int32_t epilogue;
 } octet_block_gemm_args;
 
-
-/* ---- plugin ABI 1.2: recipe-free kernels for layers (docs/layers.md) ---- */
-
-/* Normalisation kinds of octet_norm_forward_args / octet_norm_backward_args. */
-enum { OCTET_NORM_LAYERNORM = 0, OCTET_NORM_RMSNORM = 1 };
-/* Activation kinds of octet_activation_args. */
-enum { OCTET_ACTIVATION_GELU = 0, OCTET_ACTIVATION_SWIGLU = 1 };
+/* ---- Kernels for normalisation, activations and bias gradients ----
+ * Their kinds are octet_norm_kind (OCTET_NORM_*) and octet_activation_kind
+ * (OCTET_ACTIVATION_*) of octet_types.h. */
 
 /* Row-wise normalisation of input (rows x cols), FP32 math in this order:
  *   LayerNorm: mean = (sum_j x_j) / cols; var = (sum_j (x_j - mean)^2) / cols;
@@ -280,7 +293,7 @@ enum { OCTET_ACTIVATION_GELU = 0, OCTET_ACTIVATION_SWIGLU = 1 };
  * that input: quantize->input is ignored, every other field is used. */
 typedef struct octet_norm_forward_args {
   size_t struct_size;
-  int32_t kind;                   /* OCTET_NORM_* */
+  int32_t kind;                   /* octet_norm_kind */
   float epsilon;
   octet_matrix_view input;        /* FP32/BF16/FP16 */
   octet_matrix_view gamma;        /* 1 x cols */
@@ -307,7 +320,7 @@ typedef struct octet_norm_forward_args {
  * and dy before it writes that row of dx. */
 typedef struct octet_norm_backward_args {
   size_t struct_size;
-  int32_t kind;
+  int32_t kind;                   /* octet_norm_kind */
   int32_t reserved;
   octet_matrix_view input;        /* x, as in forward */
   octet_matrix_view grad_output;  /* dy, rows x cols */
@@ -337,7 +350,7 @@ typedef struct octet_norm_backward_args {
  *           db = dy * (a * s). */
 typedef struct octet_activation_args {
   size_t struct_size;
-  int32_t kind;                   /* OCTET_ACTIVATION_* */
+  int32_t kind;                   /* octet_activation_kind */
   int32_t reserved;
   octet_matrix_view input;        /* forward input (also read by backward) */
   octet_matrix_view output;       /* forward: y; backward: unused */
@@ -355,15 +368,14 @@ typedef struct octet_bias_gradient_args {
   const octet_quantize_args* quantize; /* host struct, or NULL */
 } octet_bias_gradient_args;
 
-/* ---- plugin ABI 1.3: recipe-free scaling kernels (numerics.md 3.1, 3.2) ----
- * Appended in plugin ABI 1.3 (with the FP8 GEMM output fields above). A
- * backend that provides all three entries lets the host keep quantizers'
- * scaling state in its memory and do the per-quantize bookkeeping and the
- * delayed-scaling update there, with no copy to the host
- * (docs/recipes.md, "Where the scaling state lives"); with any of them
- * missing the host keeps that state in host memory. Every pointer below is
- * device memory; each kernel reads its inputs before writing, and a rejected
- * call writes nothing. */
+/* ---- Scaling kernels (numerics.md 3.1, 3.2) ----
+ * A backend that provides all three entries (scale_from_amax,
+ * delayed_scaling_update, amax_record) lets the host keep scaling state (a
+ * scale, its inverse and an amax history) in the backend's memory and update
+ * it there, with no copy to the host (docs/recipes.md, "Where the scaling
+ * state lives"); with any of them missing the host keeps that state in host
+ * memory. Every pointer below is device memory; each kernel reads its
+ * inputs before writing, and a rejected call writes nothing. */
 
 /* Current scaling (numerics.md 3.2) from a device amax:
  *   a = fmaxf(*amax, epsilon);
@@ -383,11 +395,18 @@ typedef struct octet_scale_from_amax_args {
   float* scale_inv_out;           /* device, 1 value, or NULL */
 } octet_scale_from_amax_args;
 
-/* The delayed-scaling update (numerics.md 3.1 steps 1-5) of one quantizer
- * whose state is state = [scale, scale_inv, history[history_len]] (the amax
- * history is a ring; history[current] is this step's amax):
- *   1. amax = history[current] (OCTET_AMAX_MOST_RECENT) or the fmaxf of 0
- *      and every history entry (OCTET_AMAX_MAX; NaN ignored);
+/* How delayed_scaling_update takes the amax from the history. */
+typedef int32_t octet_history_amax;
+enum {
+  OCTET_HISTORY_AMAX_MOST_RECENT = 0, /* history[current] */
+  OCTET_HISTORY_AMAX_MAX = 1          /* the max over the history */
+};
+
+/* The delayed-scaling update (numerics.md 3.1 steps 1-5) of one scaling
+ * state = [scale, scale_inv, history[history_len]] (the amax history is a
+ * ring; history[current] is this step's amax):
+ *   1. amax = history[current] (OCTET_HISTORY_AMAX_MOST_RECENT) or the fmaxf
+ *      of 0 and every history entry (OCTET_HISTORY_AMAX_MAX; NaN ignored);
  *   2.-4. only when recompute != 0 (the host applies the interval) and amax
  *      is finite and > 0: candidate = ldexpf(fp8_max, -margin) / amax (+inf
  *      becoming FLT_MAX), or with power_of_two (Gaudi rule)
@@ -402,7 +421,7 @@ typedef struct octet_delayed_scaling_update_args {
   float* state;                   /* device, 2 + history_len values, updated */
   uint32_t history_len;           /* >= 1 */
   uint32_t current;               /* < history_len */
-  int32_t amax_compute_algo;      /* OCTET_AMAX_MOST_RECENT or OCTET_AMAX_MAX */
+  int32_t amax_compute_algo;      /* octet_history_amax */
   int32_t recompute;              /* 0: keep the scale (interval), 1: recompute */
   int32_t margin;                 /* 0..127 */
   int32_t power_of_two;           /* 0 or 1 */
@@ -456,7 +475,7 @@ typedef struct octet_backend_api {
                         const octet_dequantize_args* args);
   int32_t (*gemm)(octet_backend_context* context, const octet_gemm_args* args);
 
-  /* Appended in plugin ABI 1.1; all optional. The host reads them only when
+  /* Plugin ABI 1.1 entries, all optional: the host reads them only when
    * struct_size covers them. */
   /* quantize() plus statistics into stats_out (device, required). */
   int32_t (*quantize_with_statistics)(octet_backend_context* context,
@@ -468,10 +487,10 @@ typedef struct octet_backend_api {
                               const octet_block_dequantize_args* args);
   int32_t (*block_gemm)(octet_backend_context* context, const octet_block_gemm_args* args);
 
-  /* Appended in plugin ABI 1.2; all optional, read only inside struct_size.
-   * Layers need them (docs/layers.md); the core answers UNSUPPORTED naming
-   * the missing one. A backend that provides norm_forward or bias_gradient
-   * honours a non-NULL args->quantize (the fused pass). */
+  /* Plugin ABI 1.2 entries, all optional, read only inside struct_size. An
+   * operation of the core that needs a missing one answers UNSUPPORTED
+   * naming it. A backend that provides norm_forward or bias_gradient honours
+   * a non-NULL args->quantize (the fused pass). */
   int32_t (*norm_forward)(octet_backend_context* context, const octet_norm_forward_args* args);
   int32_t (*norm_backward)(octet_backend_context* context, const octet_norm_backward_args* args);
   int32_t (*activation_forward)(octet_backend_context* context, const octet_activation_args* args);
@@ -482,9 +501,9 @@ typedef struct octet_backend_api {
   int32_t (*accumulate)(octet_backend_context* context, const octet_matrix_view* x,
                         const octet_matrix_view* y, int32_t accumulate);
 
-  /* Appended in plugin ABI 1.3 (see "plugin ABI 1.3: recipe-free scaling
-   * kernels" above); optional, read only when struct_size covers them. The
-   * host uses them only when all three are present. */
+  /* Plugin ABI 1.3 entries ("Scaling kernels" above), optional, read only
+   * when struct_size covers them. The host uses them only when all three are
+   * present. */
   int32_t (*scale_from_amax)(octet_backend_context* context, const octet_scale_from_amax_args* args);
   int32_t (*delayed_scaling_update)(octet_backend_context* context,
                                     const octet_delayed_scaling_update_args* args);

@@ -1,6 +1,7 @@
 /*
- * octet_dlpack.h: DLPack interchange for Octet tensors (users' ABI 1.6).
- * C99; includes only <octet/octet.h> (hence <stdint.h> and <stddef.h>).
+ * octet_dlpack.h: DLPack interchange for Octet tensors, part of the users'
+ * ABI. C99; includes only <octet/octet.h> (hence <stdint.h>, <stddef.h> and
+ * <octet/octet_types.h>).
  *
  * DLPack (https://dmlc.github.io/dlpack/) is the zero-copy tensor exchange
  * that NumPy, PyTorch, JAX, CuPy and others speak. Octet declares the

@@ -1,6 +1,6 @@
 /* Octet's own tanhf and expf, and FP32 + - * / sqrt with defined NaN results
  * (below). tanhf and expf are the transcendental functions of the GELU and
- * SwiGLU kernels (octet_backend.h, plugin ABI 1.2, and the GEMM's GELU
+ * SwiGLU kernels (octet_backend.h's activation entries, and the GEMM's GELU
  * epilogue). Every backend that must reproduce the reference's bits calls
  * these instead of its platform's libm, whose last bits differ between
  * libraries, versions and devices (glibc's tanhf changed in 2.41; a GPU's

@@ -1,4 +1,5 @@
-"""The one ctypes declaration of octet.h (and octet_dlpack.h) in the repository.
+"""The one ctypes declaration of octet.h (with the octet_types.h it includes,
+and octet_dlpack.h) in the repository.
 
 Every enumeration constant (OCTET_ prefix dropped), every struct (all its
 fields, spelled and ordered as octet.h has them) and every OCTET_API
@@ -76,11 +77,13 @@ ROLE_INPUT, ROLE_WEIGHT, ROLE_GRADIENT = 0, 1, 2
 AMAX_MOST_RECENT, AMAX_MAX, AMAX_CALLBACK = 0, 1, 2
 MX_ROUND_RCEIL, MX_ROUND_FLOOR = 0, 1
 
-LAYER_LAYERNORM, LAYER_RMSNORM = 0, 1
-LAYER_GELU, LAYER_SWIGLU = 0, 1
+NORM_LAYERNORM, NORM_RMSNORM = 0, 1
+ACTIVATION_GELU, ACTIVATION_SWIGLU = 0, 1
+LAYER_LAYERNORM, LAYER_RMSNORM = NORM_LAYERNORM, NORM_RMSNORM  # octet.h's aliases
+LAYER_GELU, LAYER_SWIGLU = ACTIVATION_GELU, ACTIVATION_SWIGLU
 WEIGHTS_HIGH_PRECISION, WEIGHTS_FP8_ONLY = 0, 1
 
-# octet_dlpack.h (ABI 1.6): DLPack's values, under OCTET_DLPACK_* names
+# octet_dlpack.h: DLPack's values, under OCTET_DLPACK_* names
 DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION = 1, 1
 DLPACK_DEVICE_CPU, DLPACK_DEVICE_CUDA, DLPACK_DEVICE_CUDA_HOST, DLPACK_DEVICE_CUDA_MANAGED = 1, 2, 3, 13
 DLPACK_CODE_FLOAT, DLPACK_CODE_BFLOAT = 2, 4

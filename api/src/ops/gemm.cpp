@@ -282,7 +282,7 @@ extern "C" OCTET_API octet_status octet_gemm(octet_context* context, const octet
   });
 }
 
-// The struct as ABI 1.0-1.3 callers know it: sizeof of the 1.3 layout, which
+// The struct as users' ABI 1.0-1.3 callers know it: sizeof of the 1.3 layout, which
 // ends where the 1.4 fields begin (after its tail padding, reserved_padding).
 // The unsized symbol must never write past that.
 constexpr size_t kGemmOptionsSize13 = offsetof(octet_gemm_options, fast_accumulation);

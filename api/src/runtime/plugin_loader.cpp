@@ -1,6 +1,8 @@
 // Plugin discovery and loading (architecture.md, ABI rules 5-7).
 #include "runtime/plugin_loader.hpp"
 
+#include <octet/octet.h>
+
 #include <boost/dll/shared_library.hpp>
 
 #include <dlfcn.h>
@@ -130,7 +132,7 @@ std::optional<Problem> table_problem(const octet_backend_api* api) {
   if (api->struct_size < kVersionFieldsSize) {
     return Problem{Kind::kBadTable,
                    sentence("its table struct_size ", api->struct_size,
-                            " is too small to hold the ABI version (at least ", kVersionFieldsSize,
+                            " is too small to hold the plugin ABI version (at least ", kVersionFieldsSize,
                             " bytes)")};
   }
   if (api->abi_major != OCTET_PLUGIN_ABI_MAJOR) {

@@ -262,7 +262,7 @@ void Registry::register_reference_locked() {
       status == OCTET_STATUS_SUCCESS && reference != nullptr
           ? add_locked(reference, nullptr, "(embedded)")
           : std::optional<PluginFailure>(
-                PluginFailure{PluginFailureKind::kAbiRefused, "the embedded reference refused the host ABI"});
+                PluginFailure{PluginFailureKind::kAbiRefused, "the embedded reference refused the host's plugin ABI"});
   if (failure) record_failure_locked("(embedded)", *failure);
 }
 

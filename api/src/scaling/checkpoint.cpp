@@ -14,9 +14,9 @@ namespace octet::core {
 namespace {
 
 constexpr char kMagic[4] = {'O', 'C', 'T', 'Q'};
-// Version 2 (ABI 1.2) adds the writer's ABI minor and an extension length:
+// Version 2 (users' ABI 1.2) adds the writer's ABI minor and an extension length:
 // a later minor of the same major appends its new fields after the history
-// and this reader skips them. Version 1 (ABI 1.1) is still read.
+// and this reader skips them. Version 1 (users' ABI 1.1) is still read.
 constexpr uint32_t kFormatVersion = 2;
 constexpr size_t kHeaderBytesV1 = 4 + 4 + 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8 + 8;
 constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 4 + 4;
@@ -133,11 +133,11 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     uint32_t version = r.u32();
     uint32_t abi_major = r.u32();
     if (abi_major != OCTET_ABI_MAJOR)
-      fail(OCTET_STATUS_ABI_MISMATCH, "the checkpoint was written by ABI major ", abi_major,
-           "; this library is ABI ", OCTET_ABI_MAJOR, ".", OCTET_ABI_MINOR,
-           " and loads checkpoints of ABI major ", OCTET_ABI_MAJOR, " only");
+      fail(OCTET_STATUS_ABI_MISMATCH, "the checkpoint was written by users' ABI major ", abi_major,
+           "; this library is users' ABI ", OCTET_ABI_MAJOR, ".", OCTET_ABI_MINOR,
+           " and loads checkpoints of users' ABI major ", OCTET_ABI_MAJOR, " only");
     require(version == 1 || version == 2, "the checkpoint has format version ", version,
-            "; this library reads versions 1 and 2 (ABI major ", OCTET_ABI_MAJOR, ")");
+            "; this library reads versions 1 and 2 (users' ABI major ", OCTET_ABI_MAJOR, ")");
     const size_t header = version == 1 ? kHeaderBytesV1 : kHeaderBytesV2;
     require(size >= header + 4, "the checkpoint is truncated (", size, " bytes; its header alone is ", header + 4,
             ")");

@@ -147,7 +147,7 @@ extern "C" {
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options) {
   return guarded("octet_delayed_scaling_options_init", [&] { init_options(options, delayed_defaults()); });
 }
-// The struct as ABI 1.1-1.4 callers know it: it ends where the 1.5 fields
+// The struct as users' ABI 1.1-1.4 callers know it: it ends where the 1.5 fields
 // begin (after its tail padding, reserved_padding). The unsized symbol must
 // never write past that.
 constexpr size_t kCurrentOptionsSize14 = offsetof(octet_current_scaling_options, reduce_amax);

@@ -110,7 +110,9 @@ void update_scale(QuantizerState& q, const RecipeState& recipe) {
   a.state = static_cast<float*>(q.resident->state.data());
   a.history_len = uint32_t(q.history.size());
   a.current = uint32_t(q.current);
-  a.amax_compute_algo = o.amax_compute_algo;
+  // The recipe's OCTET_AMAX_* in the plugin ABI's own terms (callbacks never get here).
+  a.amax_compute_algo =
+      o.amax_compute_algo == OCTET_AMAX_MOST_RECENT ? OCTET_HISTORY_AMAX_MOST_RECENT : OCTET_HISTORY_AMAX_MAX;
   a.recompute = count % uint64_t(o.interval) == 0 ? 1 : 0;
   a.margin = o.margin;
   a.power_of_two = o.power_of_two_scales != 0 ? 1 : 0;

@@ -28,7 +28,7 @@ struct TensorState {
   Buffer data;        // plain data, or the rowwise copy [rows, cols]
   Buffer columnwise;  // the physically transposed copy [cols, rows]
   Buffer scalars;     // kScalarCount floats, quantized tensors only
-  // Block scaling (ABI 1.1). Per-tensor tensors keep block 1x1.
+  // Block scaling (users' ABI 1.1). Per-tensor tensors keep block 1x1.
   int32_t scaling_mode = OCTET_SCALING_PER_TENSOR;
   int32_t block_rows = 1;
   int32_t block_cols = 1;

@@ -31,7 +31,7 @@
 
 #include <immintrin.h>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 
 #include "errors.hpp"
 #include "row_kernels.hpp"

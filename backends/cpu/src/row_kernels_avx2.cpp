@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 #include <octet/octet_math.h>
 
 #include "row_kernels.hpp"

@@ -19,7 +19,7 @@
 
 #include <immintrin.h>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 #include <octet/octet_math.h>
 
 #include "isa.hpp"

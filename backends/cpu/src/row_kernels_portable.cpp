@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 #include <octet/octet_math.h>
 
 #include "isa.hpp"

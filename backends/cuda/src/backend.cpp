@@ -35,7 +35,7 @@ void fill_caps(octet_backend_caps* caps, const ArchProfile& arch) {
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, dtypes)) caps->dtypes = kAllDtypes;
   if (OCTET_CUDA_HOLDS(size, octet_backend_caps, scaling_modes)) {
-    // Block modes are served by the ABI 1.1 entries (block_entries.cpp).
+    // Block modes are served by the plugin ABI 1.1 entries (block_entries.cpp).
     // MXFP8 is declared only where the hardware has MX scaling (SM 10.x
     // tensor cores, cuBLASLt's block-scaled FP8): on Hopper the exact kernel
     // would run it on CUDA cores, which no one should choose unknowingly.

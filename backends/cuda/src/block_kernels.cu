@@ -1,4 +1,4 @@
-// The ABI 1.1 kernels: statistics of per-tensor quantize, block quantize
+// The plugin ABI 1.1 kernels: statistics of per-tensor quantize, block quantize
 // (E8M0 / FP32 scales, optionally of the transpose), block dequantize and
 // the block-scaled GEMM. The math of one block or one element lives in
 // block_math.cuh (checked on the host against the reference); this file

@@ -1,4 +1,4 @@
-// Host-side launchers of the ABI 1.1 kernels (block_kernels.cu). Arguments
+// Host-side launchers of the plugin ABI 1.1 kernels (block_kernels.cu). Arguments
 // are already checked (block_entries.cpp); each returns the first failing
 // CUDA call's cudaError_t. Temporaries come from the context's pool and all
 // work is queued on the context's stream.

@@ -1,4 +1,4 @@
-// Per-element and per-block math of the ABI 1.1 kernels (numerics.md
+// Per-element and per-block math of the plugin ABI 1.1 kernels (numerics.md
 // sections 3.2, 4 and 5): block scales (E8M0 RCEIL/FLOOR, FP32 current
 // scaling), the element encode of a block, the statistics classification of
 // one element, the block dequantize of one element and the block GEMM's

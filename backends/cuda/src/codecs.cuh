@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include <octet/octet.h>
+#include <octet/octet_types.h>
 
 #if defined(__CUDACC__)
 #define OCTET_CUDA_HD __host__ __device__ __forceinline__

@@ -40,7 +40,7 @@ void check_norm_kind(int32_t kind) {
 }
 
 // The fused quantize follows quantize()'s rules (backend.cpp): a struct of
-// at least the ABI 1.0 fields up to scale, fields beyond struct_size count as
+// at least the plugin ABI 1.0 fields up to scale, fields beyond struct_size count as
 // NULL, E4M3/E5M2 codes, a scale, and some output. Its input is replaced by
 // the kernel's own (rows x cols).
 octet_quantize_args checked_fused_quantize(const octet_quantize_args* given, int64_t rows, int64_t cols) {

@@ -113,17 +113,18 @@ int32_t cuda_delayed_scaling_update(octet_backend_context* context, const octet_
     require(args->history_len >= 1, "args->history_len must be >= 1");
     require(args->current < args->history_len, "args->current (", args->current, ") must be below args->history_len (",
             args->history_len, ")");
-    require(args->amax_compute_algo == OCTET_AMAX_MOST_RECENT || args->amax_compute_algo == OCTET_AMAX_MAX,
-            "args->amax_compute_algo (", args->amax_compute_algo,
-            ") must be OCTET_AMAX_MOST_RECENT (0) or OCTET_AMAX_MAX (1); callbacks run on the host");
+    const bool most_recent = args->amax_compute_algo == OCTET_HISTORY_AMAX_MOST_RECENT;
+    require(most_recent || args->amax_compute_algo == OCTET_HISTORY_AMAX_MAX, "args->amax_compute_algo (",
+            args->amax_compute_algo,
+            ") must be OCTET_HISTORY_AMAX_MOST_RECENT (0) or OCTET_HISTORY_AMAX_MAX (1); callbacks run on the host");
     check_flag("args->recompute", args->recompute);
     check_flag("args->power_of_two", args->power_of_two);
     require(args->margin >= 0 && args->margin <= 127, "args->margin (", args->margin, ") must be in 0..127");
     check_fp8_max(args->fp8_max);
     bind(context, "delayed_scaling_update");
     delayed_update_kernel<<<1, kUpdateThreads, 0, context->stream>>>(
-        args->state, args->history_len, args->current, args->amax_compute_algo == OCTET_AMAX_MOST_RECENT ? 1 : 0,
-        args->recompute, args->margin, args->power_of_two, args->fp8_max);
+        args->state, args->history_len, args->current, most_recent ? 1 : 0, args->recompute, args->margin,
+        args->power_of_two, args->fp8_max);
     check_cuda(cudaGetLastError(), "delayed_scaling_update kernel launch");
   });
 }

@@ -83,10 +83,11 @@ int32_t delayed_scaling_update_kernel(const octet_delayed_scaling_update_args* a
                                                      std::to_string(args->current) +
                                                      ") must be below args->history_len (" +
                                                      std::to_string(args->history_len) + ")");
-  if (args->amax_compute_algo != OCTET_AMAX_MOST_RECENT && args->amax_compute_algo != OCTET_AMAX_MAX)
+  if (args->amax_compute_algo != OCTET_HISTORY_AMAX_MOST_RECENT && args->amax_compute_algo != OCTET_HISTORY_AMAX_MAX)
     return report(OCTET_STATUS_INVALID_ARGUMENT,
                   std::string(kernel) + ": args->amax_compute_algo (" + std::to_string(args->amax_compute_algo) +
-                      ") must be OCTET_AMAX_MOST_RECENT (0) or OCTET_AMAX_MAX (1); callbacks run on the host");
+                      ") must be OCTET_HISTORY_AMAX_MOST_RECENT (0) or OCTET_HISTORY_AMAX_MAX (1); "
+                      "callbacks run on the host");
   if (int32_t s = check_flag(kernel, "args->recompute", args->recompute)) return s;
   if (int32_t s = check_flag(kernel, "args->power_of_two", args->power_of_two)) return s;
   if (args->margin < 0 || args->margin > 127)
@@ -96,7 +97,7 @@ int32_t delayed_scaling_update_kernel(const octet_delayed_scaling_update_args* a
 
   const uint32_t n = args->history_len, current = args->current;
   const DeviceView<float> state(args->state, static_cast<size_t>(n) + 2);
-  const bool most_recent = args->amax_compute_algo == OCTET_AMAX_MOST_RECENT;
+  const bool most_recent = args->amax_compute_algo == OCTET_HISTORY_AMAX_MOST_RECENT;
   const bool recompute = args->recompute != 0, power_of_two = args->power_of_two != 0;
   const int margin = args->margin;
   const float fp8_max = args->fp8_max;

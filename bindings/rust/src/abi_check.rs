@@ -13,7 +13,8 @@
 //! (`a_change_to_the_header_is_caught` shows it on an edited copy).
 //!
 //! The header is `OCTET_INCLUDE_DIR/octet/octet.h` when that variable is set,
-//! else the repository's `api/include/octet/octet.h`.
+//! else the repository's `api/include/octet/octet.h`, read together with the
+//! `octet_types.h` beside it (which it includes) as one header.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -553,9 +554,27 @@ fn differences(header_text: &str, include: &Path) -> Vec<String> {
     problems
 }
 
+/// The headers read as one: octet_types.h, then octet.h.
+const HEADER_FILES: [&str; 2] = ["octet/octet_types.h", "octet/octet.h"];
+
+fn header_files() -> Vec<(&'static str, String)> {
+    HEADER_FILES
+        .iter()
+        .map(|name| {
+            let path = include_dir().join(name);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (*name, text)
+        })
+        .collect()
+}
+
 fn header_text() -> String {
-    let path = include_dir().join("octet/octet.h");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    header_files()
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -587,6 +606,7 @@ fn sys_matches_the_header() {
 
 #[test]
 fn a_change_to_the_header_is_caught() {
+    let files = header_files();
     let original = header_text();
     let edits = [
         // a field appended to a struct
@@ -616,9 +636,14 @@ fn a_change_to_the_header_is_caught() {
         ),
         // a constant, and a changed value
         (
-            "OCTET_LAYER_SWIGLU = 1 };",
-            "OCTET_LAYER_SWIGLU = 1, OCTET_LAYER_ADDED = 2 };",
-            "OCTET_LAYER_ADDED",
+            "OCTET_ACTIVATION_SWIGLU = 1 };",
+            "OCTET_ACTIVATION_SWIGLU = 1, OCTET_ACTIVATION_ADDED = 2 };",
+            "OCTET_ACTIVATION_ADDED",
+        ),
+        (
+            "OCTET_DTYPE_E8M0 = 14",
+            "OCTET_DTYPE_E8M0 = 15",
+            "OCTET_DTYPE_E8M0",
         ),
         (
             "#define OCTET_ABI_MINOR 6",
@@ -631,10 +656,20 @@ fn a_change_to_the_header_is_caught() {
             original.contains(from),
             "the header no longer contains {from:?}"
         );
+        // The edit lands in whichever header holds the text; both are copied.
         let dir = scratch_dir();
         std::fs::create_dir_all(dir.join("octet")).unwrap();
-        std::fs::write(dir.join("octet/octet.h"), original.replacen(from, to, 1)).unwrap();
-        let problems = differences(&original.replacen(from, to, 1), &dir);
+        let mut edited = Vec::new();
+        for (name, text) in &files {
+            let text = if text.contains(from) {
+                text.replacen(from, to, 1)
+            } else {
+                text.clone()
+            };
+            std::fs::write(dir.join(name), &text).unwrap();
+            edited.push(text);
+        }
+        let problems = differences(&edited.join("\n"), &dir);
         std::fs::remove_dir_all(&dir).ok();
         assert!(
             problems.iter().any(|p| p.contains(expected)),

@@ -1,5 +1,6 @@
-//! The raw declaration of `octet.h`: every type, constant and `OCTET_API`
-//! function of the header, spelled as the header spells it.
+//! The raw declaration of `octet.h` (with the `octet_types.h` it includes):
+//! every type, constant and `OCTET_API` function of the header, spelled as
+//! the header spells it.
 //!
 //! This is the crate's only declaration of the C ABI. The unit tests in
 //! `src/abi_check.rs` compare it with the header itself: a C program compiled
@@ -240,10 +241,15 @@ c_constants! {
     pub const OCTET_MX_ROUND_RCEIL: octet_mx_rounding = 0;
     pub const OCTET_MX_ROUND_FLOOR: octet_mx_rounding = 1;
 
-    pub const OCTET_LAYER_LAYERNORM: octet_norm_kind = 0;
-    pub const OCTET_LAYER_RMSNORM: octet_norm_kind = 1;
-    pub const OCTET_LAYER_GELU: octet_activation_kind = 0;
-    pub const OCTET_LAYER_SWIGLU: octet_activation_kind = 1;
+    pub const OCTET_NORM_LAYERNORM: octet_norm_kind = 0;
+    pub const OCTET_NORM_RMSNORM: octet_norm_kind = 1;
+    pub const OCTET_ACTIVATION_GELU: octet_activation_kind = 0;
+    pub const OCTET_ACTIVATION_SWIGLU: octet_activation_kind = 1;
+    // octet.h's source-compatibility aliases of the four above.
+    pub const OCTET_LAYER_LAYERNORM: octet_norm_kind = OCTET_NORM_LAYERNORM;
+    pub const OCTET_LAYER_RMSNORM: octet_norm_kind = OCTET_NORM_RMSNORM;
+    pub const OCTET_LAYER_GELU: octet_activation_kind = OCTET_ACTIVATION_GELU;
+    pub const OCTET_LAYER_SWIGLU: octet_activation_kind = OCTET_ACTIVATION_SWIGLU;
 
     pub const OCTET_WEIGHTS_HIGH_PRECISION: octet_weight_storage = 0;
     pub const OCTET_WEIGHTS_FP8_ONLY: octet_weight_storage = 1;
@@ -599,7 +605,7 @@ extern "C" {
         input: *const octet_tensor,
         output: *mut octet_tensor,
     ) -> octet_status;
-    /// The ABI 1.0 export: writes the 1.0-1.3 struct only. Call
+    /// The users' ABI 1.0 export: writes the 1.0-1.3 struct only. Call
     /// [`octet_gemm_options_init_sized`] with `size_of::<octet_gemm_options>()`,
     /// as the header's macro does.
     pub fn octet_gemm_options_init(options: *mut octet_gemm_options) -> octet_status;
@@ -628,7 +634,7 @@ extern "C" {
     pub fn octet_delayed_scaling_options_init(
         options: *mut octet_delayed_scaling_options,
     ) -> octet_status;
-    /// The ABI 1.1 export: writes the 1.1-1.4 struct only. Call
+    /// The users' ABI 1.1 export: writes the 1.1-1.4 struct only. Call
     /// [`octet_current_scaling_options_init_sized`], as the header's macro does.
     pub fn octet_current_scaling_options_init(
         options: *mut octet_current_scaling_options,
