@@ -19,7 +19,8 @@ import ctypes as _c
 import numpy as _np
 
 from . import _lib
-from ._core import _callback_failed, _check, _Handle
+from ._errors import _callback_failed, _check
+from ._handle import _Handle
 from ._lib import lib as _libc
 
 # octet_recipe_kind
