@@ -1,7 +1,7 @@
 // Rows for octet_gemm. Every case is compared with a double-precision GEMM
 // the CLI computes from the operands as the backend stored them (FP8 codes
 // decoded with octet_fp8_decode, times SCALE_INV), under the bound of
-// numerics.md section 5; targets other than the plain reference are also
+// numerics.md section 8; targets other than the plain reference are also
 // compared with the reference context's result under twice that bound.
 #include <cmath>
 
@@ -99,7 +99,7 @@ GemmResult run_gemm(octet::Context& context, const GemmCase& c) {
   return r;
 }
 
-// The exact result in double and the bound of numerics.md section 5 for
+// The exact result in double and the bound of numerics.md section 8 for
 // every element of D, from the operands the backend actually used.
 struct Expectation {
   std::vector<double> value, bound;

@@ -15,7 +15,7 @@
 // the scales, so what is left to compare is the rest of the layer: the fused
 // quantize (codes, scales, transposed copies), the norm and activation
 // kernels, bias epilogues and gradients, accumulation and the usages of
-// docs/numerics.md section 6, which numerics.md requires to be exact. The
+// docs/layers.md, "Precision", which numerics.md requires to be exact. The
 // GEMMs' summation with dense data is the subject of the gemm rows.
 //
 // The plain reference is the oracle here, so it gets no layer rows; its

@@ -1,5 +1,5 @@
 // Rows for octet_quantize (every component of the quantized tensor) and
-// octet_dequantize. Expectations: numerics.md section 3 composed from the
+// octet_dequantize. Expectations: numerics.md section 7 composed from the
 // scalar codecs for the plain reference, the reference context otherwise.
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // Layers (docs/layers.md): Linear, LayerNormLinear, LayerNormMLP with
-// forward and backward, in high precision or FP8 per numerics.md section 6.
+// forward and backward, in high precision or FP8 per docs/layers.md, "Precision".
 #pragma once
 
 #include <octet/octet.h>

@@ -80,7 +80,7 @@ class Context(ContextBase):
 
         x: a Tensor or anything ctx.tensor takes (float64 and lists are
         rounded to float32 first). scale=None (the default) is current
-        scaling, octet.CurrentScaling's rule (numerics.md section 3.2):
+        scaling, octet.CurrentScaling's rule (numerics.md section 14.1):
         scale = fp8_max / amax(x) (448 for E4M3, 57344 for E5M2), so the
         largest |x| maps to fp8_max and nothing saturates. The amax ignores
         NaN (NaN stays NaN); amax 0 (all zeros or all NaN) and amax inf give

@@ -125,7 +125,7 @@ class Quantizer(_Handle):
         _check(_libc.octet_quantizer_record_amax(self.handle, float(amax)))
 
     def update_scale(self):
-        """Applies the recipe's scale update (delayed scaling: numerics 3.1)."""
+        """Applies the recipe's scale update (delayed scaling: numerics.md 14.2)."""
         _check(_libc.octet_quantizer_update_scale(self.handle))
 
     def set_scale(self, scale):
