@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "demo_progress.hpp"
-#include "demo_run.hpp"
-#include "demo_svg.hpp"
+#include "demo/progress.hpp"
+#include "demo/training_run.hpp"
+#include "demo/loss_plot_svg.hpp"
 
 namespace octet_cli {
 

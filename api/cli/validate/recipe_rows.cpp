@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "demo_progress.hpp"
+#include "demo/progress.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "demo_model.hpp"
+#include "demo/model.hpp"
 
 #include <cmath>
 #include <cstring>

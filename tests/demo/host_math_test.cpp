@@ -1,11 +1,11 @@
-// The host arithmetic of `octet demo` (api/cli/demo_math.*), against values
+// The host arithmetic of `octet demo` (api/cli/demo/host_math.*), against values
 // computed here independently.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "demo_run.hpp"
+#include "demo/training_run.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "demo_progress.hpp"
+#include "demo/progress.hpp"
 
 namespace octet_cli {
 namespace demo {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 

@@ -1,4 +1,4 @@
-#include "host_data.hpp"
+#include "validate/host_data.hpp"
 
 #include <algorithm>
 #include <cfloat>

@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "capability_words.hpp"
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 #include "commands.hpp"
 
 namespace octet_cli {

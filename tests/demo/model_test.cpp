@@ -1,4 +1,4 @@
-// The demo's model (api/cli/demo_model.*): its loss is the MSE of the network
+// The demo's model (api/cli/demo/model.*): its loss is the MSE of the network
 // computed here on the host from the layers' definition, and the parameter
 // gradients the layers return for it (through the host-side residual sums)
 // match central finite differences of that loss, in FP32 on the reference.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "demo_model.hpp"
+#include "demo/model.hpp"
 
 namespace {
 

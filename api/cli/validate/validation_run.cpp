@@ -1,4 +1,4 @@
-#include "validation.hpp"
+#include "validate/validation_run.hpp"
 
 #include <cstdio>
 

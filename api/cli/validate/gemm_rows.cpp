@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "capability_words.hpp"
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "demo_svg.hpp"
+#include "demo/loss_plot_svg.hpp"
 
 #include <algorithm>
 #include <cmath>

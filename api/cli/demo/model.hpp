@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 namespace octet_cli {
 namespace demo {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 #include <cmath>
 #include <stdexcept>
