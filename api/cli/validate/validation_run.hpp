@@ -22,9 +22,7 @@ struct Target {
   // The reference as it declares itself: it is compared with expectations the
   // CLI computes itself (scalar codecs, double-precision GEMM) rather than
   // with another reference context.
-  bool is_plain_reference() const {
-    return backend == "reference" && profile == OCTET_PROFILE_NATIVE;
-  }
+  bool is_plain_reference() const { return backend == "reference" && profile == OCTET_PROFILE_NATIVE; }
 };
 
 enum class Verdict { Pass, Fail, Unsupported };
