@@ -26,7 +26,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 TEXT_SUFFIXES = {".md", ".h", ".hpp", ".c", ".cc", ".cpp", ".cu", ".cuh", ".py", ".rs", ".txt", ".cmake", ".sh",
                  ".toml", ".in", ".yml", ".yaml"}
 # Folders that hold what a build or a tool made, not the project's text.
-SKIPPED_DIRS = {".git", "__pycache__", "node_modules", "target", ".pytest_cache", "_deps"}
+SKIPPED_DIRS = {"__pycache__", "node_modules", "target", "_deps"}
 
 _NUMBER = r"\d+(?:\.\d+)*"
 _NUMBER_LIST = rf"{_NUMBER}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+or\s+|\s*-\s*|\s*/\s*){_NUMBER}(?![\w.]\w))*"
@@ -37,7 +37,7 @@ LINKED_SECTION_CITATION = re.compile(
     rf"\[[^\]\n]*\]\((?P<doc>[^)#\s]+\.md)\),?\s+(?:sections?\s+|§\s*)(?P<numbers>{_NUMBER_LIST})(?![\w.]\w)")
 HEADING_CITATION = re.compile(r'(?P<doc>(?:[\w.-]+/)*[\w.-]+\.md),?\s+"(?P<heading>[^"\n]+)"')
 SELF_CITATION = re.compile(rf"(?<![\w.])(?:[Ss]ections?)\s+(?P<numbers>{_NUMBER_LIST})(?![\w.]\w)")
-DOCS_PATH = re.compile(r"(?<![\w./-])(?<!\]\()(?P<path>docs/[\w./-]*?\.md)\b")  # a link's target: see links
+DOCS_PATH = re.compile(r"(?<![\w./-])(?<!\]\()(?P<path>docs/[\w./-]*?\w\.md)\b")  # a link's target: see links
 MARKDOWN_LINK = re.compile(r"\[[^\]\n]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 NUMBERED_HEADING = re.compile(rf"^(?P<number>{_NUMBER})\.?\s")
@@ -47,15 +47,18 @@ LINE_PREFIX = re.compile(r"^\s*(?://+|/\*+|\*+/?|#+(?=\s)|--|>|\"\"\"|''')?\s*")
 
 
 def text_files(root):
-    """Every text file under root, build folders (a CMakeCache.txt beside
-    them) and tool folders skipped."""
+    """Every text file under root; skipped: build folders (a CMakeCache.txt
+    in them), virtual environments (a pyvenv.cfg), hidden folders other
+    than .ci, and tool folders (SKIPPED_DIRS)."""
     root = pathlib.Path(root)
     stack = [root]
     while stack:
         folder = stack.pop()
         for entry in sorted(folder.iterdir()):
             if entry.is_dir():
-                if entry.name in SKIPPED_DIRS or (entry / "CMakeCache.txt").exists():
+                hidden = entry.name.startswith(".") and entry.name != ".ci"
+                if hidden or entry.name in SKIPPED_DIRS or any((entry / marker).exists()
+                                                               for marker in ("CMakeCache.txt", "pyvenv.cfg")):
                     continue
                 stack.append(entry)
             elif entry.suffix in TEXT_SUFFIXES or entry.name in ("CMakeLists.txt",):
