@@ -37,17 +37,17 @@ def _stream_handle(stream):
     return stream
 
 
-
 class ContextBase(_Handle):
     """A context on one backend: its handle, its tensors and the operations
     that need no recipe. octet.Context (octet/_core.py) is this class with
     what needs recipes, quantizers and autocast scopes added.
 
-    Quantizers, layers and autocast scopes check that they were given a
-    context with isinstance(ctx, ContextBase), and keep the Python objects
-    the C context may call while it lives (the recipes of autocast scopes,
-    the communicator) through the methods of "Held for the C context"
-    below, never through its fields."""
+    Quantizers and autocast scopes, which octet.Context's module imports,
+    check that they were given a context with isinstance(ctx, ContextBase).
+    They and the layers keep the Python objects the C context may call
+    while it lives (the recipes of autocast scopes, the communicator)
+    through the methods of "Held for the C context" below, never through
+    its fields."""
 
     def __init__(self, backend="auto", profile="native", stream=None):
         self._handle = None

@@ -11,7 +11,6 @@ try:  # optional: FP8, BF16 and E8M0 data as typed NumPy arrays
 except ImportError:  # pragma: no cover - depends on the installation
     _ml_dtypes = None
 
-
 from ._errors import _check
 from ._lib import lib as _libc
 
@@ -37,7 +36,6 @@ _OVERFLOWS = {E4M3: lambda y: y > 464.0, E5M2: lambda y: y >= 61440.0}
 
 def _lib_dtype_name(dtype):
     return {FP32: "fp32", BF16: "bf16", FP16: "fp16", E4M3: "e4m3", E5M2: "e5m2", E8M0: "e8m0"}.get(dtype, str(dtype))
-
 
 
 def _dtype_code(dtype, what="dtype"):
