@@ -117,7 +117,7 @@ def _one_circle(graph, component):
 
 def test_the_package_has_no_import_cycle():
     graph = import_graph(PACKAGE)
-    assert "octet._core" in graph and "octet.autocast" in graph  # the package was found and read
+    assert "octet" in graph and len(graph) >= 5, f"api/python/octet was not read: {sorted(graph)}"
     cycles = find_cycles(graph)
     assert not cycles, "import cycles in api/python/octet:\n  " + "\n  ".join(
         " -> ".join(circle) for _, circle in cycles)
