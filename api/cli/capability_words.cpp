@@ -30,16 +30,19 @@ std::string join_flags(uint32_t bits, const std::vector<std::pair<uint32_t, cons
 
 std::string memory_kind_words(int32_t kind) {
   switch (kind) {
-    case OCTET_MEMORY_HOST: return "host";
-    case OCTET_MEMORY_DEVICE: return "device";
-    default: return "unknown (" + std::to_string(kind) + ")";
+    case OCTET_MEMORY_HOST:
+      return "host";
+    case OCTET_MEMORY_DEVICE:
+      return "device";
+    default:
+      return "unknown (" + std::to_string(kind) + ")";
   }
 }
 
 std::string dtype_list(uint32_t dtype_bits) {
   std::vector<std::pair<uint32_t, const char*>> names;
-  for (octet_dtype d : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3,
-                        OCTET_DTYPE_E5M2, OCTET_DTYPE_E8M0})
+  for (octet_dtype d :
+       {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E8M0})
     names.emplace_back(OCTET_DTYPE_BIT(d), octet_dtype_name(d));
   return join_flags(dtype_bits, names);
 }
@@ -82,10 +85,14 @@ std::string feature_list(uint32_t features) {
 
 std::string profile_name(int32_t profile) {
   switch (profile) {
-    case OCTET_PROFILE_NATIVE: return "native";
-    case OCTET_PROFILE_HOPPER_LIKE: return "hopper-like";
-    case OCTET_PROFILE_BLACKWELL_LIKE: return "blackwell-like";
-    default: return "profile " + std::to_string(profile);
+    case OCTET_PROFILE_NATIVE:
+      return "native";
+    case OCTET_PROFILE_HOPPER_LIKE:
+      return "hopper-like";
+    case OCTET_PROFILE_BLACKWELL_LIKE:
+      return "blackwell-like";
+    default:
+      return "profile " + std::to_string(profile);
   }
 }
 

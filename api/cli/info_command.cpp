@@ -18,10 +18,14 @@ namespace {
 std::string escaped(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\r')
+      out += "\\r";
     else if (c < 0x20 || c == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", unsigned(c));
@@ -46,9 +50,8 @@ void print_backend(size_t index, const octet::BackendInfo& b) {
   std::printf("  plugin ABI         %u.%u\n", b.abi_major, b.abi_minor);
   std::printf("  dtypes             %s\n", dtype_list(b.dtypes).c_str());
   std::printf("  scaling modes      %s\n", scaling_mode_list(b.scaling_modes).c_str());
-  std::printf("  native columnwise  %s\n",
-              b.native_columnwise ? "yes (one FP8 copy serves both usages)"
-                                  : "no (columnwise usage is a transposed copy)");
+  std::printf("  native columnwise  %s\n", b.native_columnwise ? "yes (one FP8 copy serves both usages)"
+                                                               : "no (columnwise usage is a transposed copy)");
   std::printf("  FP8 GEMM layouts   %s\n", gemm_layout_list(b.fp8_gemm_layouts).c_str());
   std::printf("  features           %s\n", feature_list(b.features).c_str());
   std::printf("  alignment          %" PRIu64 " bytes\n", b.alignment);
@@ -64,8 +67,7 @@ int run_info(const std::vector<std::string>& args) {
   if (!args.empty()) return usage_error("info takes no arguments (got '" + args[0] + "')");
   const octet_version lib = octet_library_version();
   const octet_version abi = octet_abi_version();
-  std::printf("octet %u.%u.%u, ABI %u.%u\n\n", lib.major, lib.minor, lib.patch, abi.major,
-              abi.minor);
+  std::printf("octet %u.%u.%u, ABI %u.%u\n\n", lib.major, lib.minor, lib.patch, abi.major, abi.minor);
 
   const auto backends = octet::backends();
   for (size_t i = 0; i < backends.size(); ++i) {

@@ -273,7 +273,7 @@ static int32_t template_quantize(octet_backend_context* context, const octet_qua
       for (c = 0; c < args.input.cols; ++c) {
         const float x = load_element(args.input.data, args.input.dtype,
                                      (size_t)(r * args.input.ld + c));
-        /* One FP32 multiply, then one rounding to FP8 (numerics.md 3). */
+        /* One FP32 multiply, then one rounding to FP8 (numerics.md section 7). */
         args.rowwise_out[r * args.input.cols + c] =
             template_fp8_encode(x * scale, args.out_dtype, args.saturate != 0);
       }

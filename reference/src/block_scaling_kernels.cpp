@@ -27,7 +27,7 @@ Fp8Format format_of(int32_t dtype) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// E8M0 scale code of a block (numerics.md 4.1).
+// E8M0 scale code of a block (numerics.md section 11).
 uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   if (std::isnan(block_amax)) return 0xFF;
   if (block_amax == 0.0f) return 0x00;
@@ -48,7 +48,7 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   return static_cast<uint8_t>(code);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2).
+// FP32 block scale by the current-scaling rule (numerics.md 14.1).
 float fp32_block_scale(float block_amax, Fp8Format format, float epsilon, bool power_of_two) {
   const float amax = std::fmax(block_amax, epsilon);  // NaN amax stays NaN only if epsilon is NaN
   if (std::isnan(block_amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;

@@ -1,4 +1,4 @@
-// Plugin ABI 1.3 scaling kernels (numerics.md 3.1 and 3.2): the current
+// Plugin ABI 1.3 scaling kernels (numerics.md 14.2 and 14.1): the current
 // scaling rule from an amax, the delayed-scaling update of one quantizer's
 // state [scale, scale_inv, history...], and the amax record of one step.
 // With these the core keeps quantizer state in backend memory; the

@@ -1,5 +1,5 @@
 // Per-tensor scaled conversions between high precision and FP8
-// (numerics.md section 3): quantize and dequantize. FP32 arithmetic through
+// (numerics.md section 7): quantize and dequantize. FP32 arithmetic through
 // octet_math.h, whose NaN results are defined (numerics.md, "NaN results").
 #include <octet/octet_math.h>
 

@@ -326,7 +326,7 @@ TEST(OctetHpp, CurrentScalingQuantizerUsesFp8MaxOverAmax) {
     octet::Tensor out = octet::Tensor::create(ctx, c.dtype, {2, 3}, OCTET_USAGE_ROWWISE);
     octet_quantize_stats stats = octet::quantize_stats();
     q.quantize(ctx, in, out, nullptr, &stats);
-    const float scale = c.fp8_max / amax;  // numerics 3.2
+    const float scale = c.fp8_max / amax;  // numerics.md 14.1
     EXPECT_EQ(out.download<uint8_t>(), codes_of(x, scale, c.dtype));
     EXPECT_EQ(out.scale_inv(), 1.0f / scale);
     EXPECT_EQ(out.amax(), amax);
@@ -339,7 +339,7 @@ TEST(OctetHpp, CurrentScalingQuantizerUsesFp8MaxOverAmax) {
   }
 }
 
-// The delayed-scaling state of numerics 3.1, re-implemented here.
+// The delayed-scaling state of numerics.md 14.2, re-implemented here.
 struct DelayedModel {
   int margin, interval;
   std::vector<float> history;  // newest first

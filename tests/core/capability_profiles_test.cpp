@@ -193,7 +193,7 @@ TEST_P(CapabilityProfiles, HopperTransposesOnTheFlyWhenNoStoredCopyFits) {
 }
 
 TEST_P(CapabilityProfiles, LinearUsagesGiveIdenticalGradientsOnBothClasses) {
-  // forward y = x W^T, wgrad dW = dy^T x, dgrad dx = dy W (numerics.md section 6).
+  // forward y = x W^T, wgrad dW = dy^T x, dgrad dx = dy W (docs/layers.md, "Precision").
   const int64_t tokens = 24, in = 40, out = 12;
   auto x_values = random_values(size_t(tokens * in), 1.0f, 21);
   auto w_values = random_values(size_t(out * in), 0.1f, 22);

@@ -162,7 +162,7 @@ TEST_P(GemmFp8Output, ReferenceResultMatchesTheDocumentedOrder) {
   const float sa = read<float>(ops.a.get(), OCTET_COMPONENT_SCALE_INV, 1)[0];
   const float sb = read<float>(ops.b.get(), OCTET_COMPONENT_SCALE_INV, 1)[0];
   const auto bias = read<float>(ops.bias.get(), OCTET_COMPONENT_DATA, size_t(kN));
-  // numerics.md section 5: products exact, FP32 sums in ascending k, then
+  // numerics.md section 8: products exact, FP32 sums in ascending k, then
   // alpha * (sa * sb) * acc + bias, each operation rounded on its own.
   std::vector<float> r(size_t(kM * kN));
   for (int64_t i = 0; i < kM; ++i)

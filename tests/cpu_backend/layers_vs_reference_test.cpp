@@ -179,7 +179,7 @@ void expect_linear_within_bound(const LayerRun& got, const LayerRun& want, const
 // LayerNormLinear and LayerNormMLP are Linear's GEMMs joined by kernels that
 // both backends compute bit for bit from the same inputs (norm, activation,
 // bias gradient, quantize), so a difference between the backends starts only
-// in a GEMM's summation order (numerics.md section 5) and then travels
+// in a GEMM's summation order (numerics.md section 8) and then travels
 // through those kernels. The bound follows it element by element. Every
 // intermediate t carries v (an exact, double, evaluation of the layer), e >=
 // |t_ref - v| and d >= |t_cpu - t_ref|; |t_ref| <= |v| + e is the magnitude

@@ -44,7 +44,7 @@ struct Rule {
 
 float fp8_max(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
 
-// numerics.md 3.2 / 11: fp8_max / max(amax, epsilon = 0); 1 when that is 0.
+// numerics.md 14.1 / 11: fp8_max / max(amax, epsilon = 0); 1 when that is 0.
 float amax_scale(float amax, int32_t dtype) {
   if (amax == 0.0f || std::isinf(amax) || std::isnan(amax)) return 1.0f;
   float s = fp8_max(dtype) / amax;

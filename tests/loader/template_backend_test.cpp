@@ -271,7 +271,7 @@ void check_quantize_round_trip(const QuantizeCase& c, float scale) {
   EXPECT_EQ(amax[0], amax[1]);
   EXPECT_EQ(first_difference(restored[0], restored[1], element_bytes(c.output_dtype)), -1);
 
-  // Independent of both backends: scale_inv = 1/scale in FP32 (numerics.md 3).
+  // Independent of both backends: scale_inv = 1/scale in FP32 (numerics.md section 7).
   float got_scale_inv;
   std::memcpy(&got_scale_inv, scale_inv[0].data(), sizeof got_scale_inv);
   EXPECT_EQ(got_scale_inv, 1.0f / scale);

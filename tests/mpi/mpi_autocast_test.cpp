@@ -4,7 +4,7 @@
 // (sequential steps, some nested). The context's communicator all-reduces
 // (MAX) the amaxes with MPI_Allreduce at the end of each outermost scope.
 // After each step every rank checks, against the delayed-scaling rule of
-// docs/numerics.md 3.1 re-implemented here:
+// docs/numerics.md 14.2 re-implemented here:
 //  - quantizers whose recipe has reduce_amax = 1 hold the scale computed
 //    from the GLOBAL amax history (max over ranks, then max over the window),
 //    and all ranks hold bit-identical scales (gathered and compared);
@@ -90,7 +90,7 @@ std::vector<float> data(int rank, int step, int j) {
   return x;
 }
 
-// numerics.md 3.1, MAX over the window of the last kHistory step amaxes,
+// numerics.md 14.2, MAX over the window of the last kHistory step amaxes,
 // margin 0, interval 1: fp8_max / amax. Scale 1 before any update.
 float rule(const std::vector<float>& step_amaxes, float fp8_max) {
   if (step_amaxes.empty()) return 1.0f;

@@ -1,6 +1,6 @@
 """Expectations computed independently of the library: FP8 values from the
 format definitions, an encoder by exhaustive nearest-code search, and the
-scaling rules of docs/recipes.md (numerics 3.1, 3.2) re-implemented."""
+scaling rules of docs/recipes.md (numerics.md 14.2, 14.1) re-implemented."""
 
 import math
 
@@ -60,7 +60,7 @@ def encode(values, dtype):
 
 
 def current_scale(amax, dtype, epsilon=0.0, power_of_two=False):
-    """numerics 3.2: fp8_max / max(amax, epsilon) in FP32; 1 for 0/inf/NaN."""
+    """numerics.md 14.1: fp8_max / max(amax, epsilon) in FP32; 1 for 0/inf/NaN."""
     amax = max(np.float32(amax), np.float32(epsilon))
     if amax == 0 or not np.isfinite(amax):
         return np.float32(1.0)
@@ -71,7 +71,7 @@ def current_scale(amax, dtype, epsilon=0.0, power_of_two=False):
 
 
 class DelayedScalingModel:
-    """numerics 3.1 as docs/recipes.md states it, for one quantizer."""
+    """numerics.md 14.2 as docs/recipes.md states it, for one quantizer."""
 
     def __init__(self, history_len, margin=0, interval=1, algo="max", fp8_max=448.0):
         self.history = [np.float32(0.0)] * history_len

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import octet
-from octet import _core
+from octet import _dtypes
 from _oracle import backend_params, encode
 
 try:  # optional: the tests that need it skip, saying so
@@ -164,7 +164,7 @@ def test_quantized_codes_match_ml_dtypes(ctx):
 
 
 def test_without_ml_dtypes_numpy_gives_codes_and_asarray_values(ctx, monkeypatch):
-    monkeypatch.setattr(_core, "_ML", {})
+    monkeypatch.setattr(_dtypes, "_ML", {})
     codes = octet.fp8_encode([1.5, -2.0], octet.E4M3)
     t = ctx.tensor(codes, dtype=octet.E4M3)
     assert t.numpy().dtype == np.uint8 and np.array_equal(t.numpy(), codes)

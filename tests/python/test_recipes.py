@@ -307,7 +307,7 @@ def test_a_raising_callback_is_an_octet_error_and_changes_nothing(which):
     assert q.save() == before
     q2 = octet.Quantizer(octet.DelayedScaling(amax_history_len=2, amax_compute=lambda h: math.nan), "input")
     q2.record_amax(2.0)
-    q2.update_scale()  # a NaN amax keeps the scale (numerics 3.1)
+    q2.update_scale()  # a NaN amax keeps the scale (numerics.md 14.2)
     assert q2.info().scale == 1.0
 
 

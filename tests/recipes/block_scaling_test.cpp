@@ -1,4 +1,4 @@
-// MXFP8 (numerics 4.1) and float8 block scaling (4.2): scale codes and
+// MXFP8 and float8 block scaling (numerics.md section 11): scale codes and
 // element codes of every block kind, ragged shapes, both usages, the
 // dequantize, and the block-scaled GEMM, against plain models written here.
 #include <cfloat>

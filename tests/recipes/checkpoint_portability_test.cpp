@@ -58,7 +58,7 @@ float max_abs(const std::vector<float>& x) {
   return m;
 }
 
-// The delayed-scaling rule of numerics.md 3.1 for MAX over the window, in
+// The delayed-scaling rule of numerics.md 14.2 for MAX over the window, in
 // the test: fp8_max * 2^-margin / amax.
 float expected_scale(const std::vector<float>& window, int32_t dtype, int margin) {
   float amax = 0.0f;

@@ -4,7 +4,7 @@
 // scale of the global amax. A test communicator stands in for the other
 // processes (each call takes the max with what "they" saw, and is logged);
 // tests/mpi runs the same with real processes. Expectations come from
-// numerics 3.2 and an exhaustive FP8 encoder (recipe_test_helpers), on the
+// numerics.md 14.1 and an exhaustive FP8 encoder (recipe_test_helpers), on the
 // device path (reference, counting) and the host path (counting_host, cpu),
 // bit for bit.
 #include <dlfcn.h>
@@ -70,7 +70,7 @@ Recipe make_current(int32_t format, int reduce, float eps = 0.0f, int pow2 = 0) 
   return Recipe(r);
 }
 
-// numerics 3.2 from the amax.
+// numerics.md 14.1 from the amax.
 float spec_scale(float amax, float fp8_max, float eps, bool pow2) {
   if (eps > amax) amax = eps;
   if (std::isinf(amax) || std::isnan(amax) || amax == 0.0f) return 1.0f;

@@ -1,5 +1,6 @@
-// Current scaling (numerics 3.2), static scaling with observation (3.3) and
-// the statistics of a quantize call, against plain re-implementations.
+// Current scaling (numerics.md 14.1), static scaling with observation
+// (docs/recipes.md, "Static scaling") and the statistics of a quantize call,
+// against plain re-implementations.
 #include <cfloat>
 #include <cmath>
 #include <cstring>

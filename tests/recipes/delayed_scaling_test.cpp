@@ -1,5 +1,5 @@
 // Delayed scaling traces: an amax sequence goes in, the scale sequence that
-// comes out is compared with a plain re-implementation of numerics.md 3.1
+// comes out is compared with a plain re-implementation of numerics.md 14.2
 // written here, for every combination of the options.
 #include <cfloat>
 #include <cmath>

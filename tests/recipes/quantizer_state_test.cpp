@@ -78,7 +78,7 @@ TEST(Checkpoint, RoundTripRestoresTheWholeState) {
   EXPECT_NE(ia.scale, 1.0f);  // the state saved was not the initial one
 }
 
-// numerics.md 3: amax = max |x| with NaN ignored. A NaN recorded is ignored
+// numerics.md section 6: amax = max |x| with NaN ignored. A NaN recorded is ignored
 // like a NaN element; a negative amax is a caller's bug and is refused by
 // name instead of vanishing in the max.
 TEST(RecordAmax, NaNIsIgnoredNegativeIsRefused) {

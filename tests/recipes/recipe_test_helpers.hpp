@@ -1,5 +1,5 @@
 // Helpers for the recipe tests: RAII handles over the C ABI and small
-// independent re-implementations of the spec (numerics.md 3-4) used to
+// independent re-implementations of the spec (numerics.md sections 7, 11 and 14) used to
 // compute expectations. They use double arithmetic or explicit FP32 steps,
 // never the library's code.
 #pragma once

@@ -33,7 +33,7 @@ float float_of(uint32_t b) {
 // One FP32 division, correctly rounded (binary64 holds 2*24+2 bits).
 float divide(float a, float b) { return static_cast<float>(static_cast<double>(a) / static_cast<double>(b)); }
 
-// numerics.md 3.2.
+// numerics.md 14.1.
 float oracle_current_scale(float amax, float fp8_max, float epsilon, bool power_of_two) {
   float a = std::isnan(amax) ? epsilon : (amax > epsilon ? amax : epsilon);
   if (std::isnan(a) || std::isinf(a) || a == 0.0f) return 1.0f;
@@ -46,7 +46,7 @@ float oracle_current_scale(float amax, float fp8_max, float epsilon, bool power_
 // 2^e rounded to FP32 (0 below half the smallest subnormal, inf above FLT_MAX).
 float power_of_two_float(int e) { return static_cast<float>(std::pow(2.0, e)); }
 
-// numerics.md 3.1 steps 1-5 on [scale, scale_inv, history...].
+// numerics.md 14.2 steps 1-5 on [scale, scale_inv, history...].
 void oracle_update(std::vector<float>& state, uint32_t current, bool most_recent, bool recompute, int margin,
                    bool power_of_two, float fp8_max) {
   const size_t n = state.size() - 2;

@@ -1,5 +1,5 @@
 // quantize and dequantize through the backend table against a naive
-// per-element computation with the test's own codecs (numerics.md section 3).
+// per-element computation with the test's own codecs (numerics.md section 7).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -541,11 +541,11 @@ typedef struct octet_recipe octet_recipe;
 
 typedef int32_t octet_recipe_kind;
 enum {
-  OCTET_RECIPE_DELAYED = 0, /* scale from an amax history (numerics 3.1) */
-  OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (3.2) */
-  OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (3.3) */
-  OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (4.1) */
-  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (4.2) */
+  OCTET_RECIPE_DELAYED = 0, /* scale from an amax history (numerics.md 14.2) */
+  OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (numerics.md 14.1) */
+  OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (docs/recipes.md) */
+  OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (numerics.md section 11) */
+  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
 };
 
 /* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
@@ -570,7 +570,7 @@ enum {
  * other status aborts the scale update with that status. */
 typedef octet_status (*octet_amax_compute_fn)(const float* history, size_t length,
                                               float* amax, void* user_data);
-/* User callback replacing steps 2-4 of numerics 3.1: the new scale from the
+/* User callback replacing steps 2-4 of numerics.md 14.2: the new scale from the
  * chosen amax, the previous scale, the format's max and the margin. */
 typedef octet_status (*octet_scale_compute_fn)(float amax, float old_scale,
                                                float fp8_max, int32_t margin,
@@ -589,7 +589,7 @@ typedef struct octet_delayed_scaling_options {
   int32_t amax_compute_algo;   /* octet_amax_compute_algo */
   octet_amax_compute_fn amax_compute_callback; /* for OCTET_AMAX_CALLBACK */
   void* amax_compute_user_data;
-  octet_scale_compute_fn scale_compute_callback; /* NULL: numerics 3.1 */
+  octet_scale_compute_fn scale_compute_callback; /* NULL: numerics.md 14.2 */
   void* scale_compute_user_data;
   int32_t power_of_two_scales; /* 1: scale = 2^(floor(log2(fp8_max/amax)) - margin) */
   int32_t override_fprop;      /* 1: run that GEMM of a Linear in high precision */
@@ -728,7 +728,7 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context,
 /* Records an amax measured elsewhere, as a quantize would: max with what the
  * step recorded so far; NaN is ignored; a negative amax is INVALID_ARGUMENT. */
 OCTET_API octet_status octet_quantizer_record_amax(octet_quantizer* quantizer, float amax);
-/* Applies the recipe's scale update (delayed scaling: numerics 3.1, then
+/* Applies the recipe's scale update (delayed scaling: numerics.md 14.2, then
  * advances the history window; other recipes: nothing to do). Uses the
  * quantizer's recipe, or the one it was last used with. */
 OCTET_API octet_status octet_quantizer_update_scale(octet_quantizer* quantizer);

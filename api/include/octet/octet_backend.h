@@ -181,7 +181,7 @@ typedef struct octet_gemm_args {
   int32_t reserved_padding;       /* ignored */
   /* 1: the backend may accumulate FP8 products with reduced precision
    * (e.g. Hopper's fast accumulation): a request, never an obligation; the
-   * result is then not held to numerics.md section 5's bound. */
+   * result is then not held to numerics.md section 8's bound. */
   int32_t fast_accumulation;
   /* FP8 output (only sent to a backend whose caps set fp8_gemm_output):
    * d.dtype is E4M3 or E5M2 and beta is 0. With r the FP32 value an FP32 D
@@ -368,7 +368,7 @@ typedef struct octet_bias_gradient_args {
   const octet_quantize_args* quantize; /* host struct, or NULL */
 } octet_bias_gradient_args;
 
-/* ---- Scaling kernels (numerics.md 3.1, 3.2) ----
+/* ---- Scaling kernels (numerics.md 14.1, 14.2) ----
  * A backend that provides all three entries (scale_from_amax,
  * delayed_scaling_update, amax_record) lets the host keep scaling state (a
  * scale, its inverse and an amax history) in the backend's memory and update
@@ -377,7 +377,7 @@ typedef struct octet_bias_gradient_args {
  * memory. Every pointer below is device memory; each kernel reads its
  * inputs before writing, and a rejected call writes nothing. */
 
-/* Current scaling (numerics.md 3.2) from a device amax:
+/* Current scaling (numerics.md 14.1) from a device amax:
  *   a = fmaxf(*amax, epsilon);
  *   scale = 1 if a is NaN, +-inf or 0, else fp8_max / a (FP32 RN division),
  *           +inf becoming FLT_MAX;
@@ -402,7 +402,7 @@ enum {
   OCTET_HISTORY_AMAX_MAX = 1          /* the max over the history */
 };
 
-/* The delayed-scaling update (numerics.md 3.1 steps 1-5) of one scaling
+/* The delayed-scaling update (numerics.md 14.2 steps 1-5) of one scaling
  * state = [scale, scale_inv, history[history_len]] (the amax history is a
  * ring; history[current] is this step's amax):
  *   1. amax = history[current] (OCTET_HISTORY_AMAX_MOST_RECENT) or the fmaxf

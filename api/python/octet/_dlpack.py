@@ -1,6 +1,8 @@
-"""DLPack for the Python package: Tensor.__dlpack__ / __dlpack_device__,
-Tensor.dlpack_component, Context.from_dlpack and octet.from_dlpack
-(octet_dlpack.h underneath; docs/python.md, "DLPack").
+"""DLPack for the Python package: what Tensor.__dlpack__ / __dlpack_device__,
+Tensor.dlpack_component, Context.from_dlpack and octet.from_dlpack do
+underneath (octet_dlpack.h; docs/python.md, "DLPack"). This module knows
+tensors and contexts only by the attributes it uses (handle, _context,
+info(), synchronize()): they import it, not the other way round.
 
 Capsules follow the Python DLPack protocol: a producer hands out a
 PyCapsule named "dltensor_versioned" (DLPack >= 1.0) or "dltensor"
@@ -13,9 +15,9 @@ Octet cannot address the memory as it is (non-contiguous, misaligned,
 read-only, another device)."""
 
 import ctypes as _c
-import threading as _threading
 
 from . import _abi
+from ._errors import _check
 from ._lib import lib as _libc
 
 _VERSIONED, _LEGACY = b"dltensor_versioned", b"dltensor"
@@ -36,8 +38,8 @@ _raw_is_valid = _c.PYFUNCTYPE(_c.c_int, _c.c_void_p, _c.c_void_p)(("PyCapsule_Is
 _raw_pointer = _c.PYFUNCTYPE(_c.c_void_p, _c.c_void_p, _c.c_void_p)(("PyCapsule_GetPointer", _c.pythonapi))
 
 _DEVICE_CPU, _DEVICE_CUDA = _abi.DLPACK_DEVICE_CPU, _abi.DLPACK_DEVICE_CUDA
-_HOST_DEVICES = (_abi.DLPACK_DEVICE_CPU, _abi.DLPACK_DEVICE_CUDA_HOST, _abi.DLPACK_DEVICE_CUDA_MANAGED)
-_CUDA_DEVICES = (_abi.DLPACK_DEVICE_CUDA, _abi.DLPACK_DEVICE_CUDA_MANAGED)
+HOST_DEVICES = (_abi.DLPACK_DEVICE_CPU, _abi.DLPACK_DEVICE_CUDA_HOST, _abi.DLPACK_DEVICE_CUDA_MANAGED)
+CUDA_DEVICES = (_abi.DLPACK_DEVICE_CUDA, _abi.DLPACK_DEVICE_CUDA_MANAGED)
 
 
 def _call_deleter(name, address):
@@ -61,14 +63,14 @@ def _capsule_destructor(capsule):
         pass
 
 
-def _device_of(context):
+def device_of(context):
+    """The (DLPack device type, id) of a context's memory."""
     return (_DEVICE_CPU, 0) if context.info()["memory"] == "host" else (_DEVICE_CUDA, 0)
 
 
 def export(tensor, component, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of one component of `tensor` (no copy)."""
-    from ._core import _check
-    device = _device_of(tensor._context)
+    device = device_of(tensor._context)
     if copy:
         raise BufferError("octet exports its memory without copying; copy=True is not supported (copy on the "
                           "consumer's side, e.g. torch.from_dlpack(t).clone())")
@@ -105,44 +107,17 @@ class DLPackComponent:
         return export(self._tensor, self._component, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
-        return _device_of(self._tensor._context)
+        return device_of(self._tensor._context)
 
 
-_defaults = _threading.local()
-
-
-def default_context(device_type):
-    """The context octet.from_dlpack uses for data on `device_type` when none
-    is given: one per thread (contexts are used by one thread at a time)
-    and device type. Host memory: the first available host plugin (as
-    "auto" orders them), else the reference; CUDA memory: "cuda"."""
-    from ._core import Context, backends
-    contexts = getattr(_defaults, "contexts", None)
-    if contexts is None:
-        contexts = _defaults.contexts = {}
-    host = device_type in _HOST_DEVICES
-    if host not in contexts:
-        if host:
-            names = [b["name"] for b in backends() if b["available"] and b["memory"] == "host"]
-            plugins = [n for n in names if n != "reference"]
-            contexts[host] = Context(plugins[0] if plugins else "reference")
-        elif device_type in _CUDA_DEVICES:
-            contexts[host] = Context("cuda")
-        else:
-            raise BufferError(f"DLPack device type {device_type} is neither host memory nor CUDA memory: octet "
-                              "cannot address it")
-    return contexts[host]
-
-
-def import_(context, obj):
-    """A Tensor on `context` over the memory of `obj`, a DLPack producer (an
-    object with __dlpack__, or a capsule), without copying."""
-    from ._core import Tensor, _check
+def import_handle(context, obj):
+    """The handle of a tensor on `context` over the memory of `obj`, a DLPack
+    producer (an object with __dlpack__, or a capsule), without copying."""
     if hasattr(obj, "__dlpack__"):
         host = context.info()["memory"] == "host"
         if hasattr(obj, "__dlpack_device__"):
             device_type = int(obj.__dlpack_device__()[0])
-            accepted = _HOST_DEVICES if host else _CUDA_DEVICES
+            accepted = HOST_DEVICES if host else CUDA_DEVICES
             if device_type not in accepted:
                 raise BufferError(f"obj is on DLPack device type {device_type}, but the context's backend "
                                   f"'{context.info()['name']}' works on {'host' if host else 'CUDA'} memory "
@@ -172,4 +147,4 @@ def import_(context, obj):
             _abi.DLPackManagedTensor)), _c.byref(handle))
     _check(status)  # refused: the capsule still owns the memory, and its destructor calls the deleter
     _capsule_set_name(capsule, _c.addressof(_NAMES[_USED[name]]))  # consumed: the tensor calls the deleter
-    return Tensor._borrowed(context, handle, None)
+    return handle

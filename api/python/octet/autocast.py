@@ -13,7 +13,8 @@ import ctypes as _c
 import numpy as _np
 
 from . import _lib
-from ._core import Context, _callback_failed, _check
+from ._context import ContextBase
+from ._errors import _callback_failed, _check
 from ._lib import lib as _libc
 from .recipes import Recipe
 
@@ -27,7 +28,7 @@ class Autocast:
     OctetError."""
 
     def __init__(self, ctx, recipe):
-        if not isinstance(ctx, Context):
+        if not isinstance(ctx, ContextBase):
             raise TypeError(f"ctx must be an octet Context; got {type(ctx).__name__}")
         if not isinstance(recipe, Recipe):
             raise TypeError(f"autocast needs an octet Recipe; got {type(recipe).__name__}")
@@ -40,10 +41,7 @@ class Autocast:
             raise ValueError("this autocast scope is already open")
         ctx = self.context
         _check(_libc.octet_autocast_begin(ctx.handle, self.recipe.handle))
-        # The context may run the recipe's callbacks until it is destroyed
-        # (quantizers remember the last scope recipe they were used with).
-        ctx._scope_recipes[id(self.recipe)] = self.recipe
-        ctx._scope_stack.append(self.recipe)
+        ctx._enter_scope(self.recipe)
         self._open = True
         return self
 
@@ -51,8 +49,7 @@ class Autocast:
         if not self._open:
             raise ValueError("this autocast scope is not open")
         self._open = False
-        if self.context._scope_stack:  # the end closes the innermost scope, even when it fails
-            self.context._scope_stack.pop()
+        self.context._leave_scope()  # the end closes the innermost scope, even when it fails
         _check(_libc.octet_autocast_end(self.context.handle))
 
     def __enter__(self):
@@ -80,9 +77,7 @@ def autocast_state(ctx):
     The recipe is the Python Recipe given to the innermost scope."""
     depth, recipe = _c.c_int32(), _c.c_void_p()
     _check(_libc.octet_autocast_get_state(ctx.handle, _c.byref(depth), _c.byref(recipe)))
-    if not recipe.value or depth.value != len(ctx._scope_stack):
-        return depth.value, None
-    return depth.value, ctx._scope_stack[-1]
+    return depth.value, ctx._innermost_scope_recipe(depth.value) if recipe.value else None
 
 
 def _allreduce_thunk(fn):
@@ -113,11 +108,11 @@ def set_communicator(ctx, allreduce_max):
         raise TypeError(f"the communicator must be callable or None; got {type(allreduce_max).__name__}")
     if allreduce_max is None:
         _check(_libc.octet_context_set_communicator(ctx.handle, None))
-        ctx._communicator = None
+        ctx._hold_communicator(None)
         return
     thunk = _allreduce_thunk(allreduce_max)
     comm = _lib.Communicator(struct_size=_c.sizeof(_lib.Communicator), allreduce_max=thunk, user_data=None)
     _check(_libc.octet_context_set_communicator(ctx.handle, _c.byref(comm)))
     # The library copied the struct; the thunk must live while it is set
     # (and while the C context lives: layers keep it, and they keep ctx).
-    ctx._communicator = (thunk, allreduce_max)
+    ctx._hold_communicator((thunk, allreduce_max))

@@ -297,7 +297,7 @@ class Layer(_Handle):
             raise TypeError(f"out must be an octet Tensor; got {type(out).__name__}")
         else:
             y = out
-        for recipe in ctx._scope_recipes.values():
+        for recipe in ctx._scope_recipes_seen():
             self._recipes.setdefault(id(recipe), recipe)
         saved = _c.c_void_p()
         _check(_libc.octet_layer_forward(self.handle, xt.handle, y.handle, int(bool(training)),

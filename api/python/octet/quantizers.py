@@ -14,8 +14,12 @@ import dataclasses as _dataclasses
 import numpy as _np
 
 from . import _lib
-from ._core import BOTH, Context, Tensor, _check, _Handle
+from ._context import ContextBase
+from ._dtypes import BOTH
+from ._errors import _check
+from ._handle import _Handle
 from ._lib import lib as _libc
+from ._tensor import Tensor
 from .recipes import _KIND_NAMES, Recipe, _role, _tensor_format
 
 
@@ -90,7 +94,7 @@ class Quantizer(_Handle):
     def _note_scope_recipe(self, ctx):
         # A recipe-less quantizer updates with the recipe it was last used
         # with: keep that recipe's callbacks alive as long as the quantizer.
-        for recipe in ctx._scope_recipes.values():
+        for recipe in ctx._scope_recipes_seen():
             self._recipes.setdefault(id(recipe), recipe)
 
     def quantize(self, ctx, x, out=None, *, usages=BOTH, saturate=True, stats=False):
@@ -98,7 +102,7 @@ class Quantizer(_Handle):
         recipe. out: a quantized Tensor of the recipe's format, or None to
         create one (`usages` of it). Returns out, or (out, stats dict) with
         stats=True (nan/saturated/flushed/total counts and amax)."""
-        if not isinstance(ctx, Context):
+        if not isinstance(ctx, ContextBase):
             raise TypeError(f"ctx must be an octet Context; got {type(ctx).__name__}")
         if out is not None and not isinstance(out, Tensor):
             raise TypeError(f"out must be an octet Tensor; got {type(out).__name__}")
@@ -121,7 +125,7 @@ class Quantizer(_Handle):
         _check(_libc.octet_quantizer_record_amax(self.handle, float(amax)))
 
     def update_scale(self):
-        """Applies the recipe's scale update (delayed scaling: numerics 3.1)."""
+        """Applies the recipe's scale update (delayed scaling: numerics.md 14.2)."""
         _check(_libc.octet_quantizer_update_scale(self.handle))
 
     def set_scale(self, scale):

@@ -19,7 +19,8 @@ import ctypes as _c
 import numpy as _np
 
 from . import _lib
-from ._core import _callback_failed, _check, _Handle
+from ._errors import _callback_failed, _check
+from ._handle import _Handle
 from ._lib import lib as _libc
 
 # octet_recipe_kind
@@ -159,7 +160,7 @@ def _scale_thunk(fn):
 
 
 class DelayedScaling(Recipe):
-    """Delayed scaling: the scale comes from an amax history (numerics 3.1).
+    """Delayed scaling: the scale comes from an amax history (numerics.md 14.2).
 
     amax_compute: a callable history -> amax (history: float32 array, newest
     first, history[0] the current step); giving it selects
@@ -206,7 +207,7 @@ class DelayedScaling(Recipe):
 
 class CurrentScaling(Recipe):
     """Current scaling: scale = fp8_max / amax of the tensor being quantized
-    (numerics 3.2). reduce_amax (ABI 1.5): all-reduce (MAX) each quantize's
+    (numerics.md 14.1). reduce_amax (ABI 1.5): all-reduce (MAX) each quantize's
     amax through the context's communicator first."""
 
     kind = CURRENT

@@ -1,5 +1,5 @@
 // GEMM: the core picks, for each FP8 operand, the stored copy and transpose
-// flag that the backend's declared layouts can run (numerics.md section 6),
+// flag that the backend's declared layouts can run (docs/layers.md, "Precision"),
 // transposing into a workspace only when no stored copy fits.
 #include <octet/octet.h>
 

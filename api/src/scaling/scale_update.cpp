@@ -1,5 +1,5 @@
-// The scale update of delayed scaling (numerics.md 3.1) and the current
-// scaling rule (3.2) on the host fields of a quantizer, and the dispatch of
+// The scale update of delayed scaling (numerics.md 14.2) and the current
+// scaling rule (14.1) on the host fields of a quantizer, and the dispatch of
 // the update to the backend's delayed_scaling_update (plugin ABI 1.3) when
 // the state is resident there: apply_scale_update is the rule that kernel
 // reproduces bit for bit, and the host path of every other backend. Its FP32

@@ -8,7 +8,7 @@
 
 namespace octet::core {
 
-// The delayed-scaling update of numerics 3.1 on the host fields. Throws
+// The delayed-scaling update of numerics.md 14.2 on the host fields. Throws
 // before changing anything if a callback fails.
 void apply_scale_update(QuantizerState& q, const RecipeState& recipe);
 // Whether the update needs the host (a user callback).
@@ -18,7 +18,7 @@ bool update_needs_host(const RecipeState& recipe);
 // the host (a resident state is downloaded, updated and uploaded).
 void update_scale(QuantizerState& q, const RecipeState& recipe);
 
-// Current scaling (numerics 3.2): the scale from an amax.
+// Current scaling (numerics.md 14.1): the scale from an amax.
 float current_scale(float amax, float fp8_max, float epsilon, bool power_of_two);
 
 }  // namespace octet::core

@@ -1,5 +1,5 @@
 // Per-element and per-block math of the plugin ABI 1.1 kernels (numerics.md
-// sections 3.2, 4 and 5): block scales (E8M0 RCEIL/FLOOR, FP32 current
+// sections 10, 11, 12 and 14.1): block scales (E8M0 RCEIL/FLOOR, FP32 current
 // scaling), the element encode of a block, the statistics classification of
 // one element, the block dequantize of one element and the block GEMM's
 // element in the reference's order. Everything is __host__ __device__ so
@@ -23,7 +23,7 @@ namespace octet_cuda {
 
 OCTET_CUDA_HD float fp8_max_value(bool e4m3) { return e4m3 ? 448.0f : 57344.0f; }
 
-// ---- block scales (numerics.md 4.1, 4.2) ----
+// ---- block scales (numerics.md section 11) ----
 
 // E8M0 scale code of a block whose amax (max |x| of its non-NaN elements) is
 // block_amax, or NaN when the block holds a NaN. floor_rounding: the OCP
@@ -62,7 +62,7 @@ OCTET_CUDA_HD float mx_multiplier(uint8_t code) {
   return float_of(static_cast<uint32_t>(254u - code) << 23);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2):
+// FP32 block scale by the current-scaling rule (numerics.md 14.1):
 // fp8_max / max(block_amax, epsilon); 1 when the block holds a NaN or that
 // amax is 0 or inf; +inf becomes FLT_MAX; power_of_two clears the mantissa.
 OCTET_CUDA_HD float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
@@ -117,7 +117,7 @@ OCTET_CUDA_HD float block_dequantize_value(uint8_t code, bool e4m3, float scale_
   return host_mul(fp8_decode(code, e4m3), scale_inv);
 }
 
-// ---- block GEMM (numerics.md 5) ----
+// ---- block GEMM (numerics.md section 12) ----
 
 // sum over k-blocks of partial * (sa * sb), each partial summed in ascending
 // k, every operation rounded on its own with the host's NaN results. The

@@ -43,7 +43,7 @@ unsigned flat_blocks(int64_t n) {
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>((n + kThreads - 1) / kThreads, 1), 4096 * 32));
 }
 
-// The fused per-tensor quantize, as quantize() does it (numerics.md 3).
+// The fused per-tensor quantize, as quantize() does it (numerics.md section 7).
 struct FusedQuantize {
   bool enabled = false;
   bool e4m3 = true;

@@ -26,7 +26,7 @@ KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_
   return static_cast<uint8_t>(code);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2).
+// FP32 block scale by the current-scaling rule (numerics.md 14.1).
 KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
   const float amax = fmax_of(block_amax, epsilon);
   if (is_nan(block_amax) || is_inf(amax) || amax == 0.0f) return 1.0f;

@@ -1,4 +1,4 @@
-// The scaling kernels of plugin ABI 1.3 (numerics.md 3.1 and 3.2): current
+// The scaling kernels of plugin ABI 1.3 (numerics.md 14.2 and 14.1): current
 // scaling from an amax, the delayed-scaling update of one quantizer's state
 // and the amax record of a step. Their state lives in backend memory, so
 // each runs as a one-iteration Kokkos kernel in the default execution space

@@ -329,7 +329,7 @@ def fp32(torch, value):
 
 
 def current_scale(torch, amax, fp8_max):
-    """numerics.md 3.2 with epsilon 0 and no power of two, in FP32."""
+    """numerics.md 14.1 with epsilon 0 and no power of two, in FP32."""
     if amax == 0 or amax != amax or amax == float("inf"):
         return 1.0
     s = torch.tensor(fp8_max, dtype=torch.float32) / torch.tensor(amax, dtype=torch.float32)
@@ -532,7 +532,7 @@ def check_linear(torch, octet, results, recipe_kind):
         after = [layer.quantizer_scale(r)[0] for r in roles]
         sx, sw, sg = before if recipe_kind == "delayed" else after
         problems = []
-        # Both recipes: scale = fp8_max / amax of this (same) data, numerics 3.1 / 3.2.
+        # Both recipes: scale = fp8_max / amax of this (same) data, numerics.md 14.2 / 14.1.
         for name, got, tensor, fmax in (("input", sx, x, 448.0), ("weight", sw, w, 448.0),
                                         ("gradient", sg, dy, 57344.0)):
             want = current_scale(torch, float(tensor.abs().max().float()), fmax)

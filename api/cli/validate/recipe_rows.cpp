@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {
@@ -110,7 +110,7 @@ std::vector<uint8_t> read_component(const TensorPtr& t, int32_t component, size_
 }
 
 TensorPtr make_quantized(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
-                             int32_t mode) {
+                         int32_t mode) {
   octet_tensor_desc d{};
   d.struct_size = sizeof(d);
   d.dtype = dtype;
@@ -284,12 +284,15 @@ RecipePtr make(Create&& create) {
 }  // namespace
 
 void check_recipes(const ValidationRun& run) {
-  per_tensor_row(run, "recipe delayed", make([&](octet_recipe** r) { return octet_recipe_create_delayed(nullptr, r); }), run.seed);
-  per_tensor_row(run, "recipe current", make([&](octet_recipe** r) { return octet_recipe_create_current(nullptr, r); }), run.seed + 10);
+  per_tensor_row(run, "recipe delayed", make([&](octet_recipe** r) { return octet_recipe_create_delayed(nullptr, r); }),
+                 run.seed);
+  per_tensor_row(run, "recipe current", make([&](octet_recipe** r) { return octet_recipe_create_current(nullptr, r); }),
+                 run.seed + 10);
   octet_static_scaling_options so;
   octet_static_scaling_options_init(&so);
   so.scale = 4.0f;
-  per_tensor_row(run, "recipe static", make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 20);
+  per_tensor_row(run, "recipe static", make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }),
+                 run.seed + 20);
   // Every format: the defaults above are HYBRID (E4M3 for the input role);
   // HYBRID's gradient role is E5M2, and E4M3 / E5M2 formats store every role
   // in that dtype.
@@ -311,8 +314,8 @@ void check_recipes(const ValidationRun& run) {
                  make([&](octet_recipe** r) { return octet_recipe_create_current(nullptr, r); }), run.seed + 60,
                  OCTET_ROLE_GRADIENT);
   so.format = OCTET_FORMAT_E5M2;
-  per_tensor_row(run, "recipe static e5m2",
-                 make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 70);
+  per_tensor_row(run, "recipe static e5m2", make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }),
+                 run.seed + 70);
   so.format = OCTET_FORMAT_HYBRID;
   per_tensor_row(run, "recipe static hybrid gradient",
                  make([&](octet_recipe** r) { return octet_recipe_create_static(&so, r); }), run.seed + 80,
@@ -322,16 +325,19 @@ void check_recipes(const ValidationRun& run) {
     octet_mxfp8_options_init(&mo);
     mo.rounding = rounding;
     block_row(run, rounding == OCTET_MX_ROUND_RCEIL ? "recipe mxfp8 rceil" : "recipe mxfp8 floor",
-              make([&](octet_recipe** r) { return octet_recipe_create_mxfp8(&mo, r); }), OCTET_ROLE_INPUT, true, rounding, false);
+              make([&](octet_recipe** r) { return octet_recipe_create_mxfp8(&mo, r); }), OCTET_ROLE_INPUT, true,
+              rounding, false);
   }
   for (int pow2 : {0, 1}) {
     octet_block_scaling_options bo;
     octet_block_scaling_options_init(&bo);
     bo.power_of_two_scales = pow2;
     block_row(run, pow2 ? "recipe block 1x128 pow2" : "recipe block 1x128",
-              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_INPUT, false, 0, pow2 != 0);
+              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_INPUT, false, 0,
+              pow2 != 0);
     block_row(run, pow2 ? "recipe block 128x128 pow2" : "recipe block 128x128",
-              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0, pow2 != 0);
+              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0,
+              pow2 != 0);
   }
   for (int32_t format : {int32_t(OCTET_FORMAT_E5M2), int32_t(OCTET_FORMAT_HYBRID)}) {
     const std::string f = format == OCTET_FORMAT_E5M2 ? " e5m2" : " hybrid gradient";

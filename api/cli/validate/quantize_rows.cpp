@@ -1,11 +1,11 @@
 // Rows for octet_quantize (every component of the quantized tensor) and
-// octet_dequantize. Expectations: numerics.md section 3 composed from the
+// octet_dequantize. Expectations: numerics.md section 7 composed from the
 // scalar codecs for the plain reference, the reference context otherwise.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {
@@ -48,8 +48,7 @@ Quantized run_quantize(octet::Context& context, const QuantizeCase& c) {
   out.has_rowwise = info.has_rowwise_data != 0;
   out.has_columnwise = info.has_columnwise_data != 0;
   if (out.has_rowwise) out.rowwise = download(q, OCTET_COMPONENT_DATA, c.fp8, {rows, cols});
-  if (out.has_columnwise)
-    out.columnwise = download(q, OCTET_COMPONENT_COLUMNWISE_DATA, c.fp8, {cols, rows});
+  if (out.has_columnwise) out.columnwise = download(q, OCTET_COMPONENT_COLUMNWISE_DATA, c.fp8, {cols, rows});
   out.scale_inv = q.scale_inv();
   out.amax = q.amax();
   return out;
@@ -77,23 +76,23 @@ std::string same_float(const char* what, float got, float expected) {
   std::memcpy(&e, &expected, 4);
   if (g == e || (std::isnan(got) && std::isnan(expected))) return "";
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%s is %.9g (%s), expected %.9g (%s)", what, got,
-                hex_code(g, 8).c_str(), expected, hex_code(e, 8).c_str());
+  std::snprintf(buf, sizeof buf, "%s is %.9g (%s), expected %.9g (%s)", what, got, hex_code(g, 8).c_str(), expected,
+                hex_code(e, 8).c_str());
   return buf;
 }
 
 // Every component of `got`, and which copies it holds: the rule of octet.h
 // (DATA with the rowwise usage or native columnwise access; a transposed
 // copy with the columnwise usage on a backend without native access).
-std::string compare_quantized(const Quantized& got, const Quantized& expected_q,
-                              uint32_t usages, bool native_columnwise) {
+std::string compare_quantized(const Quantized& got, const Quantized& expected_q, uint32_t usages,
+                              bool native_columnwise) {
   const bool want_rowwise = (usages & OCTET_USAGE_ROWWISE) || native_columnwise;
   const bool want_columnwise = (usages & OCTET_USAGE_COLUMNWISE) && !native_columnwise;
   if (got.has_rowwise != want_rowwise || got.has_columnwise != want_columnwise)
     return "tensor holds rowwise=" + std::to_string(got.has_rowwise) +
-           " columnwise=" + std::to_string(got.has_columnwise) + ", expected rowwise=" +
-           std::to_string(want_rowwise) + " columnwise=" + std::to_string(want_columnwise) +
-           " (native columnwise " + std::to_string(native_columnwise) + ")";
+           " columnwise=" + std::to_string(got.has_columnwise) + ", expected rowwise=" + std::to_string(want_rowwise) +
+           " columnwise=" + std::to_string(want_columnwise) + " (native columnwise " +
+           std::to_string(native_columnwise) + ")";
   const HostArray codes = expected_q.logical_codes();
   if (got.has_rowwise) {
     const std::string d = compare_arrays(got.rowwise, codes);
@@ -116,10 +115,9 @@ std::string usage_words(uint32_t usages) {
   return usages == OCTET_USAGE_ROWWISE ? "rowwise" : "columnwise";
 }
 
-void quantize_row(const ValidationRun& run, octet_dtype in_dtype, octet_dtype fp8,
-                  uint32_t usages, bool saturate) {
-  std::string operation = std::string("quantize ") + octet_dtype_name(in_dtype) + "->" +
-                          octet_dtype_name(fp8) + " " + usage_words(usages);
+void quantize_row(const ValidationRun& run, octet_dtype in_dtype, octet_dtype fp8, uint32_t usages, bool saturate) {
+  std::string operation =
+      std::string("quantize ") + octet_dtype_name(in_dtype) + "->" + octet_dtype_name(fp8) + " " + usage_words(usages);
   if (!saturate) operation += " no-saturate";
   run.row(operation, [&](RowCheck& check) {
     const bool native = run.context->info().native_columnwise;
@@ -130,13 +128,11 @@ void quantize_row(const ValidationRun& run, octet_dtype in_dtype, octet_dtype fp
     for (size_t s = 0; s < shapes.size(); ++s) {
       size_t n = 1;
       for (int64_t d : shapes[s]) n *= static_cast<size_t>(d);
-      const QuantizeCase c{encode_array(in_dtype, shapes[s], floats_with_specials(n, rng)), fp8,
-                           usages, scales[s % 6], saturate};
+      const QuantizeCase c{encode_array(in_dtype, shapes[s], floats_with_specials(n, rng)), fp8, usages, scales[s % 6],
+                           saturate};
       check.run_case(shape_words(shapes[s]), [&] {
         const Quantized got = run_quantize(*run.context, c);
-        const Quantized expected = run.target.is_plain_reference()
-                                       ? host_quantize(c)
-                                       : run_quantize(*run.reference, c);
+        const Quantized expected = run.target.is_plain_reference() ? host_quantize(c) : run_quantize(*run.reference, c);
         check.exact(compare_quantized(got, expected, usages, native));
       });
     }
@@ -157,8 +153,7 @@ void check_quantize(const ValidationRun& run) {
 
 namespace {
 
-HostArray run_dequantize(octet::Context& context, const HostArray& codes, float scale_inv,
-                         octet_dtype out_dtype) {
+HostArray run_dequantize(octet::Context& context, const HostArray& codes, float scale_inv, octet_dtype out_dtype) {
   octet::Tensor q = octet::Tensor::create(context, codes.dtype, codes.shape, OCTET_USAGE_ROWWISE);
   q.copy_from_host(OCTET_COMPONENT_DATA, codes.bytes.data(), codes.bytes.size());
   q.copy_from_host(OCTET_COMPONENT_SCALE_INV, &scale_inv, sizeof scale_inv);
@@ -180,8 +175,7 @@ void check_dequantize(const ValidationRun& run) {
   const float scale_invs[] = {1.0f, 0.0371f, 3.5f, 1.0f / 448.0f, 64.0f, 0.001f};
   for (octet_dtype fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
     for (octet_dtype out : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
-      const std::string operation =
-          std::string("dequantize ") + octet_dtype_name(fp8) + "->" + octet_dtype_name(out);
+      const std::string operation = std::string("dequantize ") + octet_dtype_name(fp8) + "->" + octet_dtype_name(out);
       run.row(operation, [&](RowCheck& check) {
         std::vector<HostArray> inputs;
         HostArray all = make_array(fp8, {16, 16});  // every code once
@@ -197,10 +191,9 @@ void check_dequantize(const ValidationRun& run) {
           const float scale_inv = scale_invs[i % 6];
           check.run_case(shape_words(inputs[i].shape), [&] {
             const HostArray got = run_dequantize(*run.context, inputs[i], scale_inv, out);
-            const HostArray expected =
-                run.target.is_plain_reference()
-                    ? host_dequantize(inputs[i], scale_inv, out)
-                    : run_dequantize(*run.reference, inputs[i], scale_inv, out);
+            const HostArray expected = run.target.is_plain_reference()
+                                           ? host_dequantize(inputs[i], scale_inv, out)
+                                           : run_dequantize(*run.reference, inputs[i], scale_inv, out);
             check.exact(compare_arrays(got, expected));
           });
         }

@@ -1,4 +1,4 @@
-#include "validation.hpp"
+#include "validate/validation_run.hpp"
 
 #include <cstdio>
 
@@ -35,8 +35,7 @@ void RowCheck::bounded(double error, double bound) {
   // NaN compares false: an error of NaN is a failure too.
   if (!(ratio <= 1.0) && failure_.empty()) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "error %.3g exceeds bound %.3g (ratio %.3g)", error, bound,
-                  ratio);
+    std::snprintf(buf, sizeof buf, "error %.3g exceeds bound %.3g (ratio %.3g)", error, bound, ratio);
     failure_ = current_case_ + ": " + buf;
   }
 }
@@ -51,8 +50,7 @@ Row RowCheck::finish(const std::string& operation, const std::string& target) co
     row.result = "unsupported: " + unsupported_;
   } else if (any_bounded_) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "max err %.3g / bound %.3g = %.3f", worst_error_,
-                  worst_bound_, worst_ratio_);
+    std::snprintf(buf, sizeof buf, "max err %.3g / bound %.3g = %.3f", worst_error_, worst_bound_, worst_ratio_);
     row.result = buf;
   } else {
     row.result = "bit-exact";
@@ -60,8 +58,7 @@ Row RowCheck::finish(const std::string& operation, const std::string& target) co
   return row;
 }
 
-void ValidationRun::row(const std::string& operation,
-                        const std::function<void(RowCheck&)>& body) const {
+void ValidationRun::row(const std::string& operation, const std::function<void(RowCheck&)>& body) const {
   RowCheck check;
   body(check);
   rows->push_back(check.finish(operation, target.label));

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 namespace octet_cli {
 namespace demo {
@@ -41,8 +41,8 @@ class Model {
   // MSE loss on the host, backward, all inside an autocast scope of `recipe`
   // when it is not null. Returns the loss (before the update). With
   // `optimizer` null, parameters are left unchanged.
-  double step(const std::vector<float>& x, const std::vector<float>& target,
-              const octet_recipe* recipe, const Adam* optimizer, int64_t step_number);
+  double step(const std::vector<float>& x, const std::vector<float>& target, const octet_recipe* recipe,
+              const Adam* optimizer, int64_t step_number);
 
   // The layers, for inspection (quantizers): 0, 1 the MLP blocks, 2 the head.
   octet_layer* layer(size_t i) const { return layers_.at(i).layer; }
@@ -70,8 +70,8 @@ class Model {
   std::vector<Layer> layers_;
   std::vector<octet::Tensor> tensors_;
   // activations and gradients, created once
-  octet_tensor *x_ = nullptr, *m1_ = nullptr, *h1_ = nullptr, *m2_ = nullptr, *h2_ = nullptr,
-               *y_ = nullptr, *dy_ = nullptr, *dh2_ = nullptr, *g2_ = nullptr, *dh1_ = nullptr;
+  octet_tensor *x_ = nullptr, *m1_ = nullptr, *h1_ = nullptr, *m2_ = nullptr, *h2_ = nullptr, *y_ = nullptr,
+               *dy_ = nullptr, *dh2_ = nullptr, *g2_ = nullptr, *dh1_ = nullptr;
 };
 
 }  // namespace demo

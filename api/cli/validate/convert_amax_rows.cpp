@@ -4,20 +4,18 @@
 #include <cstdio>
 #include <limits>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 
 const std::vector<std::vector<int64_t>>& elementwise_shapes() {
-  static const std::vector<std::vector<int64_t>> shapes = {
-      {1, 1}, {7, 13}, {67, 131}, {129, 65}, {1481, 677}};
+  static const std::vector<std::vector<int64_t>> shapes = {{1, 1}, {7, 13}, {67, 131}, {129, 65}, {1481, 677}};
   return shapes;
 }
 
 namespace {
 
-HostArray run_convert(octet::Context& context, const HostArray& input, octet_dtype out_dtype,
-                      bool saturate) {
+HostArray run_convert(octet::Context& context, const HostArray& input, octet_dtype out_dtype, bool saturate) {
   octet::Tensor in = upload_plain(context, input);
   octet::Tensor out = octet::Tensor::create(context, out_dtype, input.shape);
   octet::convert(context, in, out, saturate);
@@ -30,8 +28,8 @@ HostArray host_convert(const HostArray& input, octet_dtype out_dtype, bool satur
   return encode_array(out_dtype, input.shape, widen(input), saturate);
 }
 
-void convert_row(const ValidationRun& run, const std::string& operation,
-                 const std::vector<HostArray>& inputs, octet_dtype out_dtype, bool saturate) {
+void convert_row(const ValidationRun& run, const std::string& operation, const std::vector<HostArray>& inputs,
+                 octet_dtype out_dtype, bool saturate) {
   run.row(operation, [&](RowCheck& check) {
     for (const HostArray& input : inputs) {
       check.run_case(shape_words(input.shape), [&] {
@@ -81,8 +79,7 @@ void check_convert(const ValidationRun& run) {
   for (octet_dtype fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
     for (bool saturate : {true, false}) {
       convert_row(run,
-                  std::string("convert fp32->") + octet_dtype_name(fp8) +
-                      (saturate ? " saturate" : " no-saturate"),
+                  std::string("convert fp32->") + octet_dtype_name(fp8) + (saturate ? " saturate" : " no-saturate"),
                   fp32, fp8, saturate);
     }
   }
@@ -93,17 +90,14 @@ void check_convert(const ValidationRun& run) {
   // E4M3's overflow rule; E4M3's 3-bit mantissas round into E5M2's 2 bits.
   const auto e5m2_codes = code_inputs(OCTET_DTYPE_E5M2, run.seed + 5);
   convert_row(run, "convert e5m2->e4m3 saturate (all codes)", e5m2_codes, OCTET_DTYPE_E4M3, true);
-  convert_row(run, "convert e5m2->e4m3 no-saturate (all codes)", e5m2_codes, OCTET_DTYPE_E4M3,
-              false);
-  convert_row(run, "convert e4m3->e5m2 (all codes)", code_inputs(OCTET_DTYPE_E4M3, run.seed + 6),
-              OCTET_DTYPE_E5M2, true);
+  convert_row(run, "convert e5m2->e4m3 no-saturate (all codes)", e5m2_codes, OCTET_DTYPE_E4M3, false);
+  convert_row(run, "convert e4m3->e5m2 (all codes)", code_inputs(OCTET_DTYPE_E4M3, run.seed + 6), OCTET_DTYPE_E5M2,
+              true);
   for (octet_dtype half : {OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     const std::string name = octet_dtype_name(half);
     convert_row(run, "convert fp32->" + name, fp32, half, true);
-    convert_row(run, "convert " + name + "->fp32 (all codes)", code_inputs(half, run.seed + 3),
-                OCTET_DTYPE_FP32, true);
-    convert_row(run, "convert " + name + "->e4m3 saturate", float_inputs(half, run.seed + 4),
-                OCTET_DTYPE_E4M3, true);
+    convert_row(run, "convert " + name + "->fp32 (all codes)", code_inputs(half, run.seed + 3), OCTET_DTYPE_FP32, true);
+    convert_row(run, "convert " + name + "->e4m3 saturate", float_inputs(half, run.seed + 4), OCTET_DTYPE_E4M3, true);
   }
 }
 
@@ -143,14 +137,11 @@ void check_amax(const ValidationRun& run) {
           if (variant == 1) values[n - 1] = std::numeric_limits<float>::quiet_NaN();
           if (variant == 2) values[n / 2] = -std::numeric_limits<float>::infinity();
           const HostArray input = encode_array(dtype, shape, values);
-          check.run_case(shape_words(shape) + " variant " + std::to_string(variant),
-                         [&] {
-                           const float got = run_amax(*run.context, input);
-                           const float expected = run.target.is_plain_reference()
-                                                      ? host_amax(input)
-                                                      : run_amax(*run.reference, input);
-                           check.exact(compare_amax(got, expected));
-                         });
+          check.run_case(shape_words(shape) + " variant " + std::to_string(variant), [&] {
+            const float got = run_amax(*run.context, input);
+            const float expected = run.target.is_plain_reference() ? host_amax(input) : run_amax(*run.reference, input);
+            check.exact(compare_amax(got, expected));
+          });
         }
       }
     });

@@ -4,11 +4,11 @@
 // as an SVG plot. See docs/demo.md.
 #include <octet/octet.hpp>
 
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "demo_progress.hpp"
-#include "demo_run.hpp"
-#include "demo_svg.hpp"
+#include "demo/loss_plot_svg.hpp"
+#include "demo/progress.hpp"
+#include "demo/training_run.hpp"
 
 namespace octet_cli {
 
@@ -43,8 +43,7 @@ bool parse_int(const std::string& value, long long min, long long max, long long
   if (value.empty() || value[0] == '-' || value[0] == '+') return false;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
-  if (*end != '\0' || v < static_cast<unsigned long long>(min) ||
-      v > static_cast<unsigned long long>(max))
+  if (*end != '\0' || v < static_cast<unsigned long long>(min) || v > static_cast<unsigned long long>(max))
     return false;
   *out = static_cast<long long>(v);
   return true;
@@ -69,8 +68,8 @@ int parse(const std::vector<std::string>& args, DemoOptions* o) {
       print_help();
       return -1;
     }
-    if (a != "--backend" && a != "--steps" && a != "--batch" && a != "--hidden" &&
-        a != "--seed" && a != "--plot" && a != "--precisions")
+    if (a != "--backend" && a != "--steps" && a != "--batch" && a != "--hidden" && a != "--seed" && a != "--plot" &&
+        a != "--precisions")
       return usage_error("demo: unknown argument '" + a + "'");
     if (i + 1 >= args.size()) return usage_error(a + " needs a value");
     const std::string& value = args[++i];
@@ -86,8 +85,7 @@ int parse(const std::vector<std::string>& args, DemoOptions* o) {
         if (std::none_of(all.begin(), all.end(), [&](const auto& q) { return q.name == p; })) {
           std::string known;
           for (const auto& q : all) known += (known.empty() ? "" : ",") + q.name;
-          return usage_error("--precisions: unknown precision '" + p + "' (known: " + known +
-                             ")");
+          return usage_error("--precisions: unknown precision '" + p + "' (known: " + known + ")");
         }
         o->precisions.push_back(p);
       }
@@ -149,10 +147,9 @@ double gap_percent(const RunResult& r, const RunResult* fp32) {
 }
 
 void print_table(const std::vector<RunResult>& results, const RunResult* fp32) {
-  std::printf("%s  %s  %s  %s  %s  %s  %s  %s  %s\n", pad("precision", 12).c_str(),
-              lpad("final loss", 11).c_str(), lpad("vs fp32", 8).c_str(),
-              lpad("ms/step", 8).c_str(), lpad("params", 8).c_str(), lpad("fp8 copies", 10).c_str(),
-              lpad("saved act", 9).c_str(), lpad("workspace", 9).c_str(),
+  std::printf("%s  %s  %s  %s  %s  %s  %s  %s  %s\n", pad("precision", 12).c_str(), lpad("final loss", 11).c_str(),
+              lpad("vs fp32", 8).c_str(), lpad("ms/step", 8).c_str(), lpad("params", 8).c_str(),
+              lpad("fp8 copies", 10).c_str(), lpad("saved act", 9).c_str(), lpad("workspace", 9).c_str(),
               lpad("peak total", 10).c_str());
   for (const RunResult& r : results) {
     std::string line = pad(r.precision.name, 12) + "  ";
@@ -163,15 +160,15 @@ void print_table(const std::vector<RunResult>& results, const RunResult* fp32) {
     } else {
       const octet_memory_stats& m = r.memory;
       std::string gap = "-";
-      if (r.diverged) gap = "diverged";
-      else if (fp32 && &r != fp32) gap = fmt("%+.2f%%", gap_percent(r, fp32));
-      line += lpad(r.diverged ? "nan" : fmt("%.5f", r.final_loss), 11) + "  " + lpad(gap, 8) +
-              "  " + lpad(fmt("%.1f", r.ms_per_step), 8) + "  " +
-              lpad(kib(m.peak_bytes[OCTET_MEMORY_PARAMETERS]), 8) + "  " +
+      if (r.diverged)
+        gap = "diverged";
+      else if (fp32 && &r != fp32)
+        gap = fmt("%+.2f%%", gap_percent(r, fp32));
+      line += lpad(r.diverged ? "nan" : fmt("%.5f", r.final_loss), 11) + "  " + lpad(gap, 8) + "  " +
+              lpad(fmt("%.1f", r.ms_per_step), 8) + "  " + lpad(kib(m.peak_bytes[OCTET_MEMORY_PARAMETERS]), 8) + "  " +
               lpad(kib(m.peak_bytes[OCTET_MEMORY_QUANTIZED_COPIES]), 10) + "  " +
               lpad(kib(m.peak_bytes[OCTET_MEMORY_SAVED_ACTIVATIONS]), 9) + "  " +
-              lpad(kib(m.peak_bytes[OCTET_MEMORY_WORKSPACE]), 9) + "  " +
-              lpad(kib(m.peak_total), 10);
+              lpad(kib(m.peak_bytes[OCTET_MEMORY_WORKSPACE]), 9) + "  " + lpad(kib(m.peak_total), 10);
       if (!r.note.empty()) line += "  (" + r.note + ")";
     }
     std::printf("%s\n", line.c_str());
@@ -185,31 +182,27 @@ int run_demo(const std::vector<std::string>& args) {
   if (const int rc = parse(args, &options); rc != kExitOk) return rc < 0 ? kExitOk : rc;
 
   const auto backends = octet::backends();
-  const auto it = std::find_if(backends.begin(), backends.end(),
-                               [&](const auto& b) { return b.name == options.config.backend; });
+  const auto it =
+      std::find_if(backends.begin(), backends.end(), [&](const auto& b) { return b.name == options.config.backend; });
   if (it == backends.end()) {
     std::string known;
     for (const auto& b : backends) known += (known.empty() ? "" : ", ") + b.name;
-    return usage_error("demo: no backend named '" + options.config.backend +
-                       "' (registered: " + known + ")");
+    return usage_error("demo: no backend named '" + options.config.backend + "' (registered: " + known + ")");
   }
   if (!it->available) {
-    std::fprintf(stderr, "octet: backend '%s' is unavailable: %s\n", it->name.c_str(),
-                 it->unavailable_reason.c_str());
+    std::fprintf(stderr, "octet: backend '%s' is unavailable: %s\n", it->name.c_str(), it->unavailable_reason.c_str());
     return kExitFailure;
   }
 
   if (const std::string problem = plot_path_problem(options.plot); !problem.empty()) {
-    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s': %s\n", options.plot.c_str(),
-                 problem.c_str());
+    std::fprintf(stderr, "octet: demo: cannot write the plot to '%s': %s\n", options.plot.c_str(), problem.c_str());
     return kExitFailure;
   }
 
   std::vector<demo::Precision> chosen;
   for (const auto& p : demo::all_precisions())
     if (options.precisions.empty() ||
-        std::find(options.precisions.begin(), options.precisions.end(), p.name) !=
-            options.precisions.end())
+        std::find(options.precisions.begin(), options.precisions.end(), p.name) != options.precisions.end())
       chosen.push_back(p);
 
   const demo::ModelShape& s = options.config.shape;
@@ -217,12 +210,10 @@ int run_demo(const std::vector<std::string>& args) {
   std::printf(
       "octet demo: backend %s, %lld steps, batch %lld, model 2 x (x + LayerNormMLP %lld->%lld->%lld, "
       "GELU) + Linear %lld->%lld, Adam lr %g, seed %llu\n\n",
-      options.config.backend.c_str(), static_cast<long long>(options.config.steps),
-      static_cast<long long>(s.batch), static_cast<long long>(s.hidden),
-      static_cast<long long>(s.ffn), static_cast<long long>(s.hidden),
+      options.config.backend.c_str(), static_cast<long long>(options.config.steps), static_cast<long long>(s.batch),
+      static_cast<long long>(s.hidden), static_cast<long long>(s.ffn), static_cast<long long>(s.hidden),
       static_cast<long long>(s.hidden), static_cast<long long>(s.out),
-      static_cast<double>(options.config.learning_rate),
-      static_cast<unsigned long long>(options.config.seed));
+      static_cast<double>(options.config.learning_rate), static_cast<unsigned long long>(options.config.seed));
   std::fflush(stdout);
 
   std::vector<RunResult> results;
@@ -230,9 +221,7 @@ int run_demo(const std::vector<std::string>& args) {
 
   const RunResult* fp32 = nullptr;
   for (const RunResult& r : results)
-    if (r.precision.name == "fp32" && r.outcome == Outcome::Ok && !r.diverged &&
-        r.final_loss > 0)
-      fp32 = &r;
+    if (r.precision.name == "fp32" && r.outcome == Outcome::Ok && !r.diverged && r.final_loss > 0) fp32 = &r;
 
   std::printf("\n");
   print_table(results, fp32);
@@ -256,14 +245,11 @@ int run_demo(const std::vector<std::string>& args) {
   // Verdict.
   std::vector<std::string> failures;
   for (const RunResult& r : results) {
-    if (r.outcome == Outcome::Error)
-      failures.push_back(r.precision.name + " failed: " + r.message);
-    if (r.outcome == Outcome::Ok && r.diverged)
-      failures.push_back(r.precision.name + " diverged (non-finite loss)");
+    if (r.outcome == Outcome::Error) failures.push_back(r.precision.name + " failed: " + r.message);
+    if (r.outcome == Outcome::Ok && r.diverged) failures.push_back(r.precision.name + " diverged (non-finite loss)");
   }
   for (const RunResult& r : results) {
-    const bool checked =
-        r.precision.name == "fp8-delayed" || r.precision.name == "fp8-current";
+    const bool checked = r.precision.name == "fp8-delayed" || r.precision.name == "fp8-current";
     if (!checked) continue;
     if (r.outcome == Outcome::Unsupported) {
       failures.push_back(r.precision.name + " is unsupported on this backend: " + r.message);
@@ -274,8 +260,7 @@ int run_demo(const std::vector<std::string>& args) {
                            "--precisions)");
       } else if (gap_percent(r, fp32) > kMaxGapPercent) {
         failures.push_back(r.precision.name + " ended " + fmt("%.2f", gap_percent(r, fp32)) +
-                           "% above fp32's final loss (limit " + fmt("%.0f", kMaxGapPercent) +
-                           "%)");
+                           "% above fp32's final loss (limit " + fmt("%.0f", kMaxGapPercent) + "%)");
       }
     }
   }

@@ -1,4 +1,4 @@
-#include "demo_run.hpp"
+#include "demo/training_run.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,19 +6,16 @@
 #include <cstdio>
 #include <memory>
 
-#include "demo_progress.hpp"
+#include "demo/progress.hpp"
 
 namespace octet_cli {
 namespace demo {
 
 const std::vector<Precision>& all_precisions() {
   static const std::vector<Precision> list = {
-      {"fp32", OCTET_DTYPE_FP32, RecipeKind::None},
-      {"bf16", OCTET_DTYPE_BF16, RecipeKind::None},
-      {"fp8-delayed", OCTET_DTYPE_FP32, RecipeKind::Delayed},
-      {"fp8-current", OCTET_DTYPE_FP32, RecipeKind::Current},
-      {"fp8-static", OCTET_DTYPE_FP32, RecipeKind::Static},
-      {"fp8-mxfp8", OCTET_DTYPE_FP32, RecipeKind::Mxfp8},
+      {"fp32", OCTET_DTYPE_FP32, RecipeKind::None},           {"bf16", OCTET_DTYPE_BF16, RecipeKind::None},
+      {"fp8-delayed", OCTET_DTYPE_FP32, RecipeKind::Delayed}, {"fp8-current", OCTET_DTYPE_FP32, RecipeKind::Current},
+      {"fp8-static", OCTET_DTYPE_FP32, RecipeKind::Static},   {"fp8-mxfp8", OCTET_DTYPE_FP32, RecipeKind::Mxfp8},
       {"fp8-block", OCTET_DTYPE_FP32, RecipeKind::Block},
   };
   return list;
@@ -34,7 +31,8 @@ using RecipePtr = std::unique_ptr<octet_recipe, RecipeDeleter>;
 RecipePtr make_recipe(RecipeKind kind, float static_scale, int32_t observe) {
   octet_recipe* r = nullptr;
   switch (kind) {
-    case RecipeKind::None: return nullptr;
+    case RecipeKind::None:
+      return nullptr;
     case RecipeKind::Delayed: {
       octet_delayed_scaling_options o;
       octet::check(octet_delayed_scaling_options_init(&o));
@@ -72,8 +70,8 @@ RecipePtr make_recipe(RecipeKind kind, float static_scale, int32_t observe) {
 }
 
 // One batch of synthetic data: x ~ N(0, 1), target = teacher(x).
-void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape,
-                std::vector<float>& x, std::vector<float>& target) {
+void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape, std::vector<float>& x,
+                std::vector<float>& target) {
   x.resize(static_cast<size_t>(shape.batch * shape.hidden));
   for (float& v : x) v = rng.normal();
   target = teacher.forward(x, shape.batch);
@@ -86,8 +84,7 @@ void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape,
 // largest input/weight amax 2x headroom under E4M3's max (448) and the
 // largest gradient amax 2x headroom under E5M2's (57344), rounded down to a
 // power of two.
-float calibrate_static_scale(octet::Context& context, const DemoConfig& config,
-                             const Teacher& teacher) {
+float calibrate_static_scale(octet::Context& context, const DemoConfig& config, const Teacher& teacher) {
   RecipePtr probe = make_recipe(RecipeKind::Static, 1.0f, 0);
   Model model(context, config.shape, OCTET_DTYPE_FP32, config.seed);
   Rng rng(config.seed ^ 0xCA11B2A7Eull);
@@ -121,8 +118,8 @@ RunResult run_precision(const Precision& precision, const DemoConfig& config) {
   Progress progress(precision.name, config.steps, config.interactive);
   try {
     octet::Context context(config.backend);
-    const Teacher teacher = Teacher::create(config.shape.hidden, 2 * config.shape.hidden,
-                                            config.shape.out, config.seed + 2);
+    const Teacher teacher =
+        Teacher::create(config.shape.hidden, 2 * config.shape.hidden, config.shape.out, config.seed + 2);
     float static_scale = 1.0f;
     if (precision.recipe == RecipeKind::Static) {
       static_scale = calibrate_static_scale(context, config, teacher);
@@ -158,8 +155,7 @@ RunResult run_precision(const Precision& precision, const DemoConfig& config) {
     result.outcome = Outcome::Ok;
     progress.finish(result.diverged ? "diverged (non-finite loss)" : "done");
   } catch (const octet::Error& e) {
-    result.outcome =
-        e.status() == OCTET_STATUS_UNSUPPORTED ? Outcome::Unsupported : Outcome::Error;
+    result.outcome = e.status() == OCTET_STATUS_UNSUPPORTED ? Outcome::Unsupported : Outcome::Error;
     result.message = e.message();
     progress.finish(result.outcome == Outcome::Unsupported ? "unsupported" : "error");
   }

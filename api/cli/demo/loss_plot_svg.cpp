@@ -1,4 +1,4 @@
-#include "demo_svg.hpp"
+#include "demo/loss_plot_svg.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,11 +15,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -46,8 +55,7 @@ std::string tick_label(double v) {
   return buf;
 }
 
-const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                               "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 }  // namespace
 
@@ -71,18 +79,16 @@ std::string loss_plot_svg(const std::vector<Series>& series, const std::string& 
   double dlo = std::floor(std::log10(lo)), dhi = std::ceil(std::log10(hi));
   if (dhi <= dlo) dhi = dlo + 1;
 
-  auto x_of = [&](double step) {
-    return left + (max_steps > 1 ? (step - 1) / double(max_steps - 1) : 0.0) * pw;
-  };
+  auto x_of = [&](double step) { return left + (max_steps > 1 ? (step - 1) / double(max_steps - 1) : 0.0) * pw; };
   auto y_of = [&](double v) { return top + (dhi - std::log10(v)) / (dhi - dlo) * ph; };
 
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << width << ' ' << height << "\" font-family=\"sans-serif\">\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+    << width << ' ' << height << "\" font-family=\"sans-serif\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << num(left + pw / 2) << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">"
-    << escape(title) << "</text>\n";
+    << "<text x=\"" << num(left + pw / 2) << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">" << escape(title)
+    << "</text>\n";
 
   // Y axis: decades with labels, 2..9 minor ticks with light grid.
   o << "<g stroke=\"#ddd\" stroke-width=\"1\">\n";
@@ -91,17 +97,16 @@ std::string loss_plot_svg(const std::vector<Series>& series, const std::string& 
       const double v = m * std::pow(10.0, d);
       if (std::log10(v) > dhi + 1e-9) break;
       const double y = y_of(v);
-      o << "<line x1=\"" << num(left) << "\" y1=\"" << num(y) << "\" x2=\"" << num(left + pw)
-        << "\" y2=\"" << num(y) << "\"" << (m == 1 ? " stroke=\"#bbb\"" : "") << "/>\n";
+      o << "<line x1=\"" << num(left) << "\" y1=\"" << num(y) << "\" x2=\"" << num(left + pw) << "\" y2=\"" << num(y)
+        << "\"" << (m == 1 ? " stroke=\"#bbb\"" : "") << "/>\n";
     }
   }
   o << "</g>\n<g font-size=\"12\" text-anchor=\"end\">\n";
   for (double d = dlo; d <= dhi; d += 1) {
     const double y = y_of(std::pow(10.0, d));
-    o << "<line x1=\"" << num(left - 6) << "\" y1=\"" << num(y) << "\" x2=\"" << num(left)
-      << "\" y2=\"" << num(y) << "\" stroke=\"black\"/>\n"
-      << "<text x=\"" << num(left - 9) << "\" y=\"" << num(y + 4) << "\">1e" << int(d)
-      << "</text>\n";
+    o << "<line x1=\"" << num(left - 6) << "\" y1=\"" << num(y) << "\" x2=\"" << num(left) << "\" y2=\"" << num(y)
+      << "\" stroke=\"black\"/>\n"
+      << "<text x=\"" << num(left - 9) << "\" y=\"" << num(y + 4) << "\">1e" << int(d) << "</text>\n";
   }
   o << "</g>\n";
 
@@ -111,16 +116,15 @@ std::string loss_plot_svg(const std::vector<Series>& series, const std::string& 
   for (double s = 0; s <= double(max_steps) + 1e-9; s += step) {
     const double xs = s < 1 ? 1 : s;
     const double x = x_of(xs);
-    o << "<line x1=\"" << num(x) << "\" y1=\"" << num(top + ph) << "\" x2=\"" << num(x)
-      << "\" y2=\"" << num(top + ph + 6) << "\" stroke=\"black\"/>\n"
-      << "<text x=\"" << num(x) << "\" y=\"" << num(top + ph + 20) << "\">" << tick_label(xs)
-      << "</text>\n";
+    o << "<line x1=\"" << num(x) << "\" y1=\"" << num(top + ph) << "\" x2=\"" << num(x) << "\" y2=\""
+      << num(top + ph + 6) << "\" stroke=\"black\"/>\n"
+      << "<text x=\"" << num(x) << "\" y=\"" << num(top + ph + 20) << "\">" << tick_label(xs) << "</text>\n";
   }
   o << "</g>\n";
 
   // Axes and their names.
-  o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw)
-    << "\" height=\"" << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n"
+  o << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
+    << "\" fill=\"none\" stroke=\"black\"/>\n"
     << "<text x=\"" << num(left + pw / 2) << "\" y=\"" << num(height - 15)
     << "\" text-anchor=\"middle\" font-size=\"13\">training step</text>\n"
     << "<text x=\"20\" y=\"" << num(top + ph / 2) << "\" text-anchor=\"middle\" font-size=\"13\""
@@ -134,8 +138,8 @@ std::string loss_plot_svg(const std::vector<Series>& series, const std::string& 
     size_t n = 0;
     auto flush = [&]() {
       if (n > 0)
-        o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\""
-          << points.str() << "\"/>\n";
+        o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.5\" points=\"" << points.str()
+          << "\"/>\n";
       points.str("");
       n = 0;
     };
@@ -151,10 +155,10 @@ std::string loss_plot_svg(const std::vector<Series>& series, const std::string& 
     flush();
     const double ly = top + 10 + 22.0 * double(i);
     const double lx = left + pw + 15;
-    o << "<line x1=\"" << num(lx) << "\" y1=\"" << num(ly) << "\" x2=\"" << num(lx + 25)
-      << "\" y2=\"" << num(ly) << "\" stroke=\"" << color << "\" stroke-width=\"3\"/>\n"
-      << "<text x=\"" << num(lx + 32) << "\" y=\"" << num(ly + 4) << "\" font-size=\"13\">"
-      << escape(s.name) << "</text>\n";
+    o << "<line x1=\"" << num(lx) << "\" y1=\"" << num(ly) << "\" x2=\"" << num(lx + 25) << "\" y2=\"" << num(ly)
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"/>\n"
+      << "<text x=\"" << num(lx + 32) << "\" y=\"" << num(ly + 4) << "\" font-size=\"13\">" << escape(s.name)
+      << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

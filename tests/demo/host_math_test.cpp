@@ -1,11 +1,11 @@
-// The host arithmetic of `octet demo` (api/cli/demo_math.*), against values
+// The host arithmetic of `octet demo` (api/cli/demo/host_math.*), against values
 // computed here independently.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 namespace {
 
@@ -21,7 +21,7 @@ TEST(DemoMath, MseLossAndGradientByHand) {
   EXPECT_FLOAT_EQ(g[0], 0.5f);   // 2 * 1 / 4
   EXPECT_FLOAT_EQ(g[1], -0.5f);  // 2 * -1 / 4
   EXPECT_FLOAT_EQ(g[2], 0.0f);
-  EXPECT_FLOAT_EQ(g[3], 1.0f);   // 2 * 2 / 4
+  EXPECT_FLOAT_EQ(g[3], 1.0f);  // 2 * 2 / 4
 }
 
 TEST(DemoMath, MseGradientMatchesFiniteDifferences) {
@@ -66,8 +66,8 @@ TEST(DemoMath, AdamSecondStepByHand) {
   std::vector<float> p = {0.0f}, m = {0.0f}, v = {0.0f};
   adam.update(p, {1.0f}, m, v, 1);
   adam.update(p, {3.0f}, m, v, 2);
-  const double m2 = 0.9 * 0.1 + 0.1 * 3.0;              // 0.39
-  const double v2 = 0.999 * 0.001 + 0.001 * 9.0;        // 0.009999
+  const double m2 = 0.9 * 0.1 + 0.1 * 3.0;        // 0.39
+  const double v2 = 0.999 * 0.001 + 0.001 * 9.0;  // 0.009999
   const double mhat = m2 / (1 - 0.81), vhat = v2 / (1 - 0.998001);
   const double expected = -0.1 - 0.1 * mhat / (std::sqrt(vhat) + 1e-8);
   EXPECT_NEAR(p[0], expected, 1e-6);

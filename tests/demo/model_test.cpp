@@ -1,4 +1,4 @@
-// The demo's model (api/cli/demo_model.*): its loss is the MSE of the network
+// The demo's model (api/cli/demo/model.*): its loss is the MSE of the network
 // computed here on the host from the layers' definition, and the parameter
 // gradients the layers return for it (through the host-side residual sums)
 // match central finite differences of that loss, in FP32 on the reference.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "demo_model.hpp"
+#include "demo/model.hpp"
 
 namespace {
 
@@ -44,8 +44,7 @@ size_t count_of(octet_tensor* t) {
 
 // Host forward of the model from its parameters (double precision):
 // h = x + FC2(gelu(FC1(LN(x)))) twice, then y = head(h).
-double host_loss(Model& model, const ModelShape& s, const std::vector<float>& x,
-                 const std::vector<float>& t) {
+double host_loss(Model& model, const ModelShape& s, const std::vector<float>& x, const std::vector<float>& t) {
   auto param = [&](size_t layer, const char* name) {
     size_t i = 0;
     octet::check(octet_layer_find_parameter(model.layer(layer), name, &i));
@@ -67,8 +66,7 @@ double host_loss(Model& model, const ModelShape& s, const std::vector<float>& x,
       for (size_t k = 0; k < H; ++k) var += (h[r * H + k] - mean) * (h[r * H + k] - mean);
       var /= double(H);
       std::vector<double> n(H), a(F);
-      for (size_t k = 0; k < H; ++k)
-        n[k] = (h[r * H + k] - mean) / std::sqrt(var + 1e-5) * g[k] + be[k];
+      for (size_t k = 0; k < H; ++k) n[k] = (h[r * H + k] - mean) / std::sqrt(var + 1e-5) * g[k] + be[k];
       for (size_t j = 0; j < F; ++j) {
         double acc = b1[j];
         for (size_t k = 0; k < H; ++k) acc += w1[j * H + k] * n[k];

@@ -1,8 +1,8 @@
 // The families of rows `octet validate` runs for one target. Each adds its
-// rows to run.rows; see validation.hpp for how a row reaches its verdict.
+// rows to run.rows; see validation_run.hpp for how a row reaches its verdict.
 #pragma once
 
-#include "validation.hpp"
+#include "validate/validation_run.hpp"
 
 namespace octet_cli {
 
@@ -14,10 +14,10 @@ void check_gemm_fp8(const ValidationRun& run);
 void check_gemm_high_precision(const ValidationRun& run);
 // FP8 D (ABI 1.4): codes, SCALE_INV and AMAX from the target's own FP32 result, bit for bit.
 void check_gemm_fp8_output(const ValidationRun& run);
-// Scaling recipes, block-scaled quantize and GEMM (check_recipes.cpp).
+// Scaling recipes, block-scaled quantize and GEMM (recipe_rows.cpp).
 void check_recipes(const ValidationRun& run);
 // Layers, one training step against the reference, bit for bit on data whose
-// GEMM sums have one term (check_layers.cpp).
+// GEMM sums have one term (layer_rows.cpp).
 void check_layers(const ValidationRun& run);
 
 // Shapes shared by the element-wise families: ragged on purpose.

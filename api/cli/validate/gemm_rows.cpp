@@ -1,12 +1,12 @@
 // Rows for octet_gemm. Every case is compared with a double-precision GEMM
 // the CLI computes from the operands as the backend stored them (FP8 codes
 // decoded with octet_fp8_decode, times SCALE_INV), under the bound of
-// numerics.md section 5; targets other than the plain reference are also
+// numerics.md section 8; targets other than the plain reference are also
 // compared with the reference context's result under twice that bound.
 #include <cmath>
 
 #include "capability_words.hpp"
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {
@@ -44,9 +44,8 @@ std::vector<int64_t> stored_shape(int64_t outer, int64_t k, bool transposed) {
 
 // Quantizes an FP8 operand with both usages (so the core can pick either
 // access) or uploads a high-precision one as is.
-octet::Tensor make_operand(octet::Context& context, octet_dtype dtype,
-                           const std::vector<int64_t>& shape, const std::vector<float>& source,
-                           float scale, Operand* read_back) {
+octet::Tensor make_operand(octet::Context& context, octet_dtype dtype, const std::vector<int64_t>& shape,
+                           const std::vector<float>& source, float scale, Operand* read_back) {
   if (!is_fp8(dtype)) {
     const HostArray a = encode_array(dtype, shape, source);
     const std::vector<float> w = widen(a);
@@ -66,8 +65,7 @@ octet::Tensor make_operand(octet::Context& context, octet_dtype dtype,
     codes = make_array(dtype, shape);
     codes.bytes = transpose_bytes(t.bytes, shape[1], shape[0], 1);
   }
-  for (size_t i = 0; i < codes.count(); ++i)
-    read_back->values.push_back(octet_fp8_decode(codes.bytes[i], dtype));
+  for (size_t i = 0; i < codes.count(); ++i) read_back->values.push_back(octet_fp8_decode(codes.bytes[i], dtype));
   read_back->scale_inv = q.scale_inv();
   return q;
 }
@@ -80,10 +78,8 @@ struct GemmResult {
 GemmResult run_gemm(octet::Context& context, const GemmCase& c) {
   const GemmShape& s = c.shape;
   GemmResult r;
-  octet::Tensor a = make_operand(context, c.a_dtype, stored_shape(s.m, s.k, c.trans_a),
-                                 c.a_source, c.a_scale, &r.a);
-  octet::Tensor b = make_operand(context, c.b_dtype, stored_shape(s.n, s.k, c.trans_b),
-                                 c.b_source, c.b_scale, &r.b);
+  octet::Tensor a = make_operand(context, c.a_dtype, stored_shape(s.m, s.k, c.trans_a), c.a_source, c.a_scale, &r.a);
+  octet::Tensor b = make_operand(context, c.b_dtype, stored_shape(s.n, s.k, c.trans_b), c.b_source, c.b_scale, &r.b);
   octet::Tensor d = octet::Tensor::create(context, c.out_dtype, {s.m, s.n});
   if (c.beta != 0.0f) d.copy_from_host(OCTET_COMPONENT_DATA, c.c.bytes.data(), c.c.bytes.size());
   octet::Tensor bias;
@@ -99,7 +95,7 @@ GemmResult run_gemm(octet::Context& context, const GemmCase& c) {
   return r;
 }
 
-// The exact result in double and the bound of numerics.md section 5 for
+// The exact result in double and the bound of numerics.md section 8 for
 // every element of D, from the operands the backend actually used.
 struct Expectation {
   std::vector<double> value, bound;
@@ -155,8 +151,7 @@ void record_worst(RowCheck& check, const HostArray& d, const std::vector<double>
 }
 
 void run_case(const ValidationRun& run, RowCheck& check, const GemmCase& c) {
-  const std::string name = shape_words({c.shape.m, c.shape.n, c.shape.k}) + " " +
-                           layout_name(c.trans_a, c.trans_b);
+  const std::string name = shape_words({c.shape.m, c.shape.n, c.shape.k}) + " " + layout_name(c.trans_a, c.trans_b);
   check.run_case(name, [&] {
     const GemmResult got = run_gemm(*run.context, c);
     const Expectation exact = exact_gemm(c, got.a, got.b);
@@ -164,8 +159,8 @@ void run_case(const ValidationRun& run, RowCheck& check, const GemmCase& c) {
     if (c.must_be_exact) {
       for (size_t i = 0; i < exact.value.size(); ++i)
         if (static_cast<double>(got.d.get(i)) != exact.value[i]) {
-          check.exact("element " + std::to_string(i) + " is " + std::to_string(got.d.get(i)) +
-                      ", expected exactly " + std::to_string(exact.value[i]));
+          check.exact("element " + std::to_string(i) + " is " + std::to_string(got.d.get(i)) + ", expected exactly " +
+                      std::to_string(exact.value[i]));
           break;
         }
     }
@@ -180,8 +175,8 @@ void run_case(const ValidationRun& run, RowCheck& check, const GemmCase& c) {
   });
 }
 
-GemmCase make_case(const GemmShape& s, octet_dtype a, octet_dtype b, octet_dtype out,
-                   int layout, std::mt19937_64& rng) {
+GemmCase make_case(const GemmShape& s, octet_dtype a, octet_dtype b, octet_dtype out, int layout,
+                   std::mt19937_64& rng) {
   GemmCase c;
   c.shape = s;
   c.a_dtype = a;
@@ -204,8 +199,7 @@ void add_epilogue(GemmCase& c, octet_dtype bias_dtype, std::mt19937_64& rng) {
   c.beta = 0.5f;
   c.c = encode_array(c.out_dtype, {c.shape.m, c.shape.n},
                      uniform_floats(static_cast<size_t>(c.shape.m * c.shape.n), rng, -3, 3));
-  c.bias = encode_array(bias_dtype, {c.shape.n},
-                        uniform_floats(static_cast<size_t>(c.shape.n), rng, -1, 1));
+  c.bias = encode_array(bias_dtype, {c.shape.n}, uniform_floats(static_cast<size_t>(c.shape.n), rng, -1, 1));
 }
 
 // Integers in [-4, 3] with scale 1: exact in both FP8 formats and every
@@ -216,25 +210,21 @@ GemmCase fixed_case(octet_dtype a, octet_dtype b, int layout) {
   GemmCase c = make_case(s, a, b, OCTET_DTYPE_FP32, layout, unused);
   c.a_scale = c.b_scale = 1.0f;
   c.must_be_exact = true;
-  for (size_t i = 0; i < c.a_source.size(); ++i)
-    c.a_source[i] = static_cast<float>(static_cast<int>((i * 3) % 7) - 3);
-  for (size_t i = 0; i < c.b_source.size(); ++i)
-    c.b_source[i] = static_cast<float>(static_cast<int>((i * 5) % 8) - 4);
+  for (size_t i = 0; i < c.a_source.size(); ++i) c.a_source[i] = static_cast<float>(static_cast<int>((i * 3) % 7) - 3);
+  for (size_t i = 0; i < c.b_source.size(); ++i) c.b_source[i] = static_cast<float>(static_cast<int>((i * 5) % 8) - 4);
   return c;
 }
 
 }  // namespace
 
 void check_gemm_fp8(const ValidationRun& run) {
-  const octet_dtype pairs[3][2] = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3},
-                                   {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2},
-                                   {OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3}};
+  const octet_dtype pairs[3][2] = {
+      {OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3}, {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}, {OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3}};
   for (const auto& pair : pairs) {
     for (int layout = 0; layout < 4; ++layout) {
       const std::string operation = std::string("gemm ") + octet_dtype_name(pair[0]) + " x " +
                                     octet_dtype_name(pair[1]) + " " +
-                                    layout_name(kTranspose[layout][0], kTranspose[layout][1]) +
-                                    " -> fp32";
+                                    layout_name(kTranspose[layout][0], kTranspose[layout][1]) + " -> fp32";
       run.row(operation, [&](RowCheck& check) {
         std::mt19937_64 rng(run.seed + 40 + static_cast<uint64_t>(layout));
         for (const GemmShape& s : kShapes)
@@ -244,8 +234,8 @@ void check_gemm_fp8(const ValidationRun& run) {
     }
   }
   for (octet_dtype out : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
-    const std::string operation = std::string("gemm e4m3 x e4m3 alpha/beta/bias -> ") +
-                                  octet_dtype_name(out) + " (all layouts)";
+    const std::string operation =
+        std::string("gemm e4m3 x e4m3 alpha/beta/bias -> ") + octet_dtype_name(out) + " (all layouts)";
     run.row(operation, [&](RowCheck& check) {
       std::mt19937_64 rng(run.seed + 50);
       for (int layout = 0; layout < 4; ++layout)
@@ -277,10 +267,10 @@ void check_gemm_fp8_output(const ValidationRun& run) {
             check.run_case(shape_words({s.m, s.n, s.k}) + " " + layout_name(c.trans_a, c.trans_b), [&] {
               octet::Context& context = *run.context;
               Operand unused_a, unused_b;
-              octet::Tensor a = make_operand(context, c.a_dtype, stored_shape(s.m, s.k, c.trans_a), c.a_source,
-                                             c.a_scale, &unused_a);
-              octet::Tensor b = make_operand(context, c.b_dtype, stored_shape(s.n, s.k, c.trans_b), c.b_source,
-                                             c.b_scale, &unused_b);
+              octet::Tensor a =
+                  make_operand(context, c.a_dtype, stored_shape(s.m, s.k, c.trans_a), c.a_source, c.a_scale, &unused_a);
+              octet::Tensor b =
+                  make_operand(context, c.b_dtype, stored_shape(s.n, s.k, c.trans_b), c.b_source, c.b_scale, &unused_b);
               octet::Tensor bias = upload_plain(context, c.bias);
               octet::GemmOptions options;
               options.trans_a = c.trans_a;
@@ -336,16 +326,15 @@ void check_gemm_high_precision(const ValidationRun& run) {
         for (const GemmShape& s : kShapes)
           run_case(run, check, make_case(s, dtype, dtype, OCTET_DTYPE_FP32, layout, rng));
     });
-    run.row("gemm " + name + " x " + name + " alpha/beta/bias -> " + name + " (all layouts)",
-            [&](RowCheck& check) {
-              std::mt19937_64 rng(run.seed + 70);
-              for (int layout = 0; layout < 4; ++layout)
-                for (const GemmShape& s : kShapes) {
-                  GemmCase c = make_case(s, dtype, dtype, dtype, layout, rng);
-                  add_epilogue(c, dtype, rng);
-                  run_case(run, check, c);
-                }
-            });
+    run.row("gemm " + name + " x " + name + " alpha/beta/bias -> " + name + " (all layouts)", [&](RowCheck& check) {
+      std::mt19937_64 rng(run.seed + 70);
+      for (int layout = 0; layout < 4; ++layout)
+        for (const GemmShape& s : kShapes) {
+          GemmCase c = make_case(s, dtype, dtype, dtype, layout, rng);
+          add_epilogue(c, dtype, rng);
+          run_case(run, check, c);
+        }
+    });
   }
 }
 

@@ -15,7 +15,7 @@
 // the scales, so what is left to compare is the rest of the layer: the fused
 // quantize (codes, scales, transposed copies), the norm and activation
 // kernels, bias epilogues and gradients, accumulation and the usages of
-// docs/numerics.md section 6, which numerics.md requires to be exact. The
+// docs/layers.md, "Precision", which numerics.md requires to be exact. The
 // GEMMs' summation with dense data is the subject of the gemm rows.
 //
 // The plain reference is the oracle here, so it gets no layer rows; its
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "checks.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {
@@ -75,7 +75,8 @@ struct RecipeCase {
 const std::vector<RecipeCase>& recipe_cases() {
   static const std::vector<RecipeCase> cases = {
       {"high precision", [] { return static_cast<octet_recipe*>(nullptr); }},
-      {"delayed", [] {
+      {"delayed",
+       [] {
          octet_delayed_scaling_options o;
          octet::check(octet_delayed_scaling_options_init(&o));
          o.amax_history_len = 4;
@@ -84,7 +85,8 @@ const std::vector<RecipeCase>& recipe_cases() {
          octet::check(octet_recipe_create_delayed(&o, &r));
          return r;
        }},
-      {"current", [] {
+      {"current",
+       [] {
          octet_current_scaling_options o;
          octet::check(octet_current_scaling_options_init(&o));
          o.power_of_two_scales = 1;
@@ -92,7 +94,8 @@ const std::vector<RecipeCase>& recipe_cases() {
          octet::check(octet_recipe_create_current(&o, &r));
          return r;
        }},
-      {"static", [] {
+      {"static",
+       [] {
          octet_static_scaling_options o;
          octet::check(octet_static_scaling_options_init(&o));
          o.scale = 8.0f;
@@ -100,12 +103,14 @@ const std::vector<RecipeCase>& recipe_cases() {
          octet::check(octet_recipe_create_static(&o, &r));
          return r;
        }},
-      {"mxfp8", [] {
+      {"mxfp8",
+       [] {
          octet_recipe* r = nullptr;
          octet::check(octet_recipe_create_mxfp8(nullptr, &r));
          return r;
        }},
-      {"block", [] {
+      {"block",
+       [] {
          octet_block_scaling_options o;
          octet::check(octet_block_scaling_options_init(&o));
          o.power_of_two_scales = 1;
@@ -270,8 +275,8 @@ StepOutputs train_step(octet::Context& ctx, const LayerCase& c, octet_recipe* re
 }
 
 void layer_row(const ValidationRun& run, const LayerCase& c, const RecipeCase& r, octet_dtype params) {
-  const std::string name = "layer " + c.name + " " + r.name + (params == OCTET_DTYPE_BF16 ? " bf16" : "") +
-                           " fwd+bwd (one-term sums)";
+  const std::string name =
+      "layer " + c.name + " " + r.name + (params == OCTET_DTYPE_BF16 ? " bf16" : "") + " fwd+bwd (one-term sums)";
   run.row(name, [&](RowCheck& check) {
     check.run_case(name, [&] {
       RecipePtr recipe(r.make());

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "demo_model.hpp"
+#include "demo/model.hpp"
 
 namespace octet_cli {
 namespace demo {

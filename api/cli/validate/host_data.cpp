@@ -1,4 +1,4 @@
-#include "host_data.hpp"
+#include "validate/host_data.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -36,9 +36,12 @@ float HostArray::get(size_t i) const {
       return dtype == OCTET_DTYPE_BF16 ? octet_bf16_decode(h) : octet_fp16_decode(h);
     }
     case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2: return octet_fp8_decode(bytes[i], dtype);
-    case OCTET_DTYPE_E8M0: return octet_e8m0_decode(bytes[i]);
-    default: throw std::logic_error("HostArray::get: unknown dtype");
+    case OCTET_DTYPE_E5M2:
+      return octet_fp8_decode(bytes[i], dtype);
+    case OCTET_DTYPE_E8M0:
+      return octet_e8m0_decode(bytes[i]);
+    default:
+      throw std::logic_error("HostArray::get: unknown dtype");
   }
 }
 
@@ -50,14 +53,16 @@ HostArray make_array(octet_dtype dtype, const std::vector<int64_t>& shape) {
   return a;
 }
 
-HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape,
-                       const std::vector<float>& values, bool saturate) {
+HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape, const std::vector<float>& values,
+                       bool saturate) {
   HostArray a = make_array(dtype, shape);
   if (values.size() != a.count()) throw std::logic_error("encode_array: size mismatch");
   for (size_t i = 0; i < values.size(); ++i) {
     const float v = values[i];
     switch (dtype) {
-      case OCTET_DTYPE_FP32: std::memcpy(&a.bytes[i * 4], &v, 4); break;
+      case OCTET_DTYPE_FP32:
+        std::memcpy(&a.bytes[i * 4], &v, 4);
+        break;
       case OCTET_DTYPE_BF16:
       case OCTET_DTYPE_FP16: {
         const uint16_t h = dtype == OCTET_DTYPE_BF16 ? octet_bf16_encode(v) : octet_fp16_encode(v);
@@ -65,8 +70,11 @@ HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape,
         break;
       }
       case OCTET_DTYPE_E4M3:
-      case OCTET_DTYPE_E5M2: a.bytes[i] = octet_fp8_encode(v, dtype, saturate ? 1 : 0); break;
-      default: throw std::logic_error("encode_array: unsupported dtype");
+      case OCTET_DTYPE_E5M2:
+        a.bytes[i] = octet_fp8_encode(v, dtype, saturate ? 1 : 0);
+        break;
+      default:
+        throw std::logic_error("encode_array: unsupported dtype");
     }
   }
   return a;
@@ -78,13 +86,12 @@ std::vector<float> widen(const HostArray& a) {
   return out;
 }
 
-std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& in, int64_t rows,
-                                     int64_t cols, size_t elem) {
+std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& in, int64_t rows, int64_t cols, size_t elem) {
   std::vector<uint8_t> out(in.size());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
-      std::memcpy(&out[(static_cast<size_t>(c) * rows + r) * elem],
-                  &in[(static_cast<size_t>(r) * cols + c) * elem], elem);
+      std::memcpy(&out[(static_cast<size_t>(c) * rows + r) * elem], &in[(static_cast<size_t>(r) * cols + c) * elem],
+                  elem);
   return out;
 }
 
@@ -109,9 +116,7 @@ uint32_t raw_bits(const HostArray& a, size_t i) {
   return bits;
 }
 
-bool is_float_dtype(octet_dtype d) {
-  return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;
-}
+bool is_float_dtype(octet_dtype d) { return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16; }
 
 }  // namespace
 
@@ -127,8 +132,8 @@ std::string compare_arrays(const HostArray& got, const HostArray& expected) {
       if (std::isnan(gf) && std::isnan(ef) && std::signbit(gf) == std::signbit(ef)) continue;
     }
     const int64_t cols = expected.cols();
-    return "element [" + std::to_string(i / cols) + "," + std::to_string(i % cols) + "] is " +
-           hex_code(g, digits) + ", expected " + hex_code(e, digits);
+    return "element [" + std::to_string(i / cols) + "," + std::to_string(i % cols) + "] is " + hex_code(g, digits) +
+           ", expected " + hex_code(e, digits);
   }
   return "";
 }
@@ -137,22 +142,58 @@ std::vector<float> special_floats() {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   return {
-      nan, -nan, inf, -inf, 0.0f, -0.0f,
+      nan,
+      -nan,
+      inf,
+      -inf,
+      0.0f,
+      -0.0f,
       // E4M3: max, the overflow tie (464 -> 448), just above it, far above.
-      448.0f, -448.0f, 464.0f, 464.00003f, -465.0f, 480.0f, 1.0e30f, FLT_MAX,
+      448.0f,
+      -448.0f,
+      464.0f,
+      464.00003f,
+      -465.0f,
+      480.0f,
+      1.0e30f,
+      FLT_MAX,
       // E5M2: max, the overflow boundary at 61440, FP16's max and its tie.
-      57344.0f, 61439.996f, 61440.0f, -61440.0f, 65504.0f, 65520.0f, 65536.0f,
+      57344.0f,
+      61439.996f,
+      61440.0f,
+      -61440.0f,
+      65504.0f,
+      65520.0f,
+      65536.0f,
       // Subnormals of E4M3 (2^-9 spacing) and E5M2 (2^-16 spacing).
-      std::ldexp(1.0f, -9), -std::ldexp(1.0f, -9), std::ldexp(1.0f, -10),
-      std::ldexp(1.0001f, -10), std::ldexp(3.0f, -11), std::ldexp(7.5f, -9),
-      std::ldexp(1.0f, -6), std::ldexp(1.0f, -16), std::ldexp(1.0f, -17),
-      std::ldexp(1.5f, -17), std::ldexp(1.0f, -14), std::ldexp(0.75f, -14),
+      std::ldexp(1.0f, -9),
+      -std::ldexp(1.0f, -9),
+      std::ldexp(1.0f, -10),
+      std::ldexp(1.0001f, -10),
+      std::ldexp(3.0f, -11),
+      std::ldexp(7.5f, -9),
+      std::ldexp(1.0f, -6),
+      std::ldexp(1.0f, -16),
+      std::ldexp(1.0f, -17),
+      std::ldexp(1.5f, -17),
+      std::ldexp(1.0f, -14),
+      std::ldexp(0.75f, -14),
       // Ties to even in the normal range.
-      1.0625f, 1.1875f, 1.125f, 1.375f, 3.0f / 1024.0f + 1.0f,
+      1.0625f,
+      1.1875f,
+      1.125f,
+      1.375f,
+      3.0f / 1024.0f + 1.0f,
       // BF16 and FP16 ties and tiny values.
-      1.0f + std::ldexp(1.0f, -8), 1.0f + std::ldexp(3.0f, -8), 1.0f + std::ldexp(1.0f, -11),
-      std::ldexp(1.0f, -24), std::ldexp(1.0f, -25), std::ldexp(1.5f, -25),
-      std::ldexp(1.0f, -126), std::ldexp(1.0f, -149), -std::ldexp(1.0f, -140),
+      1.0f + std::ldexp(1.0f, -8),
+      1.0f + std::ldexp(3.0f, -8),
+      1.0f + std::ldexp(1.0f, -11),
+      std::ldexp(1.0f, -24),
+      std::ldexp(1.0f, -25),
+      std::ldexp(1.5f, -25),
+      std::ldexp(1.0f, -126),
+      std::ldexp(1.0f, -149),
+      -std::ldexp(1.0f, -140),
   };
 }
 

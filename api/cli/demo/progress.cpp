@@ -1,4 +1,4 @@
-#include "demo_progress.hpp"
+#include "demo/progress.hpp"
 
 #include <unistd.h>
 
@@ -19,8 +19,8 @@ void Progress::draw(int64_t done, double loss) {
   const int filled = static_cast<int>(done * kWidth / total_);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(kWidth - filled), '.');
-  std::fprintf(stderr, "\r%-12s [%s] %5lld/%lld", label_.c_str(), bar.c_str(),
-               static_cast<long long>(done), static_cast<long long>(total_));
+  std::fprintf(stderr, "\r%-12s [%s] %5lld/%lld", label_.c_str(), bar.c_str(), static_cast<long long>(done),
+               static_cast<long long>(total_));
   if (done > 0) std::fprintf(stderr, "  loss %.5g", loss);
   std::fflush(stderr);
 }
@@ -39,8 +39,8 @@ void Progress::update(int64_t done, double loss) {
   // Plain lines: every quarter of the run.
   const int64_t every = total_ >= 4 ? total_ / 4 : 1;
   if (done % every == 0 || done == total_) {
-    std::fprintf(stderr, "%-12s step %lld/%lld  loss %.5g\n", label_.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(total_), loss);
+    std::fprintf(stderr, "%-12s step %lld/%lld  loss %.5g\n", label_.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total_), loss);
     last_printed_ = done;
   }
 }

@@ -1,4 +1,4 @@
-#include "demo_model.hpp"
+#include "demo/model.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -9,26 +9,24 @@ namespace demo {
 
 void upload_floats(octet_tensor* tensor, int32_t dtype, const std::vector<float>& values) {
   if (dtype == OCTET_DTYPE_FP32) {
-    octet::check(octet_tensor_copy_from_host(tensor, OCTET_COMPONENT_DATA, values.data(),
-                                             values.size() * sizeof(float)));
+    octet::check(
+        octet_tensor_copy_from_host(tensor, OCTET_COMPONENT_DATA, values.data(), values.size() * sizeof(float)));
     return;
   }
   std::vector<uint16_t> codes(values.size());
   octet::check(octet_bf16_encode_array(values.data(), codes.data(), values.size()));
-  octet::check(octet_tensor_copy_from_host(tensor, OCTET_COMPONENT_DATA, codes.data(),
-                                           codes.size() * sizeof(uint16_t)));
+  octet::check(
+      octet_tensor_copy_from_host(tensor, OCTET_COMPONENT_DATA, codes.data(), codes.size() * sizeof(uint16_t)));
 }
 
 std::vector<float> download_floats(const octet_tensor* tensor, int32_t dtype, size_t count) {
   std::vector<float> out(count);
   if (dtype == OCTET_DTYPE_FP32) {
-    octet::check(octet_tensor_copy_to_host(tensor, OCTET_COMPONENT_DATA, out.data(),
-                                           count * sizeof(float)));
+    octet::check(octet_tensor_copy_to_host(tensor, OCTET_COMPONENT_DATA, out.data(), count * sizeof(float)));
     return out;
   }
   std::vector<uint16_t> codes(count);
-  octet::check(octet_tensor_copy_to_host(tensor, OCTET_COMPONENT_DATA, codes.data(),
-                                         count * sizeof(uint16_t)));
+  octet::check(octet_tensor_copy_to_host(tensor, OCTET_COMPONENT_DATA, codes.data(), count * sizeof(uint16_t)));
   octet::check(octet_bf16_decode_array(codes.data(), out.data(), count));
   return out;
 }
@@ -74,8 +72,7 @@ octet_tensor* Model::tensor(const std::vector<int64_t>& shape) {
   return tensors_.back().get();
 }
 
-Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype,
-             uint64_t seed)
+Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype, uint64_t seed)
     : context_(context), shape_(shape), dtype_(params_dtype) {
   try {
     for (int block = 0; block < 2; ++block) {
@@ -161,8 +158,8 @@ void Model::init_parameters(Layer& layer, Rng& rng) {
   octet::check(octet_layer_new_step(layer.layer));
 }
 
-double Model::step(const std::vector<float>& x, const std::vector<float>& target,
-                   const octet_recipe* recipe, const Adam* optimizer, int64_t step_number) {
+double Model::step(const std::vector<float>& x, const std::vector<float>& target, const octet_recipe* recipe,
+                   const Adam* optimizer, int64_t step_number) {
   const size_t nh = static_cast<size_t>(shape_.batch * shape_.hidden);
   const size_t no = static_cast<size_t>(shape_.batch * shape_.out);
   if (x.size() != nh || target.size() != no) throw std::invalid_argument("Model::step: sizes");

@@ -8,8 +8,8 @@
 #include <cstdlib>
 
 #include "capability_words.hpp"
-#include "checks.hpp"
 #include "commands.hpp"
+#include "validate/row_families.hpp"
 
 namespace octet_cli {
 namespace {
@@ -54,8 +54,7 @@ int parse(const std::vector<std::string>& args, ValidateOptions* options) {
 
 // Every available backend as it declares itself; the reference also under
 // both capability profiles, which drive the core's transpose logic.
-std::vector<Target> targets_for(const std::vector<octet::BackendInfo>& backends,
-                                const std::string& only) {
+std::vector<Target> targets_for(const std::vector<octet::BackendInfo>& backends, const std::string& only) {
   std::vector<Target> targets;
   for (const auto& b : backends) {
     if (!b.available || (!only.empty() && b.name != only)) continue;
@@ -73,9 +72,12 @@ std::string pad(const std::string& s, size_t width) {
 
 const char* verdict_words(Verdict v) {
   switch (v) {
-    case Verdict::Pass: return "PASS";
-    case Verdict::Fail: return "FAIL";
-    default: return "-";
+    case Verdict::Pass:
+      return "PASS";
+    case Verdict::Fail:
+      return "FAIL";
+    default:
+      return "-";
   }
 }
 
@@ -86,13 +88,11 @@ void print_table(const std::vector<Row>& rows) {
     target_width = std::max(target_width, r.target.size());
     result_width = std::max(result_width, std::min<size_t>(r.result.size(), 48));
   }
-  std::printf("%s  %s  %s  %s\n", pad("operation", op_width).c_str(),
-              pad("backend", target_width).c_str(), pad("result", result_width).c_str(),
-              "verdict");
+  std::printf("%s  %s  %s  %s\n", pad("operation", op_width).c_str(), pad("backend", target_width).c_str(),
+              pad("result", result_width).c_str(), "verdict");
   for (const Row& r : rows)
-    std::printf("%s  %s  %s  %s\n", pad(r.operation, op_width).c_str(),
-                pad(r.target, target_width).c_str(), pad(r.result, result_width).c_str(),
-                verdict_words(r.verdict));
+    std::printf("%s  %s  %s  %s\n", pad(r.operation, op_width).c_str(), pad(r.target, target_width).c_str(),
+                pad(r.result, result_width).c_str(), verdict_words(r.verdict));
 }
 
 // Says which backends the table covers and which it does not, so that a run
@@ -109,8 +109,7 @@ void print_coverage(const std::vector<octet::BackendInfo>& backends, const std::
   std::printf("validated against the reference: %s\n", validated.c_str());
   for (const auto& b : backends)
     if (!b.available && (only.empty() || b.name == only))
-      std::printf("not validated: %s (unavailable: %s)\n", b.name.c_str(),
-                  b.unavailable_reason.c_str());
+      std::printf("not validated: %s (unavailable: %s)\n", b.name.c_str(), b.unavailable_reason.c_str());
   if (others == 0)
     std::printf(
         "note: only the reference was validated (against itself, natively and under the\n"
@@ -127,13 +126,12 @@ int run_validate(const std::vector<std::string>& args) {
 
   const auto backends = octet::backends();
   if (!options.backend.empty()) {
-    const auto it = std::find_if(backends.begin(), backends.end(),
-                                 [&](const auto& b) { return b.name == options.backend; });
+    const auto it =
+        std::find_if(backends.begin(), backends.end(), [&](const auto& b) { return b.name == options.backend; });
     if (it == backends.end()) {
       std::string known;
       for (const auto& b : backends) known += (known.empty() ? "" : ", ") + b.name;
-      return usage_error("validate: no backend named '" + options.backend +
-                         "' (registered: " + known + ")");
+      return usage_error("validate: no backend named '" + options.backend + "' (registered: " + known + ")");
     }
     if (!it->available) {
       std::fprintf(stderr, "octet: backend '%s' is unavailable: %s\n", it->name.c_str(),
@@ -151,8 +149,7 @@ int run_validate(const std::vector<std::string>& args) {
       context = octet::Context(target.backend, target.profile);
     } catch (const octet::Error& e) {
       const bool unsupported = e.status() == OCTET_STATUS_UNSUPPORTED;
-      rows.push_back({"context create", target.label,
-                      unsupported ? Verdict::Unsupported : Verdict::Fail,
+      rows.push_back({"context create", target.label, unsupported ? Verdict::Unsupported : Verdict::Fail,
                       (unsupported ? "unsupported: " : "") + std::string(e.what())});
       continue;
     }
@@ -175,8 +172,7 @@ int run_validate(const std::vector<std::string>& args) {
     if (r.verdict == Verdict::Fail) ++failed;
     if (r.verdict == Verdict::Unsupported) ++unsupported;
   }
-  std::printf("\n%zu rows: %zu passed, %zu failed, %zu unsupported\n", rows.size(), passed,
-              failed, unsupported);
+  std::printf("\n%zu rows: %zu passed, %zu failed, %zu unsupported\n", rows.size(), passed, failed, unsupported);
   print_coverage(backends, options.backend);
   return failed ? kExitFailure : kExitOk;
 }

@@ -1,4 +1,4 @@
-#include "demo_math.hpp"
+#include "demo/host_math.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -70,8 +70,7 @@ std::vector<float> Teacher::forward(const std::vector<float>& x, int64_t rows) c
   return y;
 }
 
-double mse_loss(const std::vector<float>& y, const std::vector<float>& t,
-                std::vector<float>* grad) {
+double mse_loss(const std::vector<float>& y, const std::vector<float>& t, std::vector<float>* grad) {
   if (y.size() != t.size() || y.empty()) throw std::invalid_argument("mse_loss: sizes");
   const double n = static_cast<double>(y.size());
   double sum = 0.0;
@@ -84,8 +83,8 @@ double mse_loss(const std::vector<float>& y, const std::vector<float>& t,
   return sum / n;
 }
 
-void Adam::update(std::vector<float>& param, const std::vector<float>& grad,
-                  std::vector<float>& m, std::vector<float>& v, int64_t step) const {
+void Adam::update(std::vector<float>& param, const std::vector<float>& grad, std::vector<float>& m,
+                  std::vector<float>& v, int64_t step) const {
   if (grad.size() != param.size() || m.size() != param.size() || v.size() != param.size())
     throw std::invalid_argument("Adam::update: sizes");
   if (step < 1) throw std::invalid_argument("Adam::update: step starts at 1");

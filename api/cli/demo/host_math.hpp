@@ -35,16 +35,15 @@ struct Teacher {
 
 // loss = mean over all elements of (y - t)^2; grad (if not null) receives
 // dloss/dy = 2 (y - t) / n. Accumulates in double.
-double mse_loss(const std::vector<float>& y, const std::vector<float>& t,
-                std::vector<float>* grad);
+double mse_loss(const std::vector<float>& y, const std::vector<float>& t, std::vector<float>* grad);
 
 // Adam (Kingma & Ba) with bias correction, on FP32 master values.
 struct Adam {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   // One update of param with grad; m and v are its moment buffers (same
   // size), step is the 1-based step number.
-  void update(std::vector<float>& param, const std::vector<float>& grad,
-              std::vector<float>& m, std::vector<float>& v, int64_t step) const;
+  void update(std::vector<float>& param, const std::vector<float>& grad, std::vector<float>& m, std::vector<float>& v,
+              int64_t step) const;
 };
 
 // Mean of the last `count` values (all of them if fewer).

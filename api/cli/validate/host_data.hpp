@@ -19,19 +19,18 @@ struct HostArray {
   std::vector<uint8_t> bytes;
 
   size_t count() const;
-  int64_t rows() const;  // product of all but the last dimension
-  int64_t cols() const;  // last dimension
+  int64_t rows() const;       // product of all but the last dimension
+  int64_t cols() const;       // last dimension
   float get(size_t i) const;  // widened to FP32 (FP8: raw code decoded, no scale)
 };
 
 HostArray make_array(octet_dtype dtype, const std::vector<int64_t>& shape);
 // Narrows each FP32 value into dtype with the codecs of octet.h.
-HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape,
-                       const std::vector<float>& values, bool saturate = true);
+HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape, const std::vector<float>& values,
+                       bool saturate = true);
 std::vector<float> widen(const HostArray& a);
 // Row-major [rows, cols] -> [cols, rows] of elements of `elem` bytes.
-std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& in, int64_t rows,
-                                     int64_t cols, size_t elem);
+std::vector<uint8_t> transpose_bytes(const std::vector<uint8_t>& in, int64_t rows, int64_t cols, size_t elem);
 
 // "" when equal; otherwise the first difference in words. Floating outputs
 // count any NaN as equal to any NaN of the same sign (payloads are not part

@@ -1,6 +1,6 @@
 // The machinery of `octet validate`: what is validated (a Target), how the
 // cases of one table row are gathered into a verdict (RowCheck), and the
-// per-target run that the check families (checks.hpp) add rows to.
+// per-target run that the check families (row_families.hpp) add rows to.
 #pragma once
 
 #include <octet/octet.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "host_data.hpp"
+#include "validate/host_data.hpp"
 
 namespace octet_cli {
 
@@ -22,9 +22,7 @@ struct Target {
   // The reference as it declares itself: it is compared with expectations the
   // CLI computes itself (scalar codecs, double-precision GEMM) rather than
   // with another reference context.
-  bool is_plain_reference() const {
-    return backend == "reference" && profile == OCTET_PROFILE_NATIVE;
-  }
+  bool is_plain_reference() const { return backend == "reference" && profile == OCTET_PROFILE_NATIVE; }
 };
 
 enum class Verdict { Pass, Fail, Unsupported };
