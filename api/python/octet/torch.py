@@ -114,7 +114,7 @@ class _LayerFunction(_torch.autograd.Function):
         y, saved = module._run_forward(x, training=True)
         ctx.octet_module = module
         ctx.octet_saved = saved
-        ctx.octet_input_shape = x.shape
+        ctx.save_for_backward(x)  # a reference (as torch.nn.Linear keeps), for a second backward only
         return y
 
     @staticmethod
@@ -122,11 +122,10 @@ class _LayerFunction(_torch.autograd.Function):
     def backward(ctx, dy):
         module, saved = ctx.octet_module, ctx.octet_saved
         ctx.octet_saved = None
-        if saved is None or saved.consumed:
-            raise RuntimeError(f"octet.torch.{type(module).__name__}: this forward's backward already ran (Octet's "
-                               "saved handle is consumed by its backward); backward through it twice "
-                               "(retain_graph=True) is not supported")
-        return (None, *module._run_backward(saved, dy, ctx.octet_input_shape, ctx.needs_input_grad))
+        (x,) = ctx.saved_tensors
+        if saved is None or saved.consumed:  # retain_graph: Octet's handle went to the first backward
+            saved = module._run_forward(x, training=True)[1]
+        return (None, *module._run_backward(saved, dy, x.shape, ctx.needs_input_grad))
 
 
 class _Module(_torch.nn.Module):
