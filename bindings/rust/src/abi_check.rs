@@ -565,7 +565,11 @@ fn read_header(dir: &Path, name: &str) -> String {
 
 /// The headers' texts, one after the other.
 fn header_text() -> String {
-    HEADERS.iter().map(|h| read_header(&include_dir(), h)).collect::<Vec<_>>().join("\n")
+    HEADERS
+        .iter()
+        .map(|h| read_header(&include_dir(), h))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -597,7 +601,10 @@ fn sys_matches_the_header() {
 
 #[test]
 fn a_change_to_the_header_is_caught() {
-    let originals: Vec<String> = HEADERS.iter().map(|h| read_header(&include_dir(), h)).collect();
+    let originals: Vec<String> = HEADERS
+        .iter()
+        .map(|h| read_header(&include_dir(), h))
+        .collect();
     let edits = [
         // a field appended to a struct
         (
