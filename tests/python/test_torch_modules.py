@@ -308,6 +308,24 @@ def test_the_optimizer_step_is_what_the_next_forward_reads(ctx):
         m(x)
 
 
+def test_the_weight_cache_follows_the_optimizer(ctx):
+    """weight_cache=True keeps the FP8 weight between forwards until
+    new_step(); the module calls it when a weight changed in place, so the
+    next forward quantizes the new values (a module whose cache went stale
+    would give the old output)."""
+    x = torch.randn(6, 16, generator=torch.Generator().manual_seed(5))
+    recipe = octet.CurrentScaling()
+    cached = ot.Linear(16, 8, context=ctx, seed=0, weight_cache=True)
+    with ot.autocast(recipe, context=ctx), torch.no_grad():
+        before = cached(x)
+        cached.weight.mul_(-0.5)
+        after = cached(x)
+        fresh = ot.Linear(16, 8, context=ctx, seed=1)
+        fresh.load_state_dict({k: v for k, v in cached.state_dict().items() if k != "_extra_state"}, strict=False)
+        assert not torch.equal(before, after)
+        assert torch.equal(after, fresh(x))
+
+
 def test_bf16_linear_runs_in_bf16(ctx):
     """dtype=torch.bfloat16: BF16 parameters, input and output; the result
     within BF16 rounding (2^-8 relative, plus the FP32 sum) of FP32 math on

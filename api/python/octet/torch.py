@@ -16,7 +16,9 @@ and the input gradient are shared with Octet through DLPack, and the
 parameters ARE the Octet layer's parameter memory (torch.nn.Parameters over
 it), so an optimizer's in-place step is what the next forward reads. The
 parameter gradients are copied once out of the layer's gradient buffers
-(autograd owns and accumulates .grad).
+(autograd owns and accumulates .grad). A second backward through the same
+graph (retain_graph=True, gradcheck) runs the forward again from the input
+the autograd context keeps, then its backward.
 
 Importing octet does not import torch; this module does (import octet.torch,
 or the first use of the attribute octet.torch).
