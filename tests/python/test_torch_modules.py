@@ -23,9 +23,19 @@ U = 2.0**-24  # FP32 unit roundoff
 F = torch.nn.functional
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    return octet.Context("reference")
+def _layer_backends():
+    """The reference, and the cpu backend where it is built (it has every
+    layer kernel)."""
+    names = ["reference"]
+    for b in octet.backends():
+        if b["name"] == "cpu" and b["available"]:
+            names.append("cpu")
+    return names
+
+
+@pytest.fixture(scope="module", params=_layer_backends())
+def ctx(request):
+    return octet.Context(request.param)
 
 
 def _gamma_bound(k, x, w, b=None):
