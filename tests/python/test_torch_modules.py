@@ -11,6 +11,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -160,7 +161,6 @@ def test_gradcheck_in_fp32(ctx, cls, kw):
 
     def fn(x, *params):
         return m(x)
-    import warnings
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*double precision.*")
         assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-2, atol=5e-3, rtol=5e-3)
@@ -180,7 +180,6 @@ def test_gradcheck_fails_on_a_wrong_gradient(ctx):
         def backward(c, g):
             return g * 1.05
 
-    import warnings
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*double precision.*")
         assert not torch.autograd.gradcheck(lambda x: m(Scaled.apply(x)), (x,), eps=1e-2, atol=5e-3, rtol=5e-3,
