@@ -407,3 +407,22 @@ def test_the_example_trains_an_mlp_in_fp8_and_fp32():
     for first, last in losses.values():
         assert last < first / 3
     assert abs(losses["fp8"][1] - losses["fp32"][1]) <= 0.05 * losses["fp32"][1]
+
+
+def test_output_gradients_that_are_views_are_taken(ctx):
+    """Autograd may hand the backward an expanded dy (the gradient of a sum)
+    or a view at an unaligned offset (the gradient of a torch.cat): both
+    give the gradients of a plain contiguous dy."""
+    m = ot.Linear(8, 3, context=ctx, seed=2)
+    g = torch.Generator().manual_seed(9)
+    x1, x2 = torch.randn(5, 8, generator=g), torch.randn(4, 8, generator=g)
+    w = torch.randn(9, 3, generator=g)
+    (torch.cat([m(x1), m(x2)]) * w).sum().backward()  # dy of m(x2) starts 5 * 3 floats in: unaligned
+    got = m.weight.grad.clone()
+    m.zero_grad()
+    m(x1).backward(w[:5].clone())
+    m(x2).backward(w[5:].clone())
+    assert torch.equal(got, m.weight.grad)
+    m.zero_grad()
+    m(x1).sum().backward()  # an expanded dy (stride 0)
+    assert torch.allclose(m.weight.grad, x1.sum(0).expand(3, 8), rtol=0, atol=1e-5)
