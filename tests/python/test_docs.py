@@ -1,6 +1,7 @@
 """The Python code the documentation shows runs as it stands: the tour that
-opens docs/python.md (its first ```python block) and the README's snippet
-(the `python3 -c '...'` of "From Python")."""
+opens docs/python.md (its first ```python block), the first program of
+docs/pytorch.md and the README's snippet (the `python3 -c '...'` of "From
+Python")."""
 
 import contextlib
 import io
@@ -8,6 +9,7 @@ import pathlib
 import re
 
 import numpy as np
+import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -44,3 +46,16 @@ def test_the_readme_python_snippet_runs():
     code = "\n".join(line[4:] for line in m.group(1).splitlines())
     printed, _ = _run(code, "README.md (From Python)")
     assert printed.strip() == "(64, 16)"
+
+
+def test_the_first_program_of_docs_pytorch_md_runs(tmp_path):
+    pytest.importorskip("torch")
+    text = (REPO / "docs" / "pytorch.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
+    assert blocks and text.index("```python") < text.index("\n## "), "docs/pytorch.md must open with its example"
+    code = blocks[0].replace('"/tmp/octet_mlp.pt"', repr(str(tmp_path / "octet_mlp.pt")))
+    printed, ns = _run(code, "docs/pytorch.md (first program)")
+    loss = float(re.fullmatch(r"loss ([0-9.]+)\n", printed).group(1))
+    assert 0 < loss < 1.5
+    state = ns["torch"].load(tmp_path / "octet_mlp.pt", weights_only=True)
+    assert "0._extra_state" in state and "1.weight" in state

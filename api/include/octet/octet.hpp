@@ -346,6 +346,12 @@ class Tensor : public detail::TensorOps<Tensor> {
   // a Tensor goes wherever a TensorView is taken.
   TensorView view() const noexcept { return TensorView(handle_); }
   operator TensorView() const noexcept { return TensorView(handle_); }
+  // Takes ownership of a handle a C call created (this Tensor destroys it).
+  static Tensor adopt(octet_tensor* handle) noexcept {
+    Tensor t;
+    t.handle_ = handle;
+    return t;
+  }
 
  private:
   static octet_tensor_desc make_desc(octet_dtype dtype, const std::vector<int64_t>& shape,
@@ -871,6 +877,85 @@ class Layer {
  private:
   octet_layer* handle_ = nullptr;
 };
+
+// ---- DLPack (octet_dlpack.h) ---------------------------------------------
+//
+// Zero-copy exchange with frameworks that speak DLPack (PyTorch, NumPy, JAX,
+// CuPy through their C++ APIs, ...). The rules (what an import accepts, who
+// calls which deleter) are octet_dlpack.h's.
+
+}  // namespace octet
+
+#include "octet_dlpack.h"
+
+namespace octet {
+
+// An owned DLManagedTensorVersioned (octet_dlpack_managed_tensor_versioned):
+// the destructor calls its deleter once, unless release() handed it on.
+// Move-only. It holds what to_dlpack exported (keeping the Octet memory
+// alive, even past the Tensor's destruction), or what another producer
+// gave, to import with from_dlpack.
+class DLPackTensor {
+ public:
+  DLPackTensor() noexcept = default;
+  explicit DLPackTensor(octet_dlpack_managed_tensor_versioned* managed) noexcept
+      : managed_(managed) {}
+  ~DLPackTensor() { reset(); }
+  DLPackTensor(DLPackTensor&& other) noexcept : managed_(std::exchange(other.managed_, nullptr)) {}
+  DLPackTensor& operator=(DLPackTensor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      managed_ = std::exchange(other.managed_, nullptr);
+    }
+    return *this;
+  }
+  DLPackTensor(const DLPackTensor&) = delete;
+  DLPackTensor& operator=(const DLPackTensor&) = delete;
+
+  octet_dlpack_managed_tensor_versioned* get() const noexcept { return managed_; }
+  explicit operator bool() const noexcept { return managed_ != nullptr; }
+  // The DLTensor (empty object: throws octet::Error).
+  const octet_dlpack_tensor& tensor() const {
+    if (!managed_) throw Error(OCTET_STATUS_INVALID_ARGUMENT, "DLPackTensor: empty (moved from or released)");
+    return managed_->dl_tensor;
+  }
+  // The first element: data + byte_offset (host memory only to dereference).
+  template <typename T>
+  T* data() const {
+    const octet_dlpack_tensor& t = tensor();
+    return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
+  }
+  // Hands the struct on (to a consumer that will call its deleter); this
+  // object becomes empty.
+  octet_dlpack_managed_tensor_versioned* release() noexcept { return std::exchange(managed_, nullptr); }
+  // Calls the deleter now (if any) and becomes empty.
+  void reset() noexcept {
+    octet_dlpack_managed_tensor_versioned* m = std::exchange(managed_, nullptr);
+    if (m && m->deleter) m->deleter(m);
+  }
+
+ private:
+  octet_dlpack_managed_tensor_versioned* managed_ = nullptr;
+};
+
+// Exports one component of `tensor` (octet_component: DATA, a quantized
+// tensor's scales, ...) without copying (octet_tensor_to_dlpack).
+inline DLPackTensor to_dlpack(TensorView tensor, octet_component component = OCTET_COMPONENT_DATA) {
+  octet_dlpack_managed_tensor_versioned* managed = nullptr;
+  check(octet_tensor_to_dlpack(tensor.get(), component, &managed));
+  return DLPackTensor(managed);
+}
+
+// A Tensor on `context` over the memory `managed` describes, without
+// copying (octet_tensor_from_dlpack). On success the Tensor owns the struct
+// (Octet calls its deleter when the last user of the memory lets go) and
+// `managed` is empty; on failure (octet::Error) `managed` still owns it.
+inline Tensor from_dlpack(Context& context, DLPackTensor&& managed) {
+  octet_tensor* handle = nullptr;
+  check(octet_tensor_from_dlpack(context.get(), managed.get(), &handle));
+  managed.release();
+  return Tensor::adopt(handle);
+}
 
 }  // namespace octet
 

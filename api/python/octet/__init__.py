@@ -46,3 +46,12 @@ from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RM
 
 # The loaded liboctet's version (octet_library_version), as "major.minor.patch".
 __version__ = "{}.{}.{}".format(*library_version())
+
+
+def __getattr__(name):
+    """octet.torch (torch.nn.Modules over the layers) is imported on first
+    use, so that importing octet never imports torch."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'octet' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-//! The one-declaration check: `sys.rs` against `octet.h` itself.
+//! The one-declaration check: `sys.rs` against `octet.h` and `octet_dlpack.h`
+//! themselves.
 //!
 //! The expectations come from the header, not from `sys.rs`: the header's
 //! text is parsed for every `typedef struct` (fields and their C types),
@@ -379,7 +380,8 @@ fn scratch_dir() -> PathBuf {
 /// `field STRUCT NAME OFFSET` and `const NAME VALUE`.
 fn c_layout(header: &Header, include: &Path) -> BTreeMap<String, i128> {
     let mut program = String::from(
-        "#include <stddef.h>\n#include <stdio.h>\n#include <octet/octet.h>\nint main(void) {\n",
+        "#include <stddef.h>\n#include <stdio.h>\n#include <octet/octet.h>\n#include <octet/octet_dlpack.h>\n\
+         int main(void) {\n",
     );
     for (name, fields) in &header.structs {
         program += &format!(
@@ -554,25 +556,19 @@ fn differences(header_text: &str, include: &Path) -> Vec<String> {
     problems
 }
 
-/// The headers read as one: octet_types.h, then octet.h.
-const HEADER_FILES: [&str; 2] = ["octet/octet_types.h", "octet/octet.h"];
+/// The headers sys.rs declares, relative to the include folder.
+const HEADERS: [&str; 3] = ["octet/octet_types.h", "octet/octet.h", "octet/octet_dlpack.h"];
 
-fn header_files() -> Vec<(&'static str, String)> {
-    HEADER_FILES
-        .iter()
-        .map(|name| {
-            let path = include_dir().join(name);
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            (*name, text)
-        })
-        .collect()
+fn read_header(dir: &Path, name: &str) -> String {
+    let path = dir.join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The headers' texts, one after the other.
 fn header_text() -> String {
-    header_files()
-        .into_iter()
-        .map(|(_, text)| text)
+    HEADERS
+        .iter()
+        .map(|h| read_header(&include_dir(), h))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -599,15 +595,17 @@ fn sys_matches_the_header() {
     let problems = differences(&header_text(), &include_dir());
     assert!(
         problems.is_empty(),
-        "sys.rs differs from octet.h:\n  {}",
+        "sys.rs differs from the headers:\n  {}",
         problems.join("\n  ")
     );
 }
 
 #[test]
 fn a_change_to_the_header_is_caught() {
-    let files = header_files();
-    let original = header_text();
+    let originals: Vec<String> = HEADERS
+        .iter()
+        .map(|h| read_header(&include_dir(), h))
+        .collect();
     let edits = [
         // a field appended to a struct
         (
@@ -650,26 +648,34 @@ fn a_change_to_the_header_is_caught() {
             "#define OCTET_ABI_MINOR 99",
             "OCTET_ABI_MINOR",
         ),
+        // octet_dlpack.h: a field's type, a function, a constant
+        (
+            "  uint64_t byte_offset;",
+            "  int64_t byte_offset;",
+            "octet_dlpack_tensor.byte_offset",
+        ),
+        (
+            "OCTET_API octet_status octet_tensor_to_dlpack(",
+            "OCTET_API octet_status octet_added_dlpack(int32_t n);\nOCTET_API octet_status octet_tensor_to_dlpack(",
+            "octet_added_dlpack",
+        ),
+        (
+            "OCTET_DLPACK_DEVICE_CUDA = 2,",
+            "OCTET_DLPACK_DEVICE_CUDA = 7,",
+            "OCTET_DLPACK_DEVICE_CUDA is 7 in C",
+        ),
     ];
     for (from, to, expected) in edits {
-        assert!(
-            original.contains(from),
-            "the header no longer contains {from:?}"
-        );
-        // The edit lands in whichever header holds the text; both are copied.
+        let which = originals.iter().position(|text| text.contains(from));
+        let which = which.unwrap_or_else(|| panic!("no header contains {from:?} any more"));
+        let mut texts = originals.clone();
+        texts[which] = texts[which].replacen(from, to, 1);
         let dir = scratch_dir();
         std::fs::create_dir_all(dir.join("octet")).unwrap();
-        let mut edited = Vec::new();
-        for (name, text) in &files {
-            let text = if text.contains(from) {
-                text.replacen(from, to, 1)
-            } else {
-                text.clone()
-            };
-            std::fs::write(dir.join(name), &text).unwrap();
-            edited.push(text);
+        for (name, text) in HEADERS.iter().zip(&texts) {
+            std::fs::write(dir.join(name), text).unwrap();
         }
-        let problems = differences(&edited.join("\n"), &dir);
+        let problems = differences(&texts.join("\n"), &dir);
         std::fs::remove_dir_all(&dir).ok();
         assert!(
             problems.iter().any(|p| p.contains(expected)),

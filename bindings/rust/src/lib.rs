@@ -53,6 +53,10 @@
 //! send::<octet::Quantizer<'static>>();
 //! ```
 //! ```compile_fail
+//! fn send<T: Send>() {}
+//! send::<octet::DlpackTensor>();
+//! ```
+//! ```compile_fail
 //! // A tensor cannot outlive its context.
 //! let tensor = {
 //!     let ctx = octet::Context::new("reference").unwrap();
@@ -1585,6 +1589,234 @@ impl Drop for Layer<'_> {
 impl fmt::Debug for Layer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Layer").field("raw", &self.raw).finish()
+    }
+}
+
+// ---- DLPack ---------------------------------------------------------------------------
+
+/// An owned DLPack tensor (`DLManagedTensorVersioned`, under Octet's name
+/// `octet_dlpack_managed_tensor_versioned`, `octet_dlpack.h`): what
+/// [`Tensor::to_dlpack`] exports, or what another producer hands over to
+/// import with [`Context::tensor_from_dlpack`]. Its deleter runs exactly
+/// once: on drop, unless [`DlpackTensor::into_raw`] handed it on.
+///
+/// Neither `Send` nor `Sync`: the deleter of an export may free Octet memory,
+/// which must happen on a thread that may use the tensor's context
+/// (docs/abi.md, "Thread safety").
+pub struct DlpackTensor {
+    raw: NonNull<sys::octet_dlpack_managed_tensor_versioned>,
+    _not_send_sync: PhantomData<*mut u8>,
+}
+
+impl DlpackTensor {
+    /// Takes ownership of a producer's struct (None for NULL).
+    ///
+    /// # Safety
+    /// `raw` is NULL or a valid `DLManagedTensorVersioned` that nobody else
+    /// will delete: its deleter (if any) may be called once, by this object
+    /// or by the Octet tensor it is imported into, and its memory is what
+    /// `dl_tensor` describes until then.
+    pub unsafe fn from_raw(
+        raw: *mut sys::octet_dlpack_managed_tensor_versioned,
+    ) -> Option<DlpackTensor> {
+        NonNull::new(raw).map(|raw| DlpackTensor {
+            raw,
+            _not_send_sync: PhantomData,
+        })
+    }
+
+    /// Hands the struct on (to a consumer that will call its deleter once).
+    pub fn into_raw(self) -> *mut sys::octet_dlpack_managed_tensor_versioned {
+        let raw = self.raw.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
+
+    /// The struct, still owned by `self`.
+    pub fn as_ptr(&self) -> *mut sys::octet_dlpack_managed_tensor_versioned {
+        self.raw.as_ptr()
+    }
+
+    /// The described tensor (`DLTensor`).
+    pub fn dl_tensor(&self) -> &sys::octet_dlpack_tensor {
+        // SAFETY: valid while self owns it (from_raw's contract).
+        unsafe { &self.raw.as_ref().dl_tensor }
+    }
+
+    /// `(device_type, device_id)`: `OCTET_DLPACK_DEVICE_*`.
+    pub fn device(&self) -> (i32, i32) {
+        let d = self.dl_tensor().device;
+        (d.device_type, d.device_id)
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[i64] {
+        let t = self.dl_tensor();
+        if t.ndim <= 0 || t.shape.is_null() {
+            return &[];
+        }
+        // SAFETY: DLPack's shape holds ndim entries.
+        unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }
+    }
+
+    /// The Octet dtype of the elements (`octet_dtype_from_dlpack`).
+    pub fn dtype(&self) -> Result<DType> {
+        let t = self.dl_tensor();
+        if t.dtype.lanes != 1 {
+            return Err(Error::invalid(format!(
+                "a DLPack dtype with {} lanes has no Octet dtype",
+                t.dtype.lanes
+            )));
+        }
+        let mut code = 0;
+        // SAFETY: a global function and a valid out-pointer.
+        unsafe {
+            check(sys::octet_dtype_from_dlpack(
+                t.dtype.code,
+                t.dtype.bits,
+                &mut code,
+            ))?
+        };
+        DType::from_code(code).ok_or_else(|| Error::invalid(format!("unknown dtype {code}")))
+    }
+
+    /// Where host code may read the elements: checks that the memory is the
+    /// host's, compact row-major, of `T`'s dtype.
+    fn host_elements<T: HostElement>(&self) -> Result<(*mut T, usize)> {
+        let t = self.dl_tensor();
+        let (device, _) = self.device();
+        if ![
+            sys::OCTET_DLPACK_DEVICE_CPU,
+            sys::OCTET_DLPACK_DEVICE_CUDA_HOST,
+            sys::OCTET_DLPACK_DEVICE_CUDA_MANAGED,
+        ]
+        .contains(&device)
+        {
+            return Err(Error::invalid(format!(
+                "the DLPack tensor is on device type {device}, not host memory: it has no host slice"
+            )));
+        }
+        let dtype = self.dtype()?.code();
+        if !T::matches(dtype) {
+            // SAFETY: a global function.
+            let name = unsafe { static_str(sys::octet_dtype_name(dtype)) };
+            return Err(Error::invalid(format!(
+                "the DLPack tensor holds {name} elements, which a [{}] does not",
+                T::NAME
+            )));
+        }
+        let shape = self.shape();
+        if !t.strides.is_null() {
+            // SAFETY: DLPack's strides hold ndim entries.
+            let strides = unsafe { std::slice::from_raw_parts(t.strides, shape.len()) };
+            let mut expected = 1i64;
+            for (size, stride) in shape.iter().zip(strides).rev() {
+                if *size != 1 && *stride != expected {
+                    return Err(Error::invalid(
+                        "the DLPack tensor is not compact row-major: it has no slice view".into(),
+                    ));
+                }
+                expected *= size;
+            }
+        }
+        let count = shape.iter().product::<i64>().max(0) as usize;
+        // SAFETY: the first element is at data + byte_offset (DLPack).
+        let first = unsafe { (t.data as *mut u8).add(t.byte_offset as usize) } as *mut T;
+        if count > 0 && (first.is_null() || first as usize % std::mem::align_of::<T>() != 0) {
+            return Err(Error::invalid(
+                "the DLPack tensor's data is NULL or misaligned for its type".into(),
+            ));
+        }
+        Ok((first, count))
+    }
+
+    /// The elements as a host slice (`f32` for FP32, `u16` for BF16/FP16
+    /// codes, `u8` for FP8/E8M0 codes): no copy.
+    pub fn as_slice<T: HostElement>(&self) -> Result<&[T]> {
+        let (first, count) = self.host_elements::<T>()?;
+        if count == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: checked above: host memory of `count` elements of T, alive while self is.
+        Ok(unsafe { std::slice::from_raw_parts(first, count) })
+    }
+
+    /// The elements as a mutable host slice; refused for read-only memory
+    /// (`OCTET_DLPACK_FLAG_READ_ONLY`).
+    pub fn as_mut_slice<T: HostElement>(&mut self) -> Result<&mut [T]> {
+        // SAFETY: valid while self owns it.
+        if unsafe { self.raw.as_ref().flags } & sys::OCTET_DLPACK_FLAG_READ_ONLY != 0 {
+            return Err(Error::invalid("the DLPack tensor is read-only".into()));
+        }
+        let (first, count) = self.host_elements::<T>()?;
+        if count == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: as in as_slice; &mut self makes the borrow exclusive.
+        Ok(unsafe { std::slice::from_raw_parts_mut(first, count) })
+    }
+}
+
+impl Drop for DlpackTensor {
+    fn drop(&mut self) {
+        // SAFETY: owned by self; the deleter is called once.
+        unsafe {
+            if let Some(deleter) = self.raw.as_ref().deleter {
+                deleter(self.raw.as_ptr());
+            }
+        }
+    }
+}
+
+impl fmt::Debug for DlpackTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DlpackTensor")
+            .field("raw", &self.raw)
+            .field("device", &self.device())
+            .field("shape", &self.shape())
+            .finish()
+    }
+}
+
+impl Tensor<'_> {
+    /// Exports one component without copying (`octet_tensor_to_dlpack`):
+    /// `Component::Data` (a quantized tensor's FP8 codes), its scales
+    /// (`Scale`, `ScaleInv`, `Amax`, the block grids) or its
+    /// `ColumnwiseData`. The export keeps the memory alive after the
+    /// tensor is dropped.
+    pub fn to_dlpack(&self, component: Component) -> Result<DlpackTensor> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live tensor and a valid out-pointer.
+        unsafe {
+            check(sys::octet_tensor_to_dlpack(
+                self.as_ptr(),
+                component.code(),
+                &mut raw,
+            ))?;
+            Ok(DlpackTensor::from_raw(raw).expect("octet_tensor_to_dlpack succeeded with NULL"))
+        }
+    }
+}
+
+impl Context {
+    /// A tensor on this context over the memory `managed` describes, without
+    /// copying (`octet_tensor_from_dlpack`); the tensor then owns `managed`
+    /// (its deleter runs when the last Octet user lets go). Refused with the
+    /// library's message (non-contiguous, misaligned, read-only, another
+    /// device, a dtype Octet lacks); `managed` is then dropped, which calls
+    /// its deleter, as a DLPack consumer that is done with it must.
+    pub fn tensor_from_dlpack(&self, managed: DlpackTensor) -> Result<Tensor<'_>> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live context; a valid struct that Octet owns on success.
+        unsafe {
+            check(sys::octet_tensor_from_dlpack(
+                self.as_ptr(),
+                managed.as_ptr(),
+                &mut raw,
+            ))?
+        };
+        let _ = managed.into_raw(); // Octet owns it now
+        Ok(Tensor::owned(raw))
     }
 }
 

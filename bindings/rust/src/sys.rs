@@ -1,6 +1,6 @@
-//! The raw declaration of `octet.h` (with the `octet_types.h` it includes):
-//! every type, constant and `OCTET_API` function of the header, spelled as
-//! the header spells it.
+//! The raw declaration of `octet.h` (with the `octet_types.h` it includes)
+//! and `octet_dlpack.h`: every type, constant and `OCTET_API` function of the
+//! headers, spelled as they spell it.
 //!
 //! This is the crate's only declaration of the C ABI. The unit tests in
 //! `src/abi_check.rs` compare it with the header itself: a C program compiled
@@ -253,6 +253,22 @@ c_constants! {
 
     pub const OCTET_WEIGHTS_HIGH_PRECISION: octet_weight_storage = 0;
     pub const OCTET_WEIGHTS_FP8_ONLY: octet_weight_storage = 1;
+
+    // octet_dlpack.h
+    pub const OCTET_DLPACK_MAJOR_VERSION: u32 = 1;
+    pub const OCTET_DLPACK_MINOR_VERSION: u32 = 1;
+    pub const OCTET_DLPACK_DEVICE_CPU: i32 = 1;
+    pub const OCTET_DLPACK_DEVICE_CUDA: i32 = 2;
+    pub const OCTET_DLPACK_DEVICE_CUDA_HOST: i32 = 3;
+    pub const OCTET_DLPACK_DEVICE_CUDA_MANAGED: i32 = 13;
+    pub const OCTET_DLPACK_CODE_FLOAT: u8 = 2;
+    pub const OCTET_DLPACK_CODE_BFLOAT: u8 = 4;
+    pub const OCTET_DLPACK_CODE_FLOAT8_E4M3FN: u8 = 10;
+    pub const OCTET_DLPACK_CODE_FLOAT8_E5M2: u8 = 12;
+    pub const OCTET_DLPACK_CODE_FLOAT8_E8M0FNU: u8 = 14;
+    pub const OCTET_DLPACK_FLAG_READ_ONLY: u64 = 1;
+    pub const OCTET_DLPACK_FLAG_IS_COPIED: u64 = 2;
+    pub const OCTET_DLPACK_FLAG_IS_SUBBYTE_TYPE_PADDED: u64 = 4;
 }
 
 // ---- structs ------------------------------------------------------------------
@@ -468,6 +484,48 @@ c_structs! {
         pub norm: i32,
         pub epsilon: f32,
         pub activation: i32,
+    }
+
+    // octet_dlpack.h: DLPack's structs under Octet's names (DLPackVersion,
+    // DLDevice, DLDataType, DLTensor, DLManagedTensor, DLManagedTensorVersioned).
+    pub struct octet_dlpack_version {
+        pub major: u32,
+        pub minor: u32,
+    }
+
+    pub struct octet_dlpack_device {
+        pub device_type: i32,
+        pub device_id: i32,
+    }
+
+    pub struct octet_dlpack_dtype {
+        pub code: u8,
+        pub bits: u8,
+        pub lanes: u16,
+    }
+
+    pub struct octet_dlpack_tensor {
+        pub data: *mut c_void,
+        pub device: octet_dlpack_device,
+        pub ndim: i32,
+        pub dtype: octet_dlpack_dtype,
+        pub shape: *mut i64,
+        pub strides: *mut i64,
+        pub byte_offset: u64,
+    }
+
+    pub struct octet_dlpack_managed_tensor {
+        pub dl_tensor: octet_dlpack_tensor,
+        pub manager_ctx: *mut c_void,
+        pub deleter: Option<unsafe extern "C" fn(this: *mut octet_dlpack_managed_tensor)>,
+    }
+
+    pub struct octet_dlpack_managed_tensor_versioned {
+        pub version: octet_dlpack_version,
+        pub manager_ctx: *mut c_void,
+        pub deleter: Option<unsafe extern "C" fn(this: *mut octet_dlpack_managed_tensor_versioned)>,
+        pub flags: u64,
+        pub dl_tensor: octet_dlpack_tensor,
     }
 }
 
@@ -817,4 +875,26 @@ extern "C" {
         accumulate: i32,
     ) -> octet_status;
     pub fn octet_saved_destroy(saved: *mut octet_saved);
+
+    // DLPack (octet_dlpack.h)
+    pub fn octet_tensor_from_dlpack(
+        context: *mut octet_context,
+        managed: *mut octet_dlpack_managed_tensor_versioned,
+        tensor: *mut *mut octet_tensor,
+    ) -> octet_status;
+    pub fn octet_tensor_from_dlpack_legacy(
+        context: *mut octet_context,
+        managed: *mut octet_dlpack_managed_tensor,
+        tensor: *mut *mut octet_tensor,
+    ) -> octet_status;
+    pub fn octet_tensor_to_dlpack(
+        tensor: *mut octet_tensor,
+        component: i32,
+        managed: *mut *mut octet_dlpack_managed_tensor_versioned,
+    ) -> octet_status;
+    pub fn octet_tensor_to_dlpack_legacy(
+        tensor: *mut octet_tensor,
+        component: i32,
+        managed: *mut *mut octet_dlpack_managed_tensor,
+    ) -> octet_status;
 }
