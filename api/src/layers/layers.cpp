@@ -48,7 +48,8 @@ TensorPtr make_fp8(const Ctx& ctx, octet_dtype dtype, int64_t rows, int64_t cols
 }
 
 void fill_zero(TensorState& t) {
-  std::vector<unsigned char> zeros(size_t(t.numel()) * t.element_bytes(), 0);
+  std::vector<unsigned char> zeros =
+      host_array<unsigned char>(size_t(t.numel()) * t.element_bytes(), "the zeros that clear a tensor");
   t.data.copy_from_host(zeros.data(), zeros.size());
 }
 
@@ -147,7 +148,7 @@ KeptScale keep_scale(const Ctx& ctx, const TensorState& t, const UsedScale& used
   KeptScale kept;
   kept.host = used.host;
   if (used.on_device && t.scaling_mode == OCTET_SCALING_PER_TENSOR) {  // block scales: from the data
-    kept.device = std::make_shared<Buffer>(Buffer::uncounted(ctx, sizeof(float)));
+    kept.device = std::make_shared<Buffer>(ctx, sizeof(float), OCTET_MEMORY_SAVED_ACTIVATIONS);
     copy_floats(*ctx, t.scalar(kScale), static_cast<float*>(kept.device->data()), 1);
   }
   return kept;
