@@ -19,7 +19,7 @@ constexpr const char* kKernel = "gemm";
 // accepted dtype), whether it is stored [outer, k] or transposed [k, outer].
 std::vector<float> widen_operand(const octet_matrix_view& view, bool transposed, int64_t outer,
                                  int64_t k) {
-  std::vector<float> widened(static_cast<std::size_t>(outer * k));
+  std::vector<float> widened = host_vector<float>(static_cast<std::size_t>(outer * k));
   for (int64_t i = 0; i < outer; ++i) {
     for (int64_t kk = 0; kk < k; ++kk) {
       const std::size_t index =

@@ -131,7 +131,7 @@ int32_t norm_forward(const octet_norm_forward_args* args) {
   if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
   const size_t esize = dtype_size(args->output.dtype);
   std::vector<unsigned char> rounded;
-  if (args->quantize != nullptr) rounded.resize(size_t(rows * cols) * esize);
+  if (args->quantize != nullptr) rounded = host_vector<unsigned char>(size_t(rows * cols) * esize);
   const octet_matrix_view dense{rounded.data(), args->output.dtype, 0, rows, cols, cols};
   const float n = float(cols);
   for (int64_t r = 0; r < rows; ++r) {
@@ -194,8 +194,8 @@ int32_t norm_backward(const octet_norm_backward_args* args) {
   const size_t width = static_cast<size_t>(cols);
   // dyr holds the row of dy: dx may be dy itself, so dy's values are read
   // (all of the row) before that row of dx is written.
-  std::vector<float> dgamma(width, 0.0f), dbeta(width, 0.0f), xhat(width, 0.0f), g(width, 0.0f),
-      dyr(width, 0.0f);
+  std::vector<float> dgamma = host_vector<float>(width), dbeta = host_vector<float>(width),
+                     xhat = host_vector<float>(width), g = host_vector<float>(width), dyr = host_vector<float>(width);
   const float n = float(cols);
   for (int64_t r = 0; r < rows; ++r) {
     const float rstd = args->rstd[r];
@@ -283,7 +283,7 @@ int32_t bias_gradient(const octet_bias_gradient_args* args) {
   if (int32_t s = check_matrix(kernel, "args->grad_output", dy, DtypeClass::HighPrecision)) return s;
   if (int32_t s = check_not_null(kernel, "args->sums_out", args->sums_out)) return s;
   if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
-  std::vector<float> sums(size_t(dy.cols), 0.0f);
+  std::vector<float> sums = host_vector<float>(size_t(dy.cols));
   for (int64_t r = 0; r < dy.rows; ++r)
     for (int64_t c = 0; c < dy.cols; ++c) sums[size_t(c)] = add(sums[size_t(c)], at(dy, r, c));
   if (args->quantize != nullptr) {

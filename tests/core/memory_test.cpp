@@ -64,3 +64,32 @@ TEST(Memory, BadArguments) {
   EXPECT_STREQ(octet_memory_category_name(OCTET_MEMORY_SAVED_ACTIVATIONS), "saved activations");
   EXPECT_STREQ(octet_memory_category_name(99), "invalid");
 }
+
+// A delayed-scaling quantizer on the reference keeps its state (scale,
+// scale_inv and the amax history, one float each) in the context's memory:
+// counted under QUANTIZED_COPIES while it lives there, gone when the
+// quantizer is destroyed.
+TEST(Memory, QuantizerStateIsCountedInTheContextThatHoldsIt) {
+  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+  octet_delayed_scaling_options o;
+  ASSERT_EQ(octet_delayed_scaling_options_init(&o), OCTET_STATUS_SUCCESS);
+  o.amax_history_len = 16;
+  octet_recipe* recipe = nullptr;
+  ASSERT_EQ(octet_recipe_create_delayed(&o, &recipe), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  octet_quantizer* quantizer = nullptr;
+  ASSERT_EQ(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &quantizer), OCTET_STATUS_SUCCESS);
+  int32_t dtype = 0, mode = 0;
+  ASSERT_EQ(octet_recipe_tensor_format(recipe, OCTET_ROLE_INPUT, &dtype, &mode), OCTET_STATUS_SUCCESS);
+  TensorPtr x = make_fp32(ctx.get(), 8, 16, random_values(8 * 16, 1.0f, 7));
+  TensorPtr q = make_tensor(ctx.get(), dtype, {8, 16}, OCTET_USAGE_ROWWISE);
+  const uint64_t tensors_only = stats_of(ctx.get()).current_bytes[OCTET_MEMORY_QUANTIZED_COPIES];
+  ASSERT_EQ(octet_quantizer_quantize(ctx.get(), quantizer, x.get(), q.get(), nullptr, nullptr), OCTET_STATUS_SUCCESS)
+      << octet_last_error_message();
+  const uint64_t state_bytes = (2 + 16) * sizeof(float);
+  octet_memory_stats with_state = stats_of(ctx.get());
+  EXPECT_EQ(with_state.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES], tensors_only + state_bytes);
+  EXPECT_EQ(with_state.current_bytes[OCTET_MEMORY_WORKSPACE], 0u);
+  octet_quantizer_destroy(quantizer);
+  EXPECT_EQ(stats_of(ctx.get()).current_bytes[OCTET_MEMORY_QUANTIZED_COPIES], tensors_only);
+  octet_recipe_destroy(recipe);
+}

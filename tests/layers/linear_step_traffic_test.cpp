@@ -487,5 +487,43 @@ TEST_F(LinearStepTraffic, PrintsTheTotalsAtTheBenchmarkShape) {
   SUCCEED();
 }
 
+// A backend's mem_alloc that fails: the status comes back with the bytes
+// asked in the message (OUT_OF_MEMORY passed on; a NULL pointer with
+// SUCCESS, a broken plugin, is BACKEND_ERROR), nothing is counted, and the
+// caller's handle is left as it was.
+TEST_F(LinearStepTraffic, FailedDeviceAllocationNamesTheBytesAsked) {
+  void* handle = dlopen(OCTET_TRACING_PLUGIN_PATH, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr);
+  auto fail_allocations =
+      reinterpret_cast<octet_test_trace_fail_allocations_fn>(dlsym(handle, "octet_test_trace_fail_allocations"));
+  dlclose(handle);
+  ASSERT_NE(fail_allocations, nullptr);
+  octet_context* ctx = make_context("tracing", OCTET_PROFILE_NATIVE);
+  ASSERT_NE(ctx, nullptr);
+  for (int null_success : {0, 1}) {
+    fail_allocations(4096, null_success);
+    octet_tensor_desc d{};
+    d.struct_size = sizeof(d);
+    d.dtype = OCTET_DTYPE_FP32;
+    d.ndim = 2;
+    d.shape[0] = 64;
+    d.shape[1] = 32;  // 8192 bytes
+    octet_tensor* sentinel = reinterpret_cast<octet_tensor*>(uintptr_t(0x1234));
+    octet_tensor* t = sentinel;
+    const octet_status status = octet_tensor_create(ctx, &d, &t);
+    fail_allocations(0, 0);
+    const std::string message = octet_last_error_message();
+    EXPECT_EQ(status, null_success ? OCTET_STATUS_BACKEND_ERROR : OCTET_STATUS_OUT_OF_MEMORY) << message;
+    EXPECT_NE(message.find("8192 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("mem_alloc"), std::string::npos) << message;
+    EXPECT_EQ(t, sentinel);
+    octet_memory_stats s{};
+    s.struct_size = sizeof(s);
+    ASSERT_EQ(octet_context_get_memory_stats(ctx, &s), OCTET_STATUS_SUCCESS);
+    EXPECT_EQ(s.current_total, 0u);
+  }
+  octet_context_destroy(ctx);
+}
+
 }  // namespace
 }  // namespace layers_test

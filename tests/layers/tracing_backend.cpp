@@ -27,6 +27,8 @@ std::mutex g_mutex;
 std::vector<octet_test_trace_event> g_events;
 std::map<void*, size_t> g_live;  // mem_alloc'd pointers and their sizes
 const octet_backend_api* g_ref = nullptr;
+uint64_t g_alloc_limit = 0;  // octet_test_trace_fail_allocations
+bool g_null_success = false;
 octet_backend_api g_api;
 
 const char* dtype_text(int32_t dtype) {
@@ -70,6 +72,14 @@ void record(const char* entry, const std::string& detail, uint64_t read, uint64_
 
 int32_t t_mem_alloc(octet_backend_context*, size_t bytes, void** ptr) {
   if (ptr == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_alloc_limit != 0 && bytes > g_alloc_limit) {
+      if (!g_null_success) return OCTET_STATUS_OUT_OF_MEMORY;
+      *ptr = nullptr;
+      return OCTET_STATUS_SUCCESS;
+    }
+  }
   const size_t rounded = (bytes + 255) / 256 * 256;
   void* p = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
   if (p == nullptr) return OCTET_STATUS_OUT_OF_MEMORY;
@@ -328,4 +338,10 @@ extern "C" OCTET_BACKEND_EXPORT size_t octet_test_trace_count(void) {
 extern "C" OCTET_BACKEND_EXPORT const octet_test_trace_event* octet_test_trace_events(void) {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_events.data();
+}
+
+extern "C" OCTET_BACKEND_EXPORT void octet_test_trace_fail_allocations(uint64_t limit, int null_success) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_alloc_limit = limit;
+  g_null_success = null_success != 0;
 }

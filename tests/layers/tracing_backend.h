@@ -22,5 +22,9 @@ typedef struct octet_test_trace_event {
 typedef void (*octet_test_trace_clear_fn)(void);
 typedef size_t (*octet_test_trace_count_fn)(void);
 typedef const octet_test_trace_event* (*octet_test_trace_events_fn)(void);
+/* Allocation faults: from now on mem_alloc of more than `limit` bytes fails
+ * (OCTET_STATUS_OUT_OF_MEMORY, or, with `null_success`, returns NULL with
+ * OCTET_STATUS_SUCCESS as a broken plugin would); limit 0 ends the faults. */
+typedef void (*octet_test_trace_fail_allocations_fn)(uint64_t limit, int null_success);
 
 #endif /* OCTET_TESTS_TRACING_BACKEND_H */

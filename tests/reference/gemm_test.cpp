@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -255,6 +259,34 @@ TEST_F(ReferenceGemm, EmptyReductionGivesBiasOnly) {
   for (int64_t i = 0; i < 3; ++i) {
     for (int64_t j = 0; j < 2; ++j) EXPECT_EQ(p.d.load(i, j), 0.0f + p.bias.load(0, j));
   }
+}
+
+// An allocation that fails inside the GEMM is OUT_OF_MEMORY with the bytes
+// asked: the address space is capped just above what the process uses, so
+// the 16 MiB FP32 copy of a 2048 x 2048 E4M3 operand cannot be had.
+TEST_F(ReferenceGemm, AllocationFailureIsOutOfMemoryWithTheBytesAsked) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's allocator aborts when RLIMIT_AS refuses its reservations.
+  GTEST_SKIP() << "RLIMIT_AS cannot model an allocation failure under AddressSanitizer";
+#endif
+  GemmProblem p(OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, {2048, 1, 2048}, false, false);
+  octet_gemm_args args = p.args();
+  long pages = 0;
+  {
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fscanf(f, "%ld", &pages), 1);
+    std::fclose(f);
+  }
+  struct rlimit old_limit;
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old_limit), 0);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (4u << 20);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &limit), 0);
+  const int32_t status = api_->gemm(context_, &args);
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &old_limit), 0);
+  expect_failure(status, OCTET_STATUS_OUT_OF_MEMORY, {"gemm", "16777216 bytes asked"});
+  expect_success(api_->gemm(context_, &args));  // the limit lifted
 }
 
 }  // namespace

@@ -279,7 +279,7 @@ typedef int32_t octet_memory_category;
 enum {
   OCTET_MEMORY_USER_TENSORS = 0,      /* plain tensors created by the caller */
   OCTET_MEMORY_PARAMETERS = 1,        /* layer weights and biases (and their gradients) */
-  OCTET_MEMORY_QUANTIZED_COPIES = 2,  /* FP8 codes and their scales */
+  OCTET_MEMORY_QUANTIZED_COPIES = 2,  /* FP8 codes, their scales, quantizer state */
   OCTET_MEMORY_SAVED_ACTIVATIONS = 3, /* what a forward keeps for its backward */
   OCTET_MEMORY_WORKSPACE = 4,         /* temporaries inside one call */
   OCTET_MEMORY_CATEGORY_COUNT = 5

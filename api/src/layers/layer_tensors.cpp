@@ -35,7 +35,8 @@ TensorPtr make_fp8(const ContextPtr& ctx, octet_dtype dtype, int64_t rows, int64
 }
 
 void fill_zero(TensorState& t) {
-  std::vector<unsigned char> zeros(size_t(t.numel()) * t.element_bytes(), 0);
+  std::vector<unsigned char> zeros =
+      host_array<unsigned char>(size_t(t.numel()) * t.element_bytes(), "the zeros that clear a tensor");
   t.data.copy_from_host(zeros.data(), zeros.size());
 }
 

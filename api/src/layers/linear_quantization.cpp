@@ -45,7 +45,7 @@ KeptScale keep_scale(const ContextPtr& ctx, const TensorState& t, const UsedScal
   KeptScale kept;
   kept.host = used.host;
   if (used.on_device && t.scaling_mode == OCTET_SCALING_PER_TENSOR) {  // block scales: from the data
-    kept.device = std::make_shared<Buffer>(Buffer::uncounted(ctx, sizeof(float)));
+    kept.device = std::make_shared<Buffer>(ctx, sizeof(float), OCTET_MEMORY_SAVED_ACTIVATIONS);
     copy_floats(*ctx, t.scalar(kScale), static_cast<float*>(kept.device->data()), 1);
   }
   return kept;

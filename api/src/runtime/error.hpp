@@ -3,12 +3,15 @@
 
 #include <octet/octet.h>
 
+#include <cstddef>
 #include <exception>
+#include <limits>
 #include <new>
 #include <sstream>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace octet::core {
 
@@ -38,6 +41,22 @@ std::string concat(const Parts&... parts) {
 template <typename... Parts>
 [[noreturn]] void fail(octet_status status, const Parts&... parts) {
   throw Failure(status, concat(parts...));
+}
+
+// `count` value-initialized T in host memory that the core needs for `what`
+// (a staging copy, an amax history): OUT_OF_MEMORY naming the bytes asked
+// when they cannot be had. Every host allocation whose size follows the
+// caller's shapes goes through here or through a Buffer.
+template <typename T>
+std::vector<T> host_array(size_t count, const char* what) {
+  if (count > std::numeric_limits<size_t>::max() / sizeof(T))
+    fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", count, " x ", sizeof(T), " bytes of host memory for ", what,
+         ": the size overflows size_t");
+  try {
+    return std::vector<T>(count);
+  } catch (const std::bad_alloc&) {
+    fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", count * sizeof(T), " bytes of host memory for ", what);
+  }
 }
 
 template <typename... Parts>
@@ -91,7 +110,10 @@ octet_status guarded(const char* function, Body&& body) noexcept {
     set_last_error(failure.status(), concat(function, ": ", failure.what()));
     return failure.status();
   } catch (const std::bad_alloc&) {
-    set_last_error(OCTET_STATUS_OUT_OF_MEMORY, concat(function, ": out of host memory"));
+    // Sized allocations name their bytes (host_array, Buffer); what is left
+    // is the call's own bookkeeping (handles, names, small state).
+    set_last_error(OCTET_STATUS_OUT_OF_MEMORY,
+                   concat(function, ": out of host memory for the call's bookkeeping (a small allocation)"));
     return OCTET_STATUS_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
     set_last_error(OCTET_STATUS_INTERNAL, concat(function, ": internal error: ", e.what()));

@@ -170,7 +170,7 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     loaded.observed_amax = r.f32();
     loaded.observed_saturated = r.u64();
     loaded.observed_total = r.u64();
-    std::vector<float> newest(length);
+    std::vector<float> newest = host_array<float>(length, "the checkpoint's amax history");
     for (float& a : newest) a = r.f32();
     // The checksum only proves the bytes are the writer's: a state no
     // operation of the library can produce (an edited or foreign checkpoint)

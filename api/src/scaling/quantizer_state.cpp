@@ -20,7 +20,7 @@ void upload(QuantizerState& q, const std::shared_ptr<ContextState>& ctx) {
   if (!resident || resident->ctx.get() != ctx.get() || resident->state.bytes() != bytes) {
     resident = std::make_shared<ResidentScaling>();
     resident->ctx = ctx;
-    resident->state = Buffer::uncounted(ctx, bytes);
+    resident->state = Buffer(ctx, bytes, OCTET_MEMORY_QUANTIZED_COPIES);
   }
   std::vector<float> packed(state_floats(q));
   packed[0] = q.scale;

@@ -48,22 +48,24 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category
   const octet_backend_api& api = ctx_->api();
   if (api.mem_alloc != nullptr) {
     void* p = nullptr;
-    call_backend(*ctx_, "mem_alloc", [&] { return api.mem_alloc(ctx_->handle, rounded, &p); });
-    if (p == nullptr) fail(OCTET_STATUS_BACKEND_ERROR, "backend '", ctx_->backend->name, "' mem_alloc returned NULL");
+    try {
+      call_backend(*ctx_, "mem_alloc", [&] { return api.mem_alloc(ctx_->handle, rounded, &p); });
+    } catch (const Failure& failure) {
+      fail(failure.status(), failure.what(), " (", rounded, " bytes asked)");
+    }
+    if (p == nullptr)
+      fail(OCTET_STATUS_BACKEND_ERROR, "backend '", ctx_->backend->name, "' mem_alloc returned NULL for ", rounded,
+           " bytes with OCTET_STATUS_SUCCESS");
     data_ = p;
   } else {
     if (!ctx_->host_memory())
       fail(OCTET_STATUS_INTERNAL, "device backend '", ctx_->backend->name, "' has no mem_alloc");
     data_ = std::aligned_alloc(alignment, rounded);
     if (data_ == nullptr)
-      fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes of host memory");
+      fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", rounded, " bytes of host memory");
   }
   owned_ = true;
   if (counted_) ctx_->memory.add(category_, bytes_);
-}
-
-Buffer Buffer::uncounted(std::shared_ptr<ContextState> ctx, size_t bytes) {
-  return Buffer(std::move(ctx), bytes, OCTET_MEMORY_WORKSPACE, false);
 }
 
 void Buffer::recategorize(int32_t category) {

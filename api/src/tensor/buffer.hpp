@@ -15,10 +15,6 @@ class Buffer {
   // Allocates `bytes` (at least one alignment unit) in the context's memory,
   // counted under `category` (octet_memory_category) while it lives.
   Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category);
-  // Owned memory that the ledger does not count: a few floats of bookkeeping
-  // (quantizer scaling state, a kept scale), not tensor bytes
-  // (octet_memory_stats counts what tensors need).
-  static Buffer uncounted(std::shared_ptr<ContextState> ctx, size_t bytes);
   // Refers to caller memory without owning it. With a `keeper`, the Buffer
   // holds a reference to it until released (DLPack imports: the keeper
   // calls the producer's deleter).

@@ -195,7 +195,7 @@ void check_written_scales(const TensorState& t, int32_t component, const void* s
   }
   const bool grid = component == OCTET_COMPONENT_ROWWISE_SCALE_INV || component == OCTET_COMPONENT_COLUMNWISE_SCALE_INV;
   if (!grid || t.scale_inv_dtype() != OCTET_DTYPE_FP32) return;
-  std::vector<float> values(bytes / sizeof(float));
+  std::vector<float> values = host_array<float>(bytes / sizeof(float), "a staging copy of the scale grid to check");
   std::memcpy(values.data(), src, values.size() * sizeof(float));
   for (size_t i = 0; i < values.size(); ++i)
     require(scale_inv_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",

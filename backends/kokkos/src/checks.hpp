@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 namespace octet_kokkos {
@@ -35,11 +36,44 @@ int32_t check_matrix(const char* kernel, const char* name, const octet_matrix_vi
 int32_t check_shape(const char* kernel, const char* name, const octet_matrix_view& view, int64_t rows,
                     int64_t cols, const std::string& rule);
 
+// A view allocation of `bytes` that failed: guarded() reports it as
+// OCTET_STATUS_OUT_OF_MEMORY with the size asked.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::size_t bytes) : bytes_(bytes) {}
+  std::size_t bytes() const noexcept { return bytes_; }
+  const char* what() const noexcept override { return "out of memory"; }
+
+ private:
+  std::size_t bytes_;
+};
+
+// Runs `make` (a Kokkos view's constructor, whose only failure is its
+// allocation) and turns a failure into OutOfMemory(bytes): Kokkos reports a
+// failed allocation as std::runtime_error with the size rounded to a unit.
+template <typename Make>
+auto allocate_view(std::size_t bytes, Make&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(bytes);
+  } catch (const std::runtime_error&) {
+    throw OutOfMemory(bytes);
+  }
+}
+
 // Runs an entry point's body so that no exception crosses the C ABI.
 template <typename Body>
 int32_t guarded(const char* entry, Body&& body) noexcept {
   try {
     return body();
+  } catch (const OutOfMemory& e) {
+    try {
+      return report(OCTET_STATUS_OUT_OF_MEMORY,
+                    std::string(entry) + ": out of memory (" + std::to_string(e.bytes()) + " bytes asked)");
+    } catch (...) {
+      return OCTET_STATUS_OUT_OF_MEMORY;
+    }
   } catch (const std::bad_alloc&) {
     try {
       return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry) + ": out of memory");

@@ -19,7 +19,9 @@ using Panel = Kokkos::View<float**, Kokkos::LayoutRight, MemSpace>;
 
 // op(X) as [outer, k] FP32 rows.
 Panel widen(const char* label, const octet_matrix_view& view, bool transposed, int64_t outer, int64_t k) {
-  Panel panel(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), outer, k);
+  Panel panel = allocate_view(size_t(outer) * size_t(k) * sizeof(float), [&] {
+    return Panel(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing), outer, k);
+  });
   if (outer > 0 && k > 0) {
     const Mat m(view);
     Kokkos::parallel_for(

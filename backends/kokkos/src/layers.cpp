@@ -79,8 +79,11 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
   const size_t esize = dtype_size(args->output.dtype);
   const bool fused = args->quantize != nullptr;
   // The fused quantize reads y as rounded to output.dtype: a dense copy.
-  Kokkos::View<unsigned char*, MemSpace> rounded(Kokkos::view_alloc("octet_kokkos::norm_rounded", Kokkos::WithoutInitializing),
-                                                 fused ? static_cast<size_t>(rows * cols) * esize : 0);
+  using Bytes = Kokkos::View<unsigned char*, MemSpace>;
+  const size_t rounded_bytes = fused ? static_cast<size_t>(rows * cols) * esize : 0;
+  Bytes rounded = allocate_view(rounded_bytes, [&] {
+    return Bytes(Kokkos::view_alloc("octet_kokkos::norm_rounded", Kokkos::WithoutInitializing), rounded_bytes);
+  });
   const octet_matrix_view dense_view{rounded.data(), args->output.dtype, 0, rows, cols, cols};
   const Mat x(xv), gamma(args->gamma), out(args->output), dense(dense_view);
   const bool has_beta = layernorm && args->beta.data != nullptr;
@@ -301,7 +304,9 @@ int32_t bias_gradient_kernel(const octet_bias_gradient_args* args) {
   if (int32_t s = check_fused_quantize(kernel, args->quantize)) return s;
   const Mat dy(dyv);
   const int64_t rows = dyv.rows, cols = dyv.cols;
-  Kokkos::View<float*, MemSpace> sums("octet_kokkos::bias_sums", static_cast<size_t>(cols));
+  using Floats = Kokkos::View<float*, MemSpace>;
+  Floats sums = allocate_view(size_t(cols) * sizeof(float),
+                              [&] { return Floats("octet_kokkos::bias_sums", static_cast<size_t>(cols)); });
   if (cols > 0) {
     Kokkos::parallel_for(
         "octet_kokkos::bias_gradient", Range(0, cols), KOKKOS_LAMBDA(int64_t c) {
