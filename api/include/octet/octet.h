@@ -176,7 +176,6 @@ enum {
   OCTET_FEATURE_QUANTIZE_STATISTICS = 1u << 8, /* quantize with NaN/saturation/flush counts */
   OCTET_FEATURE_BLOCK_QUANTIZE = 1u << 9,      /* block-scaled quantize and dequantize */
   OCTET_FEATURE_BLOCK_GEMM = 1u << 10,         /* GEMM with per-block scales */
-  /* kernels of the layers (docs/layers.md) */
   OCTET_FEATURE_NORM = 1u << 11,               /* LayerNorm/RMSNorm forward + backward */
   OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
   OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
@@ -829,14 +828,8 @@ typedef struct octet_saved octet_saved;
  * (OCTET_NORM_*) and octet_activation_kind (OCTET_ACTIVATION_*), in
  * octet_types.h. The OCTET_LAYER_* names are aliases of those values, kept
  * for source compatibility. */
-enum {
-  OCTET_LAYER_LAYERNORM = OCTET_NORM_LAYERNORM,
-  OCTET_LAYER_RMSNORM = OCTET_NORM_RMSNORM
-};
-enum {
-  OCTET_LAYER_GELU = OCTET_ACTIVATION_GELU,
-  OCTET_LAYER_SWIGLU = OCTET_ACTIVATION_SWIGLU
-};
+enum { OCTET_LAYER_LAYERNORM = OCTET_NORM_LAYERNORM, OCTET_LAYER_RMSNORM = OCTET_NORM_RMSNORM };
+enum { OCTET_LAYER_GELU = OCTET_ACTIVATION_GELU, OCTET_LAYER_SWIGLU = OCTET_ACTIVATION_SWIGLU };
 
 /* How parameters are held. */
 typedef int32_t octet_weight_storage;

@@ -406,7 +406,7 @@ struct GemmOptions {
   const Tensor* bias = nullptr;
   octet_epilogue epilogue = OCTET_EPILOGUE_NONE;
   bool fast_accumulation = false;
-  bool saturate_output = true;     // FP8 D only
+  bool saturate_output = true;  // FP8 D only
 };
 
 // D = alpha * sa * sb * A' B'^T + beta * D + bias (see octet_gemm).

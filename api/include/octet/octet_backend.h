@@ -293,7 +293,7 @@ typedef struct octet_block_gemm_args {
  * that input: quantize->input is ignored, every other field is used. */
 typedef struct octet_norm_forward_args {
   size_t struct_size;
-  int32_t kind;                   /* octet_norm_kind */
+  int32_t kind;                   /* OCTET_NORM_* */
   float epsilon;
   octet_matrix_view input;        /* FP32/BF16/FP16 */
   octet_matrix_view gamma;        /* 1 x cols */
@@ -320,7 +320,7 @@ typedef struct octet_norm_forward_args {
  * and dy before it writes that row of dx. */
 typedef struct octet_norm_backward_args {
   size_t struct_size;
-  int32_t kind;                   /* octet_norm_kind */
+  int32_t kind;
   int32_t reserved;
   octet_matrix_view input;        /* x, as in forward */
   octet_matrix_view grad_output;  /* dy, rows x cols */
@@ -350,7 +350,7 @@ typedef struct octet_norm_backward_args {
  *           db = dy * (a * s). */
 typedef struct octet_activation_args {
   size_t struct_size;
-  int32_t kind;                   /* octet_activation_kind */
+  int32_t kind;                   /* OCTET_ACTIVATION_* */
   int32_t reserved;
   octet_matrix_view input;        /* forward input (also read by backward) */
   octet_matrix_view output;       /* forward: y; backward: unused */

@@ -26,11 +26,11 @@ enum {
   OCTET_STATUS_INVALID_ARGUMENT = 1, /* the caller broke a documented rule */
   OCTET_STATUS_UNSUPPORTED = 2,      /* valid request, but not available here */
   OCTET_STATUS_OUT_OF_MEMORY = 3,
-  OCTET_STATUS_NOT_FOUND = 4,        /* no such backend, file or entry */
-  OCTET_STATUS_BACKEND_ERROR = 5,    /* a backend failed while running */
-  OCTET_STATUS_ABI_MISMATCH = 6,     /* plugin and host ABI are incompatible */
-  OCTET_STATUS_UNAVAILABLE = 7,      /* backend loaded but has no usable device */
-  OCTET_STATUS_INTERNAL = 8          /* a bug in Octet: please report it */
+  OCTET_STATUS_NOT_FOUND = 4,     /* no such backend, file or entry */
+  OCTET_STATUS_BACKEND_ERROR = 5, /* a backend failed while running */
+  OCTET_STATUS_ABI_MISMATCH = 6,  /* plugin and host ABI are incompatible */
+  OCTET_STATUS_UNAVAILABLE = 7,   /* backend loaded but has no usable device */
+  OCTET_STATUS_INTERNAL = 8       /* a bug in Octet: please report it */
 };
 
 /* ------------------------------------------------------------------------ */

@@ -132,8 +132,7 @@ std::optional<Problem> table_problem(const octet_backend_api* api) {
   if (api->struct_size < kVersionFieldsSize) {
     return Problem{Kind::kBadTable,
                    sentence("its table struct_size ", api->struct_size,
-                            " is too small to hold the plugin ABI version (at least ", kVersionFieldsSize,
-                            " bytes)")};
+                            " is too small to hold the plugin ABI version (at least ", kVersionFieldsSize, " bytes)")};
   }
   if (api->abi_major != OCTET_PLUGIN_ABI_MAJOR) {
     return Problem{Kind::kAbiMismatch,

@@ -6,8 +6,8 @@
 
 #include <immintrin.h>
 
-#include <octet/octet_types.h>
 #include <octet/octet_math.h>
+#include <octet/octet_types.h>
 
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"

@@ -19,8 +19,8 @@
 
 #include <immintrin.h>
 
-#include <octet/octet_types.h>
 #include <octet/octet_math.h>
+#include <octet/octet_types.h>
 
 #include "isa.hpp"
 #include "row_kernels.hpp"

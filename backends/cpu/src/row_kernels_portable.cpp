@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <octet/octet_types.h>
 #include <octet/octet_math.h>
+#include <octet/octet_types.h>
 
 #include "isa.hpp"
 #include "row_kernels.hpp"

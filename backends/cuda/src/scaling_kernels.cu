@@ -122,9 +122,9 @@ int32_t cuda_delayed_scaling_update(octet_backend_context* context, const octet_
     require(args->margin >= 0 && args->margin <= 127, "args->margin (", args->margin, ") must be in 0..127");
     check_fp8_max(args->fp8_max);
     bind(context, "delayed_scaling_update");
-    delayed_update_kernel<<<1, kUpdateThreads, 0, context->stream>>>(
-        args->state, args->history_len, args->current, most_recent ? 1 : 0, args->recompute, args->margin,
-        args->power_of_two, args->fp8_max);
+    delayed_update_kernel<<<1, kUpdateThreads, 0, context->stream>>>(args->state, args->history_len, args->current,
+                                                                     most_recent ? 1 : 0, args->recompute, args->margin,
+                                                                     args->power_of_two, args->fp8_max);
     check_cuda(cudaGetLastError(), "delayed_scaling_update kernel launch");
   });
 }
