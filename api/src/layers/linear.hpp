@@ -15,11 +15,11 @@ namespace octet::core {
 // A linear's input: high precision, and its FP8 copy where a fused norm
 // pass already wrote one.
 struct LinearInput {
-  const TensorState* hp = nullptr;         // the high-precision input
-  const octet_tensor* caller = nullptr;    // the caller's tensor (Linear), for borrowing
-  TensorPtr owned;                         // an internal tensor the layer may keep
-  TensorPtr quantized;                     // produced by a fused norm pass
-  UsedScale scale;                         // the scale `quantized` used
+  const TensorState* hp = nullptr;       // the high-precision input
+  const octet_tensor* caller = nullptr;  // the caller's tensor (Linear), for borrowing
+  TensorPtr owned;                       // an internal tensor the layer may keep
+  TensorPtr quantized;                   // produced by a fused norm pass
+  UsedScale scale;                       // the scale `quantized` used
 };
 
 // Usages of the input's quantized copy in forward.
@@ -46,9 +46,8 @@ PreparedGradOutput linear_backward_quantize(LayerState& layer, LinearUnit& linea
                                             const std::shared_ptr<const RecipeState>& r,
                                             const SavedLinear& saved_linear, const TensorState& dy, bool has_dx);
 // Phase 2: dx = dy W (skipped when dx is NULL); frees the saved weight copy.
-void linear_backward_dgrad(LayerState& layer, const std::shared_ptr<const RecipeState>& r,
-                           SavedLinear& saved_linear, const PreparedGradOutput& prepared, const TensorState& dy,
-                           TensorState* dx);
+void linear_backward_dgrad(LayerState& layer, const std::shared_ptr<const RecipeState>& r, SavedLinear& saved_linear,
+                           const PreparedGradOutput& prepared, const TensorState& dy, TensorState* dx);
 // Phase 3: the weight gradient dW = dy^T x and the bias gradient, written
 // or accumulated into the parameters' gradients.
 void linear_backward_parameters(LayerState& layer, LinearUnit& linear, const std::shared_ptr<const RecipeState>& r,

@@ -23,9 +23,7 @@ const std::shared_ptr<QuantizerState>& quantizer(LinearUnit& linear, int32_t rol
   return linear.quantizers[size_t(role)]->state;
 }
 
-bool fusable(const RecipeState& r) {
-  return r.per_tensor() && r.kind != OCTET_RECIPE_CURRENT && !r.observes();
-}
+bool fusable(const RecipeState& r) { return r.per_tensor() && r.kind != OCTET_RECIPE_CURRENT && !r.observes(); }
 
 TensorPtr make_role(const ContextPtr& ctx, const RecipeState& r, int32_t role, int64_t rows, int64_t cols,
                     uint32_t usages) {

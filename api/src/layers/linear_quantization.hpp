@@ -14,7 +14,7 @@ namespace octet::core {
 
 // The recipe a forward runs with and which of the three GEMMs use FP8.
 struct Precision {
-  std::shared_ptr<const RecipeState> recipe;  // null: high precision
+  std::shared_ptr<const RecipeState> recipe;         // null: high precision
   bool fprop = false, dgrad = false, wgrad = false;  // FP8 per GEMM
 };
 

@@ -177,7 +177,6 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
 }  // namespace octet::core
 
 extern "C" OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options) {
-  return octet::core::guarded("octet_quantize_options_init", [&] {
-    octet::core::init_options(options, octet::core::quantize_defaults());
-  });
+  return octet::core::guarded("octet_quantize_options_init",
+                              [&] { octet::core::init_options(options, octet::core::quantize_defaults()); });
 }

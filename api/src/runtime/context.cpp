@@ -160,9 +160,7 @@ OCTET_API octet_status octet_context_get_memory_stats(const octet_context* conte
 }
 
 OCTET_API octet_status octet_context_reset_peak_memory(octet_context* context) {
-  return guarded("octet_context_reset_peak_memory", [&] {
-    context_arg(context).memory.reset_peaks();
-  });
+  return guarded("octet_context_reset_peak_memory", [&] { context_arg(context).memory.reset_peaks(); });
 }
 
 OCTET_API octet_status octet_context_synchronize(octet_context* context) {

@@ -120,8 +120,6 @@ void make_resident(QuantizerState& q, const std::shared_ptr<ContextState>& ctx, 
 // GPU, a copy to the host is a synchronisation). The exception is static
 // scaling with observe = 1: its statistics come to the host on every call
 // anyway.
-bool device_path(const ContextState& ctx, const RecipeState& r) {
-  return device_scaling(ctx) && !r.observes();
-}
+bool device_path(const ContextState& ctx, const RecipeState& r) { return device_scaling(ctx) && !r.observes(); }
 
 }  // namespace octet::core
