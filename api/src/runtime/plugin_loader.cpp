@@ -1,4 +1,4 @@
-// Plugin discovery and loading (architecture.md, ABI rules 5-7).
+// Plugin discovery and loading (docs/abi.md, "Discovery of plugins").
 #include "runtime/plugin_loader.hpp"
 
 #include <octet/octet.h>
