@@ -40,11 +40,11 @@ float current_scale(float amax, float fp8max, float eps, bool pow2) {
   return s;
 }
 
-// Expected block quantization of x [rows, cols] (numerics.md section 11):
-// each block's scale comes from the largest |x| of its finite elements.
+// Expected block quantization of x [rows, cols] (numerics.md section 11).
 void host_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, int64_t br, int64_t bc, bool mx,
                  int32_t dtype, int32_t rounding, float eps, bool pow2, std::vector<uint8_t>* codes,
                  std::vector<uint8_t>* scales) {
+  // Each block's scale comes from the largest |x| of its finite elements.
   codes->assign(x.size(), 0);
   scales->clear();
   for (int64_t r0 = 0; r0 < rows; r0 += br)

@@ -27,9 +27,9 @@ Fp8Format format_of(int32_t dtype) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// E8M0 scale code of a block whose amax (max |x| over its finite elements)
-// is block_amax: finite, never negative (numerics.md 4.1).
+// E8M0 scale code of a block (numerics.md 4.1).
 uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL
     // A finite non-zero amax whose quotient underflows to 0 still gets the
@@ -47,9 +47,9 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   return static_cast<uint8_t>(code);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2) from the
-// block's finite amax.
+// FP32 block scale by the current-scaling rule (numerics.md 3.2).
 float fp32_block_scale(float block_amax, Fp8Format format, float epsilon, bool power_of_two) {
+  // block_amax: max |x| over the block's finite elements.
   const float amax = std::fmax(block_amax, epsilon);  // a NaN epsilon leaves block_amax
   if (std::isinf(amax) || amax == 0.0f) return 1.0f;
   float scale = octet_math_div(fp8_max(format), amax);
@@ -148,9 +148,9 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
       // Ragged blocks cover only the elements that exist (as if padded with
       // zeros, which change no amax).
       const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
-      // The block's amax is the largest |x| of its finite elements: a NaN or
-      // an infinity takes no scale from its finite neighbours (numerics.md
-      // 4.1). The tensor amax counts infinities (it ignores only NaN).
+      // Block amax (numerics.md section 11): the largest |x| of the block's
+      // finite elements, so a NaN or an infinity changes no finite
+      // neighbour's scale. The tensor amax counts infinities (ignores NaN).
       float block_amax = 0.0f;
       bool has_inf = false;
       for (int64_t r = r0; r < r1; ++r) {

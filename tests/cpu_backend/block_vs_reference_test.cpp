@@ -329,7 +329,7 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
   }
 }
 
-// numerics.md 4.1 and 4.2 on blocks holding NaN or infinities: a block's
+// numerics.md section 11 on blocks holding NaN or infinities: a block's
 // scale comes from the largest |x| of its finite elements, NaN encodes to
 // the NaN code of its sign and an infinity to the largest finite code of its
 // sign. The expectation is built here from that rule, for both copies (the

@@ -84,9 +84,9 @@ void write_counts(const std::vector<Counts>& parts, octet_quantize_statistics* o
   *out = s;
 }
 
-// E8M0 scale code of a block whose amax (max |x| over its finite elements)
-// is block_amax (numerics.md section 11, MXFP8); never 0xFF.
+// E8M0 scale code of a block (numerics.md section 11, MXFP8).
 uint8_t mx_code(float block_amax, int32_t dtype, int32_t rounding) {
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL; an underflowed quotient still gets 0x00 (2^-127)
     const float quotient = block_amax / fp8_max_of(dtype);
@@ -104,9 +104,9 @@ uint8_t mx_code(float block_amax, int32_t dtype, int32_t rounding) {
   return static_cast<uint8_t>(code < 0 ? 0 : (code > 0xFE ? 0xFE : code));
 }
 
-// FP32 block scale from the block's finite amax (numerics.md section 11,
-// FP32 blocks).
+// FP32 block scale (numerics.md section 11, FP32 blocks).
 float fp32_scale(float block_amax, int32_t dtype, float epsilon, bool pow2) {
+  // block_amax: max |x| over the block's finite elements.
   const float amax = epsilon > block_amax ? epsilon : block_amax;
   if (!is_finite(amax) || amax == 0.0f) return 1.0f;
   float scale = fp8_max_of(dtype) / amax;

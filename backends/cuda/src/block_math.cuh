@@ -60,9 +60,10 @@ OCTET_CUDA_HD float mx_multiplier(uint8_t code) {
   return float_of(static_cast<uint32_t>(254u - code) << 23);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2) from the
-// block's finite amax: fp8_max / max(block_amax, epsilon); 1 when that amax
-// is 0 or inf; +inf becomes FLT_MAX; power_of_two clears the mantissa.
+// FP32 block scale by the current-scaling rule (numerics.md 3.2):
+// fp8_max / max(block_amax, epsilon) with block_amax the largest |x| of the
+// block's finite elements; 1 when that is 0 or inf; +inf becomes FLT_MAX;
+// power_of_two clears the mantissa.
 OCTET_CUDA_HD float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
   // fmax semantics: a NaN epsilon leaves block_amax.
   const float amax = epsilon > block_amax ? epsilon : block_amax;

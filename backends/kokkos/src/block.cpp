@@ -12,9 +12,9 @@
 namespace octet_kokkos {
 namespace {
 
-// E8M0 scale code of a block whose amax (max |x| over its finite elements)
-// is block_amax (numerics.md 11, MXFP8); never the NaN code 0xFF.
+// E8M0 scale code of a block (numerics.md 11, MXFP8).
 KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_t rounding) {
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL; a quotient that underflows to 0 gets 0x00, never the NaN code
     const float quotient = div(block_amax, fp8_max_of(e4m3));
@@ -26,9 +26,9 @@ KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_
   return static_cast<uint8_t>(code);
 }
 
-// FP32 block scale by the current-scaling rule (numerics.md 3.2) from the
-// block's finite amax.
+// FP32 block scale by the current-scaling rule (numerics.md 3.2).
 KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
+  // block_amax: max |x| over the block's finite elements.
   const float amax = fmax_of(block_amax, epsilon);
   if (is_inf(amax) || amax == 0.0f) return 1.0f;
   float scale = div(fp8_max_of(e4m3), amax);
