@@ -244,7 +244,7 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
 }
 
 // Widths around the vector widths and the block edges (32, 128), so that
-// the SIMD block amax / NaN test and the encoder run on partial vectors,
+// the SIMD block amax / non-finite test and the encoder run on partial vectors,
 // with NaN, infinities and FP32 subnormals among the values.
 TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
   const int64_t widths[] = {15, 16, 17, 31, 33, 63, 65, 127, 129};
