@@ -29,7 +29,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // E8M0 scale code of a block (numerics.md section 11).
 uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
-  if (std::isnan(block_amax)) return 0xFF;
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL
     // A finite non-zero amax whose quotient underflows to 0 still gets the
@@ -39,7 +39,6 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   }
   // FLOOR (OCP): 2^(floor(log2 amax) - emax_elem); floor(log2) of the FP32
   // value is exact, so take it from the E8M0 floor encoding of amax itself.
-  if (std::isinf(block_amax)) return 0xFE;
   const int emax = format == Fp8Format::E4M3 ? 8 : 15;
   const int floor_log2 = std::ilogb(block_amax);
   const int code = floor_log2 - emax + 127;
@@ -50,8 +49,9 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
 
 // FP32 block scale by the current-scaling rule (numerics.md 14.1).
 float fp32_block_scale(float block_amax, Fp8Format format, float epsilon, bool power_of_two) {
-  const float amax = std::fmax(block_amax, epsilon);  // NaN amax stays NaN only if epsilon is NaN
-  if (std::isnan(block_amax) || std::isinf(amax) || amax == 0.0f) return 1.0f;
+  // block_amax: max |x| over the block's finite elements.
+  const float amax = std::fmax(block_amax, epsilon);  // a NaN epsilon leaves block_amax
+  if (std::isinf(amax) || amax == 0.0f) return 1.0f;
   float scale = octet_math_div(fp8_max(format), amax);
   if (std::isinf(scale)) scale = FLT_MAX;
   if (power_of_two) {
@@ -148,21 +148,23 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
       // Ragged blocks cover only the elements that exist (as if padded with
       // zeros, which change no amax).
       const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
+      // Block amax (numerics.md section 11): the largest |x| of the block's
+      // finite elements, so a NaN or an infinity changes no finite
+      // neighbour's scale. The tensor amax counts infinities (ignores NaN).
       float block_amax = 0.0f;
-      bool has_nan = false;
+      bool has_inf = false;
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
-          // NaN skipped explicitly (glibc's fmaxf returns NaN for a signalling NaN).
-          if (std::isnan(x)) {
-            has_nan = true;
-          } else {
+          // Tested explicitly (glibc's fmaxf returns NaN for a signalling NaN).
+          if (std::isinf(x)) {
+            has_inf = true;
+          } else if (std::isfinite(x)) {
             block_amax = std::max(block_amax, std::fabs(x));
           }
         }
       }
-      amax = std::max(amax, block_amax);  // block_amax is never NaN here
-      if (has_nan) block_amax = std::nanf("");
+      amax = std::max(amax, has_inf ? INFINITY : block_amax);
       const std::size_t block = static_cast<std::size_t>((r0 / br) * grid_cols + c0 / bc);
       uint8_t scale_code = 0;
       float scale = 1.0f;
@@ -177,21 +179,13 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
-          float scaled;
-          uint8_t code;
-          if (args->scale_dtype == OCTET_DTYPE_E8M0) {
-            scaled = octet_math_div(x, divisor);
-            // A NaN scale makes the whole block NaN, each code keeping x's sign.
-            code = scale_code == 0xFF ? static_cast<uint8_t>(std::signbit(x) ? 0xFF : 0x7F)
-                                      : fp8_encode(scaled, format, true);
-          } else {
-            scaled = octet_math_mul(x, scale);
-            code = fp8_encode(scaled, format, true);
-          }
+          // NaN stays NaN with its sign; an infinity saturates to the
+          // largest finite code of its sign.
+          const float scaled = args->scale_dtype == OCTET_DTYPE_E8M0 ? octet_math_div(x, divisor)
+                                                                      : octet_math_mul(x, scale);
+          const uint8_t code = fp8_encode(scaled, format, true);
           args->out[static_cast<std::size_t>(r * cols + c)] = code;
-          counter.count(x, scale_code == 0xFF && args->scale_dtype == OCTET_DTYPE_E8M0
-                               ? std::nanf("") : scaled,
-                        code, format);
+          counter.count(x, scaled, code, format);
         }
       }
     }

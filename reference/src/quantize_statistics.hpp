@@ -24,8 +24,8 @@ class StatisticsCounter {
     }
     stats_.amax = std::max(stats_.amax, std::fabs(x));  // x is not NaN here
     // Saturated: the non-saturating conversion would have overflowed, i.e.
-    // the saturating one clamped (a NaN scaled value is a NaN block, not a
-    // saturation).
+    // the saturating one clamped (an infinity included; a NaN scaled value,
+    // from a NaN per-tensor scale, is not a saturation).
     if (!std::isnan(scaled)) {
       const uint8_t unclamped = fp8_encode(scaled, format, false);
       const uint8_t magnitude = unclamped & 0x7F;

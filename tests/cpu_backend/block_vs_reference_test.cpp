@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -243,7 +244,7 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
 }
 
 // Widths around the vector widths and the block edges (32, 128), so that
-// the SIMD block amax / NaN test and the encoder run on partial vectors,
+// the SIMD block amax / non-finite test and the encoder run on partial vectors,
 // with NaN, infinities and FP32 subnormals among the values.
 TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
   const int64_t widths[] = {15, 16, 17, 31, 33, 63, 65, 127, 129};
@@ -323,6 +324,152 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
                           where + " columnwise scales");
         expect_same_bytes(got.amax, want.amax, 4, where + " amax");
         expect_same_stats(cpu.stats, ref.stats, where);
+      }
+    }
+  }
+}
+
+// numerics.md section 11 on blocks holding NaN or infinities: a block's
+// scale comes from the largest |x| of its finite elements, NaN encodes to
+// the NaN code of its sign and an infinity to the largest finite code of its
+// sign. The expectation is built here from that rule, for both copies (the
+// columnwise one holds the transpose, blocked along the input's rows).
+struct NonFiniteExpectation {
+  std::vector<uint8_t> codes;     // rows x cols of the quantized matrix
+  std::vector<uint8_t> scales;    // the scale grid, bytes
+  std::vector<float> scale_inv;   // per block, as a float
+};
+
+NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows, int64_t cols,
+                                       const BlockConfig& c, int32_t fp8) {
+  const bool mx = c.mode == OCTET_SCALING_MXFP8_1X32;
+  const int64_t br = c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+  const int64_t bc = mx ? 32 : 128;
+  const bool e4m3 = fp8 == OCTET_DTYPE_E4M3;
+  const double fp8_max = e4m3 ? 448.0 : 57344.0;
+  const uint8_t max_code = e4m3 ? 0x7E : 0x7B;
+  NonFiniteExpectation e;
+  e.codes.resize(x.size());
+  for (int64_t r0 = 0; r0 < rows; r0 += br) {
+    for (int64_t c0 = 0; c0 < cols; c0 += bc) {
+      const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
+      double amax = 0.0;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = c0; j < c1; ++j)
+          if (std::isfinite(x[std::size_t(r * cols + j)]))
+            amax = std::max(amax, std::fabs(double(x[std::size_t(r * cols + j)])));
+      float multiplier = 1.0f;
+      if (mx) {
+        int exponent = 0;
+        if (c.rounding == OCTET_MX_ROUND_RCEIL) {
+          int e2 = 0;
+          const double m = std::frexp(amax / fp8_max, &e2);
+          exponent = m == 0.5 ? e2 - 1 : e2;  // ceil(log2(amax / fp8_max))
+        } else {
+          exponent = std::ilogb(amax) - (e4m3 ? 8 : 15);
+        }
+        const int code = amax == 0.0 ? 0 : std::min(254, std::max(0, exponent + 127));
+        e.scales.push_back(uint8_t(code));
+        e.scale_inv.push_back(float(std::ldexp(1.0, code - 127)));
+        multiplier = float(std::ldexp(1.0, 127 - code));
+      } else {
+        const double bounded = std::max(amax, double(c.epsilon));
+        if (bounded != 0.0) multiplier = float(fp8_max / bounded);
+        if (c.pow2 != 0) multiplier = float(std::ldexp(1.0, std::ilogb(multiplier)));
+        const float inv = 1.0f / multiplier;
+        const uint8_t* b = reinterpret_cast<const uint8_t*>(&inv);
+        e.scales.insert(e.scales.end(), b, b + 4);
+        e.scale_inv.push_back(inv);
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t j = c0; j < c1; ++j) {
+          const float v = x[std::size_t(r * cols + j)];
+          const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+          uint8_t code;
+          if (std::isnan(v)) {
+            code = sign | 0x7F;
+          } else if (std::isinf(v)) {
+            code = sign | max_code;
+          } else {
+            code = octet_fp8_encode(v * multiplier, fp8, 1);
+          }
+          e.codes[std::size_t(r * cols + j)] = code;
+        }
+      }
+    }
+  }
+  return e;
+}
+
+// 256 x 256 of +-1000: one quadrant with a NaN of each sign, one with an
+// infinity of each sign, one with a NaN and an infinity side by side, and
+// one all NaN.
+std::vector<float> thousands_with_non_finite(int64_t n) {
+  std::vector<float> x(std::size_t(n * n));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < n; ++c) x[std::size_t(r * n + c)] = (r + c) % 3 == 0 ? -1000.0f : 1000.0f;
+  auto at = [&](int64_t r, int64_t c) -> float& { return x[std::size_t(r * n + c)]; };
+  at(3, 5) = NAN;
+  at(70, 100) = -NAN;
+  at(10, 130) = INFINITY;
+  at(100, 250) = -INFINITY;
+  at(200, 64) = INFINITY;
+  at(200, 65) = NAN;
+  for (int64_t r = 128; r < n; ++r)
+    for (int64_t c = 128; c < n; ++c) at(r, c) = c % 2 == 0 ? NAN : -NAN;
+  return x;
+}
+
+TEST(CpuBlockScaling, NonFiniteElementsLeaveTheFiniteOnesTheirScale) {
+  const int64_t n = 256;
+  const std::vector<float> x = thousands_with_non_finite(n);
+  std::vector<float> xt(x.size());
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < n; ++c) xt[std::size_t(c * n + r)] = x[std::size_t(r * n + c)];
+  std::vector<uint8_t> raw(x.size() * 4);
+  std::memcpy(raw.data(), x.data(), raw.size());
+  for (const BlockConfig& c : block_configs()) {
+    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8);
+      const NonFiniteExpectation rowwise = expect_non_finite(x, n, n, c, fp8);
+      const NonFiniteExpectation columnwise = expect_non_finite(xt, n, n, c, fp8);
+      Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, fp8, OCTET_DTYPE_FP32, n, n, raw, OCTET_USAGE_BOTH);
+      Quantized ref = block_quantize_on("reference", c, fp8, OCTET_DTYPE_FP32, n, n, raw, OCTET_USAGE_BOTH);
+      const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+      const std::size_t scale_size = c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4;
+      expect_same_bytes(want.rowwise, rowwise.codes, 1, where + " reference rowwise codes");
+      expect_same_bytes(want.columnwise, columnwise.codes, 1, where + " reference columnwise codes");
+      expect_same_bytes(want.rowwise_scales, rowwise.scales, scale_size, where + " reference rowwise scales");
+      expect_same_bytes(want.columnwise_scales, columnwise.scales, scale_size,
+                        where + " reference columnwise scales");
+      expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+      expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+      expect_same_bytes(got.rowwise_scales, want.rowwise_scales, scale_size, where + " rowwise scales");
+      expect_same_bytes(got.columnwise_scales, want.columnwise_scales, scale_size, where + " columnwise scales");
+      float amax = 0.0f;
+      std::memcpy(&amax, want.amax.data(), 4);
+      EXPECT_EQ(amax, INFINITY) << where << ": the tensor amax counts infinities";
+      expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+      expect_same_stats(cpu.stats, ref.stats, where);
+      EXPECT_EQ(ref.stats.nan_count, uint64_t(128 * 128 + 3)) << where;
+      if (::testing::Test::HasFailure()) return;
+
+      // Every finite value comes back within an eighth of itself (E5M2's
+      // rounding, or FLOOR's clamp of 1000 to 896).
+      Tensor out = tensor(cpu.ctx.get(), OCTET_DTYPE_FP32, n, n);
+      ASSERT_EQ(octet_dequantize(cpu.ctx.get(), cpu.output.get(), out.get()), OCTET_STATUS_SUCCESS)
+          << where << ": " << octet_last_error_message();
+      const std::vector<uint8_t> bytes = download(out.get(), OCTET_COMPONENT_DATA);
+      const float tolerance = 1000.0f / 8;
+      for (int64_t i = 0; i < n * n; ++i) {
+        float back = 0.0f;
+        std::memcpy(&back, &bytes[std::size_t(i) * 4], 4);
+        const float v = x[std::size_t(i)];
+        if (std::isnan(v)) {
+          ASSERT_TRUE(std::isnan(back)) << where << " element " << i;
+        } else if (std::isfinite(v)) {
+          ASSERT_LE(std::fabs(back - v), tolerance) << where << " element " << i << " is " << back;
+        }
       }
     }
   }

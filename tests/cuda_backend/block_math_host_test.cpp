@@ -97,7 +97,7 @@ struct Quantized {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The block quantize kernel's algorithm (block_kernels.cu) on the host:
-// per block, pass 1 the NaN-aware amax, pass 2 block_encode and
+// per block, pass 1 the amax over the finite elements, pass 2 block_encode and
 // classify_element, all from block_math.cuh.
 Quantized model_block_quantize(const octet_block_quantize_args& args) {
   const bool transposed = args.transposed != 0;
@@ -116,25 +116,23 @@ Quantized model_block_quantize(const octet_block_quantize_args& args) {
   for (int64_t gr = 0; gr < grid_rows; ++gr) {
     for (int64_t gc = 0; gc < grid_cols; ++gc) {
       const int64_t r0 = gr * br, c0 = gc * bc, r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
-      float amax = 0.0f;
-      bool has_nan = false;
+      float block_amax = 0.0f;
+      bool has_inf = false;
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
-          if (octet_cuda::is_nan(x)) has_nan = true;
-          else if (octet_cuda::abs_value(x) > amax) amax = octet_cuda::abs_value(x);
+          if (!octet_cuda::is_finite(x)) has_inf = has_inf || !octet_cuda::is_nan(x);
+          else if (octet_cuda::abs_value(x) > block_amax) block_amax = octet_cuda::abs_value(x);
         }
       }
-      if (amax > q.amax) q.amax = amax;
-      const float block_amax = has_nan ? float_of(0x7FC00000u) : amax;
+      const float tensor_amax = has_inf ? INFINITY : block_amax;
+      if (tensor_amax > q.amax) q.amax = tensor_amax;
       const size_t index = static_cast<size_t>(gr * grid_cols + gc);
       float multiplier;
-      bool nan_block = false;
       if (mx) {
         const uint8_t code = octet_cuda::mx_scale_code(block_amax, e4m3, args.e8m0_rounding == 1);
         q.scales[index] = code;
-        nan_block = code == 0xFFu;
-        multiplier = nan_block ? 1.0f : octet_cuda::mx_multiplier(code);
+        multiplier = octet_cuda::mx_multiplier(code);
       } else {
         multiplier = octet_cuda::fp32_block_scale(block_amax, e4m3, args.amax_epsilon, args.power_of_two != 0);
         const float inv = octet_cuda::rn_div(1.0f, multiplier);
@@ -144,7 +142,7 @@ Quantized model_block_quantize(const octet_block_quantize_args& args) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
           float scaled;
-          const uint8_t code = octet_cuda::block_encode(x, multiplier, nan_block, e4m3, &scaled);
+          const uint8_t code = octet_cuda::block_encode(x, multiplier, e4m3, &scaled);
           q.out[static_cast<size_t>(r * cols + c)] = code;
           const unsigned flags = octet_cuda::classify_element(x, scaled, code, e4m3);
           q.stats.nan_count += (flags & octet_cuda::kCountNan) != 0u;
@@ -204,7 +202,7 @@ octet_block_quantize_args block_args(const octet_matrix_view& input, int32_t out
 // ---- E8M0 scales ----
 
 // 1x1 blocks: each FP32 pattern is its own block, so the reference's scale
-// code of block_amax = |x| (NaN for a NaN) is compared with mx_scale_code on
+// code of block_amax = |x| (0 for a NaN or an infinity) is compared with mx_scale_code on
 // the whole sweep, with the codes and statistics of the same elements.
 TEST(CudaBlockMathOnHost, MxScaleCodesMatchTheReferenceOnAnFp32Sweep) {
   Reference ref;
@@ -217,7 +215,7 @@ TEST(CudaBlockMathOnHost, MxScaleCodesMatchTheReferenceOnAnFp32Sweep) {
       args.e8m0_rounding = rounding;
       const Quantized expected = reference_block_quantize(ref, args);
       for (size_t i = 0; i < x.size(); ++i) {
-        const float amax = octet_cuda::is_nan(x[i]) ? float_of(0x7FC00000u) : octet_cuda::abs_value(x[i]);
+        const float amax = octet_cuda::is_finite(x[i]) ? octet_cuda::abs_value(x[i]) : 0.0f;
         ASSERT_EQ(int(octet_cuda::mx_scale_code(amax, dtype == OCTET_DTYPE_E4M3, rounding == 1)),
                   int(expected.scales[i]))
             << std::hex << "amax bits 0x" << bits_of(amax) << std::dec << " dtype " << dtype << " rounding "
@@ -259,7 +257,7 @@ TEST(CudaBlockMathOnHost, Fp32BlockScalesMatchTheReference) {
         args.power_of_two = pow2;
         const Quantized expected = reference_block_quantize(ref, args);
         for (size_t i = 0; i < x.size(); ++i) {
-          const float amax = octet_cuda::is_nan(x[i]) ? float_of(0x7FC00000u) : octet_cuda::abs_value(x[i]);
+          const float amax = octet_cuda::is_finite(x[i]) ? octet_cuda::abs_value(x[i]) : 0.0f;
           const float scale = octet_cuda::fp32_block_scale(amax, dtype == OCTET_DTYPE_E4M3, epsilon, pow2 != 0);
           float got;
           std::memcpy(&got, &expected.scales[i * 4], 4);

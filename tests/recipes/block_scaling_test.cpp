@@ -20,20 +20,18 @@ struct Model {
   std::vector<float> scale_inv;    // grid, FP32 blocks
 };
 
-// Block amax: NaN if the block holds a NaN, else max |x|.
+// Block amax: max |x| over the block's finite elements (0 when it has none).
 float block_amax(const std::vector<float>& x, int64_t cols, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   float amax = 0.0f;
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t c = c0; c < c1; ++c) {
       const float v = x[size_t(r * cols + c)];
-      if (std::isnan(v)) return kNan;
-      amax = std::max(amax, std::fabs(v));
+      if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
     }
   return amax;
 }
 
 uint8_t model_mx_code(float amax, int32_t dtype, int rounding) {
-  if (std::isnan(amax)) return 0xFF;
   if (amax == 0.0f) return 0x00;
   int e;
   int exponent;
@@ -44,7 +42,6 @@ uint8_t model_mx_code(float amax, int32_t dtype, int rounding) {
     const double m = std::frexp(double(q), &e);  // q = m * 2^e, m in [0.5, 1)
     exponent = m == 0.5 ? e - 1 : e;             // ceil(log2 q)
   } else {
-    if (std::isinf(amax)) return 0xFE;
     std::frexp(double(amax), &e);
     exponent = (e - 1) - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15);  // floor(log2 amax) - emax
   }
@@ -52,7 +49,6 @@ uint8_t model_mx_code(float amax, int32_t dtype, int rounding) {
 }
 
 float model_fp32_scale(float amax, int32_t dtype, float eps, bool pow2) {
-  if (std::isnan(amax)) return 1.0f;
   amax = std::max(amax, eps);
   if (std::isinf(amax) || amax == 0.0f) return 1.0f;
   float s = fp8_max(dtype) / amax;
@@ -84,12 +80,7 @@ Model model_quantize(const std::vector<float>& x, int64_t rows, int64_t cols, in
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) {
           const float v = x[size_t(r * cols + c)];
-          uint8_t q;
-          if (mx && code == 0xFF)
-            q = std::signbit(v) ? 0xFF : 0x7F;
-          else
-            q = fp8_encode_sat(mx ? v / X : v * scale, dtype);
-          m.codes[size_t(r * cols + c)] = q;
+          m.codes[size_t(r * cols + c)] = fp8_encode_sat(mx ? v / X : v * scale, dtype);
         }
     }
   return m;
@@ -114,8 +105,8 @@ std::vector<float> special_blocks(int64_t rows, int64_t cols, uint32_t seed) {
         case 1: v = (c % 7 == 3) ? -448.0f : v; break;               // amax = fp8_max exactly
         case 2: v = (c % 5 == 1) ? 1.0f : v * 0.01f; break;          // amax a power of two
         case 3: v = v * 1e-39f; break;                               // subnormal block
-        case 4: v = (c % 9 == 4) ? kNan : v; break;                  // NaN block
-        case 5: v = (c % 11 == 2) ? -kInf : v; break;                // inf block
+        case 4: v = (c % 9 == 4) ? kNan : v; break;                  // NaN among finite values
+        case 5: v = (c % 11 == 2) ? -kInf : v; break;                // -inf among finite values
         case 6: v = v * 3e37f; break;                                // huge block
         default: break;                                              // ordinary
       }

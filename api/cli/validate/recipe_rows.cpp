@@ -44,38 +44,33 @@ float current_scale(float amax, float fp8max, float eps, bool pow2) {
 void host_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, int64_t br, int64_t bc, bool mx,
                  int32_t dtype, int32_t rounding, float eps, bool pow2, std::vector<uint8_t>* codes,
                  std::vector<uint8_t>* scales) {
+  // Each block's scale comes from the largest |x| of its finite elements.
   codes->assign(x.size(), 0);
   scales->clear();
   for (int64_t r0 = 0; r0 < rows; r0 += br)
     for (int64_t c0 = 0; c0 < cols; c0 += bc) {
       const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
       float amax = 0.0f;
-      bool nan = false;
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) {
           const float v = x[size_t(r * cols + c)];
-          nan = nan || std::isnan(v);
-          amax = std::fmax(amax, std::fabs(v));
+          if (std::isfinite(v)) amax = std::fmax(amax, std::fabs(v));
         }
       uint8_t code = 0;
       float scale = 1.0f;
       if (mx) {
-        if (nan) {
-          code = 0xFF;
-        } else if (amax == 0.0f) {
+        if (amax == 0.0f) {
           code = 0;
         } else if (rounding == OCTET_MX_ROUND_RCEIL) {
           const float quotient = amax / fp8_max(dtype);  // underflow to 0: smallest scale
           code = quotient == 0.0f ? 0 : octet_e8m0_encode(quotient, OCTET_E8M0_ROUND_CEIL);
-        } else if (std::isinf(amax)) {
-          code = 0xFE;
         } else {
           const int e = std::ilogb(amax) - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15) + 127;
           code = uint8_t(std::min(254, std::max(0, e)));
         }
         scales->push_back(code);
       } else {
-        scale = nan ? 1.0f : current_scale(amax, fp8_max(dtype), eps, pow2);
+        scale = current_scale(amax, fp8_max(dtype), eps, pow2);
         const float inv = 1.0f / scale;
         const uint8_t* b = reinterpret_cast<const uint8_t*>(&inv);
         scales->insert(scales->end(), b, b + 4);
@@ -84,12 +79,7 @@ void host_blocks(const std::vector<float>& x, int64_t rows, int64_t cols, int64_
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) {
           const float v = x[size_t(r * cols + c)];
-          uint8_t q;
-          if (mx && code == 0xFF)
-            q = std::signbit(v) ? 0xFF : 0x7F;
-          else
-            q = octet_fp8_encode(mx ? v / divisor : v * scale, dtype, 1);
-          (*codes)[size_t(r * cols + c)] = q;
+          (*codes)[size_t(r * cols + c)] = octet_fp8_encode(mx ? v / divisor : v * scale, dtype, 1);
         }
     }
 }
@@ -127,7 +117,8 @@ TensorPtr make_quantized(octet::Context& ctx, int32_t dtype, int64_t rows, int64
 std::vector<float> inputs(uint64_t seed, float spread) {
   std::mt19937_64 rng(seed);
   std::vector<float> x = uniform_floats(size_t(kRows * kCols), rng, -spread, spread);
-  // A zero block, a NaN block and a subnormal block for the block recipes.
+  // A zero block, a block with one NaN among finite values and a subnormal
+  // block for the block recipes.
   for (int64_t c = 0; c < 32; ++c) x[size_t(c)] = 0.0f;
   x[size_t(2 * kCols + 40)] = std::nanf("");
   for (int64_t c = 64; c < 96; ++c) x[size_t(4 * kCols + c)] *= 1e-40f;

@@ -218,13 +218,14 @@ typedef struct octet_quantize_statistics {
  * transpose (cols x rows), into codes `out` (dense, rows_out x cols_out) with
  * one scale per block_rows x block_cols block; the grid is
  * ceil(rows_out / block_rows) x ceil(cols_out / block_cols), row-major, the
- * last blocks ragged (numerics.md, "Block scaling"). A block's amax is NaN if
- * it holds a NaN.
+ * last blocks ragged (numerics.md, "Block scaling"). A block's amax is max |x|
+ * over its finite elements (NaN and +-inf excluded); NaN encodes to the NaN
+ * code of its sign, +-inf to +-max finite.
  *   scale_dtype E8M0: MX scales. e8m0_rounding 0 (RCEIL): code =
  *     e8m0_ceil(block_amax / fp8_max); 1 (FLOOR): 2^(floor(log2 amax) - emax);
- *     amax 0 -> 0x00, NaN -> 0xFF (whole block NaN). q = fp8_sat(x / X).
+ *     amax 0 -> 0x00 (never 0xFF). q = fp8_sat(x / X).
  *   scale_dtype FP32: scale = fp8_max / max(block_amax, amax_epsilon)
- *     (1 if that amax is 0, inf or NaN; +inf -> FLT_MAX; power_of_two clears
+ *     (1 if that amax is 0 or inf; +inf -> FLT_MAX; power_of_two clears
  *     the mantissa); q = fp8_sat(x * scale); scale_inv_out holds 1/scale. */
 typedef struct octet_block_quantize_args {
   size_t struct_size;

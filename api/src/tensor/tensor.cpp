@@ -182,7 +182,7 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
 // Scales a caller writes: per-tensor SCALE / SCALE_INV by kScaleRule; FP32
 // block grids (1x128, 128x128) entry by entry by the same rule (the library
 // writes 1/scale of a finite scale > 0); MXFP8's E8M0 codes are all allowed
-// (0xFF is the NaN code the quantizer itself writes for a block holding NaN).
+// (0xFF, the NaN code, makes its whole block NaN; the quantizer never writes it).
 void check_written_scales(const TensorState& t, int32_t component, const void* src, size_t bytes) {
   if (component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) {
     float value = 0.0f;

@@ -7,7 +7,7 @@
 // Block quantize works on regions of whole blocks (a few block rows x a few
 // block columns of the output, possibly the transpose of the input): the
 // region's values are widened to FP32 into a per-thread buffer, each
-// block's amax (NaN-aware) gives its scale, and the row kernels encode
+// block's amax (over its finite values) gives its scale, and the row kernels encode
 // x * (1/X) (MXFP8: X is a power of two, so x * 2^-e is the same FP32 value
 // as x / 2^e) or x * scale (FP32 blocks). Regions are shared by OpenMP
 // threads with a static schedule.
@@ -51,10 +51,10 @@ struct Counts {
   char pad[40];  // keep threads' accumulators on separate cache lines
 };
 
-// Counts n elements x[i] whose encoder input was x[i] * scale (or NaN for
-// every element when nan_block) and whose codes are codes[i].
-void count(const float* x, int64_t n, float scale, bool nan_block, const uint8_t* codes,
-           int32_t dtype, Counts& c) {
+// Counts n elements x[i] whose encoder input was x[i] * scale and whose
+// codes are codes[i].
+void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t dtype,
+           Counts& c) {
   const Fp8Params& p = params_of(dtype);
   const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
   for (int64_t i = 0; i < n; ++i) {
@@ -64,12 +64,10 @@ void count(const float* x, int64_t n, float scale, bool nan_block, const uint8_t
       continue;
     }
     c.amax = max_magnitude(c.amax, v);
-    if (!nan_block) {
-      const float y = v * scale;
-      if (!is_nan(y)) {
-        const uint32_t m = encode_fp8(y, p, false) & 0x7Fu;
-        if (e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
-      }
+    const float y = v * scale;
+    if (!is_nan(y)) {  // a NaN per-tensor scale saturates nothing
+      const uint32_t m = encode_fp8(y, p, false) & 0x7Fu;
+      if (e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
     }
     if (is_finite(v) && v != 0.0f && (codes[i] & 0x7Fu) == 0) ++c.flushed;
   }
@@ -87,15 +85,14 @@ void write_counts(const std::vector<Counts>& parts, octet_quantize_statistics* o
 }
 
 // E8M0 scale code of a block (numerics.md section 11, MXFP8).
-uint8_t mx_code(float block_amax, bool block_nan, int32_t dtype, int32_t rounding) {
-  if (block_nan) return 0xFF;
+uint8_t mx_code(float block_amax, int32_t dtype, int32_t rounding) {
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL; an underflowed quotient still gets 0x00 (2^-127)
     const float quotient = block_amax / fp8_max_of(dtype);
     return quotient == 0.0f ? 0x00 : encode_e8m0(quotient, true);
   }
   const uint32_t u = bits_of(block_amax);
-  if (u == 0x7F800000u) return 0xFE;
   const uint32_t exp = u >> 23;
   int floor_log2;
   if (exp != 0) {
@@ -108,8 +105,8 @@ uint8_t mx_code(float block_amax, bool block_nan, int32_t dtype, int32_t roundin
 }
 
 // FP32 block scale (numerics.md section 11, FP32 blocks).
-float fp32_scale(float block_amax, bool block_nan, int32_t dtype, float epsilon, bool pow2) {
-  if (block_nan) return 1.0f;
+float fp32_scale(float block_amax, int32_t dtype, float epsilon, bool pow2) {
+  // block_amax: max |x| over the block's finite elements.
   const float amax = epsilon > block_amax ? epsilon : block_amax;
   if (!is_finite(amax) || amax == 0.0f) return 1.0f;
   float scale = fp8_max_of(dtype) / amax;
@@ -169,7 +166,7 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
       k.widen(element_ptr(in, r, c0), in.dtype, w, values);
       // octet_math_mul: a NaN scale on NaN data keeps x's NaN (numerics.md 13).
       for (int64_t i = 0; i < w; ++i) codes[i] = encode_fp8(octet_math_mul(values[i], scale), p, sat);
-      count(values, w, scale, false, codes, dtype, c);
+      count(values, w, scale, codes, dtype, c);
     }
   }
   write_counts(parts, stats_out);
@@ -267,48 +264,52 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         const int64_t bh = std::min(br, h - b0);
         for (int64_t j0 = 0; j0 < w; j0 += bc) {
           const int64_t bw = std::min(bc, w - j0);
-          // The largest |x| bits: the block's amax, or above the infinity's
-          // bits when the block holds a NaN (then amax ignoring NaN, scalar).
+          // The largest |x| bits: the block's amax when every element is
+          // finite; at or above the infinity's bits the block holds an
+          // infinity or a NaN, and its amax is taken over the finite
+          // elements (scalar). The tensor amax counts infinities.
           uint32_t top = 0;
           for (int64_t i = b0; i < b0 + bh; ++i) {
             const uint32_t m = k.abs_bits_max(src + i * sld + j0, bw);
             top = m > top ? m : top;
           }
-          const bool block_nan = top > 0x7F800000u;
           float block_amax = float_of(top);
-          if (block_nan) {
+          if (top >= 0x7F800000u) {
             block_amax = 0.0f;
+            bool has_inf = false;
             for (int64_t i = b0; i < b0 + bh; ++i) {
               const float* x = src + i * sld + j0;
-              for (int64_t j = 0; j < bw; ++j) block_amax = max_magnitude(block_amax, x[j]);
+              for (int64_t j = 0; j < bw; ++j) {
+                const uint32_t a = bits_of(x[j]) & 0x7FFFFFFFu;
+                if (a < 0x7F800000u) {
+                  block_amax = max_magnitude(block_amax, x[j]);
+                } else if (a == 0x7F800000u) {
+                  has_inf = true;
+                }
+              }
             }
+            if (has_inf) amax = float_of(0x7F800000u);
           }
           amax = block_amax > amax ? block_amax : amax;
           const std::size_t block =
               static_cast<std::size_t>(((r0 + b0) / br) * grid_cols + (c0 + j0) / bc);
           float multiplier;  // x * multiplier is the encoder's input
-          bool nan_block = false;
           if (mx) {
-            const uint8_t code = mx_code(block_amax, block_nan, dtype, args->e8m0_rounding);
+            const uint8_t code = mx_code(block_amax, dtype, args->e8m0_rounding);
             static_cast<uint8_t*>(args->scale_inv_out)[block] = code;
-            nan_block = code == 0xFF;
             // 1 / 2^(code - 127) = 2^(127 - code): an FP32 normal or 2^-127.
-            multiplier = nan_block ? 1.0f : (code == 0xFE ? float_of(0x00400000u) /*2^-127*/
-                                                          : float_of((254u - code) << 23));
+            multiplier = code == 0xFE ? float_of(0x00400000u) /*2^-127*/
+                                      : float_of((254u - code) << 23);
           } else {
-            multiplier = fp32_scale(block_amax, block_nan, dtype, args->amax_epsilon,
-                                    args->power_of_two != 0);
+            multiplier = fp32_scale(block_amax, dtype, args->amax_epsilon, args->power_of_two != 0);
             static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
           }
           for (int64_t i = b0; i < b0 + bh; ++i) {
             const float* x = src + i * sld + j0;
             uint8_t* out = args->out + (r0 + i) * cols + c0 + j0;
-            if (nan_block) {
-              for (int64_t j = 0; j < bw; ++j) out[j] = (bits_of(x[j]) >> 31) != 0 ? 0xFF : 0x7F;
-            } else {
-              k.encode(x, bw, multiplier, dtype, true, out);
-            }
-            if (want_stats) count(x, bw, multiplier, nan_block, out, dtype, stats);
+            // NaN keeps its sign; an infinity saturates to max finite.
+            k.encode(x, bw, multiplier, dtype, true, out);
+            if (want_stats) count(x, bw, multiplier, out, dtype, stats);
           }
         }
       }

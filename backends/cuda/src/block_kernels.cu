@@ -122,27 +122,27 @@ struct QuantizeJob {
   bool transposed, e4m3, mx, floor_rounding, power_of_two, want_stats;
 };
 
-// Max and NaN flag over a group of kGroup threads (a warp, or the whole CTA
-// for large blocks); every thread of the group gets the result.
+// Max and infinity flag over a group of kGroup threads (a warp, or the whole
+// CTA for large blocks); every thread of the group gets the result.
 template <int kGroup>
-__device__ void group_reduce(float& amax, bool& has_nan) {
+__device__ void group_reduce(float& amax, bool& has_inf) {
   for (int offset = 16; offset > 0; offset >>= 1) {
     const float other = __shfl_xor_sync(kFullMask, amax, offset);
     if (other > amax) amax = other;
   }
-  has_nan = __any_sync(kFullMask, has_nan);
+  has_inf = __any_sync(kFullMask, has_inf);
   if (kGroup > 32) {
     __shared__ float group_amax[kWarps];
-    __shared__ int group_nan[kWarps];
+    __shared__ int group_inf[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) {
       group_amax[warp] = amax;
-      group_nan[warp] = has_nan ? 1 : 0;
+      group_inf[warp] = has_inf ? 1 : 0;
     }
     __syncthreads();
     for (int w = 0; w < kWarps; ++w) {
       if (group_amax[w] > amax) amax = group_amax[w];
-      has_nan = has_nan || group_nan[w] != 0;
+      has_inf = has_inf || group_inf[w] != 0;
     }
     __syncthreads();  // the next block's writes wait for these reads
   }
@@ -181,29 +181,29 @@ __global__ void __launch_bounds__(kThreads) block_quantize_kernel(QuantizeJob jo
       return load_as_float(job.in.data, job.in.dtype, in_index);
     };
 
-    float amax = 0.0f;
-    bool has_nan = false;
+    // The block's amax is the largest |x| of its finite elements; the
+    // tensor amax (amax_out) ignores only NaN, so it counts infinities.
+    float block_amax = 0.0f;
+    bool has_inf = false;
     for (int64_t e = rank; e < n; e += kGroup) {
       int64_t unused;
       const float x = at(e, unused);
-      if (is_nan(x)) {
-        has_nan = true;
-      } else if (abs_value(x) > amax) {
-        amax = abs_value(x);
+      if (!is_finite(x)) {
+        has_inf = has_inf || !is_nan(x);
+      } else if (abs_value(x) > block_amax) {
+        block_amax = abs_value(x);
       }
     }
-    group_reduce<kGroup>(amax, has_nan);
-    if (amax > counts.amax) counts.amax = amax;  // amax_out ignores NaN
+    group_reduce<kGroup>(block_amax, has_inf);
+    const float tensor_amax = has_inf ? float_of(0x7F800000u) : block_amax;
+    if (tensor_amax > counts.amax) counts.amax = tensor_amax;
 
     const int64_t scale_index = gr * job.grid_cols + gc;
-    const float block_amax = has_nan ? float_of(0x7FC00000u) : amax;
     float multiplier;
-    bool nan_block = false;
     if (job.mx) {
       const uint8_t code = mx_scale_code(block_amax, job.e4m3, job.floor_rounding);
       if (rank == 0) static_cast<uint8_t*>(job.scale_out)[scale_index] = code;
-      nan_block = code == 0xFFu;
-      multiplier = nan_block ? 1.0f : mx_multiplier(code);
+      multiplier = mx_multiplier(code);
     } else {
       multiplier = fp32_block_scale(block_amax, job.e4m3, job.epsilon, job.power_of_two);
       if (rank == 0) static_cast<float*>(job.scale_out)[scale_index] = __fdiv_rn(1.0f, multiplier);
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads) block_quantize_kernel(QuantizeJob jo
       int64_t out_index;
       const float x = at(e, out_index);
       float scaled;
-      const uint8_t code = block_encode(x, multiplier, nan_block, job.e4m3, &scaled);
+      const uint8_t code = block_encode(x, multiplier, job.e4m3, &scaled);
       job.out[out_index] = code;
       if (job.want_stats) counts.add(classify_element(x, scaled, code, job.e4m3));
     }

@@ -25,11 +25,10 @@ OCTET_CUDA_HD float fp8_max_value(bool e4m3) { return e4m3 ? 448.0f : 57344.0f; 
 
 // ---- block scales (numerics.md section 11) ----
 
-// E8M0 scale code of a block whose amax (max |x| of its non-NaN elements) is
-// block_amax, or NaN when the block holds a NaN. floor_rounding: the OCP
-// FLOOR rule, else RCEIL.
+// E8M0 scale code of a block whose amax (max |x| over its finite elements)
+// is block_amax; never the NaN code 0xFF. floor_rounding: the OCP FLOOR
+// rule, else RCEIL.
 OCTET_CUDA_HD uint8_t mx_scale_code(float block_amax, bool e4m3, bool floor_rounding) {
-  if (is_nan(block_amax)) return 0xFFu;
   if (block_amax == 0.0f) return 0x00u;
   if (!floor_rounding) {
     // A non-zero amax whose quotient underflows to 0 still gets the smallest
@@ -38,7 +37,6 @@ OCTET_CUDA_HD uint8_t mx_scale_code(float block_amax, bool e4m3, bool floor_roun
     return quotient == 0.0f ? 0x00u : e8m0_encode(quotient, true);
   }
   const uint32_t magnitude = bits_of(block_amax) & 0x7FFFFFFFu;
-  if (magnitude == 0x7F800000u) return 0xFEu;
   const uint32_t exp_field = magnitude >> 23;
   int floor_log2;
   if (exp_field != 0u) {
@@ -63,10 +61,10 @@ OCTET_CUDA_HD float mx_multiplier(uint8_t code) {
 }
 
 // FP32 block scale by the current-scaling rule (numerics.md 14.1):
-// fp8_max / max(block_amax, epsilon); 1 when the block holds a NaN or that
-// amax is 0 or inf; +inf becomes FLT_MAX; power_of_two clears the mantissa.
+// fp8_max / max(block_amax, epsilon) with block_amax the largest |x| of the
+// block's finite elements; 1 when that is 0 or inf; +inf becomes FLT_MAX;
+// power_of_two clears the mantissa.
 OCTET_CUDA_HD float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
-  if (is_nan(block_amax)) return 1.0f;
   // fmax semantics: a NaN epsilon leaves block_amax.
   const float amax = epsilon > block_amax ? epsilon : block_amax;
   if (!is_finite(amax) || amax == 0.0f) return 1.0f;
@@ -78,14 +76,10 @@ OCTET_CUDA_HD float fp32_block_scale(float block_amax, bool e4m3, float epsilon,
 
 // ---- elements ----
 
-// The code of x in a block whose encoder input is x * multiplier, or NaN for
-// every element of a NaN block (then each code keeps x's sign). *scaled gets
-// the encoder's input (NaN for a NaN block), which the statistics need.
-OCTET_CUDA_HD uint8_t block_encode(float x, float multiplier, bool nan_block, bool e4m3, float* scaled) {
-  if (nan_block) {
-    *scaled = float_of(0x7FC00000u);
-    return (bits_of(x) & 0x80000000u) != 0u ? 0xFFu : 0x7Fu;
-  }
+// The code of x in a block whose encoder input is x * multiplier: a NaN
+// keeps its sign, an infinity saturates to max finite. *scaled gets the
+// encoder's input, which the statistics need.
+OCTET_CUDA_HD uint8_t block_encode(float x, float multiplier, bool e4m3, float* scaled) {
   *scaled = host_mul(x, multiplier);
   return fp8_encode(*scaled, e4m3, true);
 }
@@ -97,8 +91,9 @@ enum : unsigned { kCountNan = 1u, kCountSaturated = 2u, kCountFlushed = 4u };
 OCTET_CUDA_HD unsigned classify_element(float x, float scaled, uint8_t code, bool e4m3) {
   if (is_nan(x)) return kCountNan;
   unsigned flags = 0u;
-  // Saturated: the non-saturating conversion overflows (a NaN scaled value
-  // is a NaN block, not a saturation).
+  // Saturated: the non-saturating conversion overflows (an infinity
+  // included; a NaN scaled value, from a NaN per-tensor scale, is not a
+  // saturation).
   if (!is_nan(scaled)) {
     const uint32_t magnitude = fp8_encode(scaled, e4m3, false) & 0x7Fu;
     if (e4m3 ? magnitude == 0x7Fu : magnitude >= 0x7Cu) flags |= kCountSaturated;

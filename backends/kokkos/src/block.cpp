@@ -1,8 +1,9 @@
 // Block scaling (numerics.md section 11): MXFP8 1x32 blocks with E8M0 scales
 // and 1x128 / 128x128 blocks with FP32 scales, quantize and dequantize. One
-// Kokkos team per block: the team reduces the block's amax (and whether it
-// holds a NaN), every thread derives the same scale from it, then the team
-// writes the codes and reduces the statistics.
+// Kokkos team per block: the team reduces the block's amax (over its finite
+// elements), every thread derives the same scale from it, then the team
+// writes the codes and reduces the statistics (whose amax, the tensor's,
+// counts infinities).
 #include <cfloat>
 #include <string>
 
@@ -13,13 +14,12 @@ namespace {
 
 // E8M0 scale code of a block (numerics.md 11, MXFP8).
 KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_t rounding) {
-  if (is_nan(block_amax)) return 0xFF;
+  // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL; a quotient that underflows to 0 gets 0x00, never the NaN code
     const float quotient = div(block_amax, fp8_max_of(e4m3));
     return quotient == 0.0f ? static_cast<uint8_t>(0x00) : e8m0_encode(quotient, true);
   }
-  if (is_inf(block_amax)) return 0xFE;  // FLOOR (OCP)
   const int code = ilogb_of(block_amax) - (e4m3 ? 8 : 15) + 127;
   if (code < 0) return 0x00;
   if (code > 0xFE) return 0xFE;
@@ -28,8 +28,9 @@ KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_
 
 // FP32 block scale by the current-scaling rule (numerics.md 14.1).
 KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
+  // block_amax: max |x| over the block's finite elements.
   const float amax = fmax_of(block_amax, epsilon);
-  if (is_nan(block_amax) || is_inf(amax) || amax == 0.0f) return 1.0f;
+  if (is_inf(amax) || amax == 0.0f) return 1.0f;
   float scale = div(fp8_max_of(e4m3), amax);
   if (is_inf(scale)) scale = FLT_MAX;
   if (power_of_two) scale = float_of(bits_of(scale) & 0xFF800000u);
@@ -98,20 +99,16 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             return transposed ? in.at(c, r) : in.at(r, c);
           };
           // Ragged blocks cover only existing elements (zero padding changes no amax).
+          // NaN and infinities take no part in the block's amax.
           float block_amax = 0.0f;
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, count),
               [&](int64_t e, float& m) {
                 const float x = value(e);
-                if (!is_nan(x) && abs_of(x) > m) m = abs_of(x);
+                if (is_finite(x) && abs_of(x) > m) m = abs_of(x);
               },
               Kokkos::Max<float>(block_amax));
           if (!(block_amax > 0.0f)) block_amax = 0.0f;
-          int nans = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, count), [&](int64_t e, int& n) { n += is_nan(value(e)) ? 1 : 0; },
-              Kokkos::Sum<int>(nans));
-          if (nans > 0) block_amax = float_of(0x7FC00000u);
           uint8_t scale_code = 0;
           float scale = 1.0f, divisor = 0.0f;
           if (e8m0) {
@@ -133,18 +130,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
               [&](int64_t e, Stats& s) {
                 const float x = value(e);
                 const int64_t r = r0 + e / width, c = c0 + e % width;
-                float scaled;
-                uint8_t code;
-                if (e8m0) {
-                  scaled = div(x, divisor);
-                  // A NaN scale makes the whole block NaN, each code keeping x's sign.
-                  code = scale_code == 0xFF ? static_cast<uint8_t>(sign_bit(x) ? 0xFF : 0x7F)
-                                            : fp8_encode(scaled, e4m3, true);
-                  if (scale_code == 0xFF) scaled = float_of(0x7FC00000u);
-                } else {
-                  scaled = mul(x, scale);
-                  code = fp8_encode(scaled, e4m3, true);
-                }
+                // NaN keeps its sign; an infinity saturates to max finite.
+                const float scaled = e8m0 ? div(x, divisor) : mul(x, scale);
+                const uint8_t code = fp8_encode(scaled, e4m3, true);
                 out(r * cols + c) = code;
                 s.count(x, scaled, code, e4m3);
               },
