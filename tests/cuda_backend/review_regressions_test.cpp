@@ -1,5 +1,5 @@
 // Device regressions of the review before the first GPU run (docs/backends/
-// cuda.md, "Review before the first GPU run"): each failed, or would have, on
+// cuda.md, "What a review without a GPU establishes"): each failed, or would have, on
 // a device only. Skip without one.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

@@ -914,9 +914,26 @@ struct Program {
             (unsigned long long)m.current_bytes[OCTET_MEMORY_SAVED_ACTIVATIONS]);
     bool cache = false;
     for (const LayerModel& L : layers) cache = cache || (L.alive && L.spec.lo.weight_cache);
-    if (!cache && m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES] != 0)
-      failf("profile %d: no saved handle or weight cache is alive but %llu bytes of quantized copies remain", wi,
-            (unsigned long long)m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES]);
+    // What may remain: the scaling state (scale, scale_inv, amax history)
+    // of each live layer's quantizers, where it lives in this context.
+    uint64_t states = 0;
+    for (size_t li = 0; li < 2; ++li) {
+      if (!layers[li].alive) continue;
+      for (size_t lin = 0; lin < layers[li].linears(); ++lin)
+        for (int32_t role = 0; role < 3; ++role) {
+          octet_quantizer* q = nullptr;
+          check(octet_layer_get_quantizer(w.layers[li], lin, role, &q) == OCTET_STATUS_SUCCESS,
+                "octet_layer_get_quantizer");
+          octet_quantizer_info i{};
+          i.struct_size = sizeof(i);
+          check(octet_quantizer_get_info(q, &i) == OCTET_STATUS_SUCCESS, "octet_quantizer_get_info");
+          states += (2 + uint64_t(i.amax_history_len)) * sizeof(float);
+        }
+    }
+    if (!cache && m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES] > states)
+      failf("profile %d: no saved handle or weight cache is alive but %llu bytes of quantized copies remain, "
+            "more than the %llu bytes of the live layers' quantizer states",
+            wi, (unsigned long long)m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES], (unsigned long long)states);
   }
 
   // -- state comparison --

@@ -187,7 +187,7 @@ def test_gradcheck_fails_on_a_wrong_gradient(ctx):
 
 
 def _quantize(t, fp8_max, dtype):
-    """Current scaling as numerics.md 3.2 and 7 state it, with torch's casts
+    """Current scaling as numerics.md 14.1 and 7 state it, with torch's casts
     as the encoder: scale = fp8_max / amax in FP32, codes = fp8(t * scale)
     (round to nearest even; nothing exceeds fp8_max), scale_inv = 1 / scale."""
     scale = torch.tensor(fp8_max, dtype=torch.float32) / t.abs().max().float()
