@@ -181,8 +181,8 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
           const float x = value(r, c);
           // NaN stays NaN with its sign; an infinity saturates to the
           // largest finite code of its sign.
-          const float scaled = args->scale_dtype == OCTET_DTYPE_E8M0 ? octet_math_div(x, divisor)
-                                                                      : octet_math_mul(x, scale);
+          const float scaled =
+              args->scale_dtype == OCTET_DTYPE_E8M0 ? octet_math_div(x, divisor) : octet_math_mul(x, scale);
           const uint8_t code = fp8_encode(scaled, format, true);
           args->out[static_cast<std::size_t>(r * cols + c)] = code;
           counter.count(x, scaled, code, format);

@@ -38,7 +38,8 @@ class OutOfMemory : public std::bad_alloc {
 // arguments' shapes goes through here.
 template <typename T>
 std::vector<T> host_vector(std::size_t count, T value = T()) {
-  if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw OutOfMemory(std::numeric_limits<std::size_t>::max());
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+    throw OutOfMemory(std::numeric_limits<std::size_t>::max());
   try {
     return std::vector<T>(count, value);
   } catch (const std::bad_alloc&) {
@@ -53,8 +54,8 @@ int32_t guarded(const char* entry_name, Body&& body) noexcept {
     return body();
   } catch (const OutOfMemory& e) {
     try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry_name) + ": out of host memory (" +
-                                                    std::to_string(e.bytes()) + " bytes asked)");
+      return report(OCTET_STATUS_OUT_OF_MEMORY,
+                    std::string(entry_name) + ": out of host memory (" + std::to_string(e.bytes()) + " bytes asked)");
     } catch (...) {
       return OCTET_STATUS_OUT_OF_MEMORY;
     }

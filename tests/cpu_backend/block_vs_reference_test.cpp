@@ -335,13 +335,13 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
 // sign. The expectation is built here from that rule, for both copies (the
 // columnwise one holds the transpose, blocked along the input's rows).
 struct NonFiniteExpectation {
-  std::vector<uint8_t> codes;     // rows x cols of the quantized matrix
-  std::vector<uint8_t> scales;    // the scale grid, bytes
-  std::vector<float> scale_inv;   // per block, as a float
+  std::vector<uint8_t> codes;    // rows x cols of the quantized matrix
+  std::vector<uint8_t> scales;   // the scale grid, bytes
+  std::vector<float> scale_inv;  // per block, as a float
 };
 
-NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows, int64_t cols,
-                                       const BlockConfig& c, int32_t fp8) {
+NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows, int64_t cols, const BlockConfig& c,
+                                       int32_t fp8) {
   const bool mx = c.mode == OCTET_SCALING_MXFP8_1X32;
   const int64_t br = c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
   const int64_t bc = mx ? 32 : 128;
@@ -440,8 +440,7 @@ TEST(CpuBlockScaling, NonFiniteElementsLeaveTheFiniteOnesTheirScale) {
       expect_same_bytes(want.rowwise, rowwise.codes, 1, where + " reference rowwise codes");
       expect_same_bytes(want.columnwise, columnwise.codes, 1, where + " reference columnwise codes");
       expect_same_bytes(want.rowwise_scales, rowwise.scales, scale_size, where + " reference rowwise scales");
-      expect_same_bytes(want.columnwise_scales, columnwise.scales, scale_size,
-                        where + " reference columnwise scales");
+      expect_same_bytes(want.columnwise_scales, columnwise.scales, scale_size, where + " reference columnwise scales");
       expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
       expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
       expect_same_bytes(got.rowwise_scales, want.rowwise_scales, scale_size, where + " rowwise scales");

@@ -121,8 +121,10 @@ Quantized model_block_quantize(const octet_block_quantize_args& args) {
       for (int64_t r = r0; r < r1; ++r) {
         for (int64_t c = c0; c < c1; ++c) {
           const float x = value(r, c);
-          if (!octet_cuda::is_finite(x)) has_inf = has_inf || !octet_cuda::is_nan(x);
-          else if (octet_cuda::abs_value(x) > block_amax) block_amax = octet_cuda::abs_value(x);
+          if (!octet_cuda::is_finite(x))
+            has_inf = has_inf || !octet_cuda::is_nan(x);
+          else if (octet_cuda::abs_value(x) > block_amax)
+            block_amax = octet_cuda::abs_value(x);
         }
       }
       const float tensor_amax = has_inf ? INFINITY : block_amax;

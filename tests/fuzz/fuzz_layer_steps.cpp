@@ -931,9 +931,10 @@ struct Program {
         }
     }
     if (!cache && m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES] > states)
-      failf("profile %d: no saved handle or weight cache is alive but %llu bytes of quantized copies remain, "
-            "more than the %llu bytes of the live layers' quantizer states",
-            wi, (unsigned long long)m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES], (unsigned long long)states);
+      failf(
+          "profile %d: no saved handle or weight cache is alive but %llu bytes of quantized copies remain, "
+          "more than the %llu bytes of the live layers' quantizer states",
+          wi, (unsigned long long)m.current_bytes[OCTET_MEMORY_QUANTIZED_COPIES], (unsigned long long)states);
   }
 
   // -- state comparison --

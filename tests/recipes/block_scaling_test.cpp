@@ -105,8 +105,12 @@ std::vector<float> special_blocks(int64_t rows, int64_t cols, uint32_t seed) {
         case 1: v = (c % 7 == 3) ? -448.0f : v; break;               // amax = fp8_max exactly
         case 2: v = (c % 5 == 1) ? 1.0f : v * 0.01f; break;          // amax a power of two
         case 3: v = v * 1e-39f; break;                               // subnormal block
-        case 4: v = (c % 9 == 4) ? kNan : v; break;                  // NaN among finite values
-        case 5: v = (c % 11 == 2) ? -kInf : v; break;                // -inf among finite values
+        case 4:
+          v = (c % 9 == 4) ? kNan : v;
+          break;  // NaN among finite values
+        case 5:
+          v = (c % 11 == 2) ? -kInf : v;
+          break;                                                     // -inf among finite values
         case 6: v = v * 3e37f; break;                                // huge block
         default: break;                                              // ordinary
       }

@@ -22,12 +22,9 @@ struct Mode {
 };
 
 const Mode kModes[] = {
-    {"1x32 e8m0 rceil", 1, 32, OCTET_DTYPE_E8M0, 0, 0},
-    {"1x32 e8m0 floor", 1, 32, OCTET_DTYPE_E8M0, 1, 0},
-    {"1x128 fp32", 1, 128, OCTET_DTYPE_FP32, 0, 0},
-    {"1x128 fp32 pow2", 1, 128, OCTET_DTYPE_FP32, 0, 1},
-    {"128x128 fp32", 128, 128, OCTET_DTYPE_FP32, 0, 0},
-    {"128x128 fp32 pow2", 128, 128, OCTET_DTYPE_FP32, 0, 1},
+    {"1x32 e8m0 rceil", 1, 32, OCTET_DTYPE_E8M0, 0, 0}, {"1x32 e8m0 floor", 1, 32, OCTET_DTYPE_E8M0, 1, 0},
+    {"1x128 fp32", 1, 128, OCTET_DTYPE_FP32, 0, 0},     {"1x128 fp32 pow2", 1, 128, OCTET_DTYPE_FP32, 0, 1},
+    {"128x128 fp32", 128, 128, OCTET_DTYPE_FP32, 0, 0}, {"128x128 fp32 pow2", 128, 128, OCTET_DTYPE_FP32, 0, 1},
 };
 
 const Fp8Spec& spec_of(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? kE4M3Spec : kE5M2Spec; }
@@ -76,8 +73,8 @@ class BlockNonFinite : public ReferenceBackendTest {
 
   // Quantizes x [rows, cols] (transposed: its transpose) and checks the
   // codes and the scale grid against the rule; returns the result.
-  Result quantize_and_check(const std::vector<float>& x, int64_t rows, int64_t cols, bool transposed,
-                            const Mode& m, int32_t dtype, const std::string& where) {
+  Result quantize_and_check(const std::vector<float>& x, int64_t rows, int64_t cols, bool transposed, const Mode& m,
+                            int32_t dtype, const std::string& where) {
     const int64_t out_rows = transposed ? cols : rows, out_cols = transposed ? rows : cols;
     const int64_t grid_rows = (out_rows + m.block_rows - 1) / m.block_rows;
     const int64_t grid_cols = (out_cols + m.block_cols - 1) / m.block_cols;

@@ -898,8 +898,7 @@ namespace octet {
 class DLPackTensor {
  public:
   DLPackTensor() noexcept = default;
-  explicit DLPackTensor(octet_dlpack_managed_tensor_versioned* managed) noexcept
-      : managed_(managed) {}
+  explicit DLPackTensor(octet_dlpack_managed_tensor_versioned* managed) noexcept : managed_(managed) {}
   ~DLPackTensor() { reset(); }
   DLPackTensor(DLPackTensor&& other) noexcept : managed_(std::exchange(other.managed_, nullptr)) {}
   DLPackTensor& operator=(DLPackTensor&& other) noexcept {

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <new>
 #include <sstream>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>

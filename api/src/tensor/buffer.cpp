@@ -61,8 +61,7 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category
     if (!ctx_->host_memory())
       fail(OCTET_STATUS_INTERNAL, "device backend '", ctx_->backend->name, "' has no mem_alloc");
     data_ = std::aligned_alloc(alignment, rounded);
-    if (data_ == nullptr)
-      fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", rounded, " bytes of host memory");
+    if (data_ == nullptr) fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", rounded, " bytes of host memory");
   }
   owned_ = true;
   if (counted_) ctx_->memory.add(category_, bytes_);

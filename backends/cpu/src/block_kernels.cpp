@@ -53,8 +53,7 @@ struct Counts {
 
 // Counts n elements x[i] whose encoder input was x[i] * scale and whose
 // codes are codes[i].
-void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t dtype,
-           Counts& c) {
+void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t dtype, Counts& c) {
   const Fp8Params& p = params_of(dtype);
   const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
   for (int64_t i = 0; i < n; ++i) {
