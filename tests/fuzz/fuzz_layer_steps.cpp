@@ -912,6 +912,9 @@ struct Program {
     if (m.current_bytes[OCTET_MEMORY_SAVED_ACTIVATIONS] != 0)
       failf("profile %d: no saved handle is alive but %llu bytes of saved activations remain", wi,
             (unsigned long long)m.current_bytes[OCTET_MEMORY_SAVED_ACTIVATIONS]);
+    // An open autocast scope holds every quantizer used since it began, so
+    // a destroyed layer's quantizer states may outlive it until the end.
+    if (!autocast.empty()) return;
     bool cache = false;
     for (const LayerModel& L : layers) cache = cache || (L.alive && L.spec.lo.weight_cache);
     // What may remain: the scaling state (scale, scale_inv, amax history)
