@@ -67,7 +67,7 @@ int run_info(const std::vector<std::string>& args) {
   if (!args.empty()) return usage_error("info takes no arguments (got '" + args[0] + "')");
   const octet_version lib = octet_library_version();
   const octet_version abi = octet_abi_version();
-  std::printf("octet %u.%u.%u, ABI %u.%u\n\n", lib.major, lib.minor, lib.patch, abi.major, abi.minor);
+  std::printf("octet %u.%u.%u, users' ABI %u.%u\n\n", lib.major, lib.minor, lib.patch, abi.major, abi.minor);
 
   const auto backends = octet::backends();
   for (size_t i = 0; i < backends.size(); ++i) {

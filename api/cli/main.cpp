@@ -54,8 +54,8 @@ namespace {
 int print_version() {
   const octet_version lib = octet_library_version();
   const octet_version abi = octet_abi_version();
-  std::printf("octet %u.%u.%u (ABI %u.%u; built against headers %d.%d.%d, ABI %d.%d)\n", lib.major, lib.minor,
-              lib.patch, abi.major, abi.minor, OCTET_VERSION_MAJOR, OCTET_VERSION_MINOR, OCTET_VERSION_PATCH,
+  std::printf("octet %u.%u.%u (users' ABI %u.%u; built against headers %d.%d.%d, users' ABI %d.%d)\n", lib.major,
+              lib.minor, lib.patch, abi.major, abi.minor, OCTET_VERSION_MAJOR, OCTET_VERSION_MINOR, OCTET_VERSION_PATCH,
               OCTET_ABI_MAJOR, OCTET_ABI_MINOR);
   return kExitOk;
 }

@@ -11,6 +11,10 @@ a C compile of octet.h (struct sizes and field offsets, constant values,
 every function declared with octet.h's argument count and kinds), so a
 change to the header that is not made here fails that test.
 
+Every "ABI x.y" below is the users' ABI of octet.h (OCTET_ABI_MAJOR/MINOR),
+never the plugin ABI of octet_backend.h: the minor in which that field or
+function was added.
+
 Only ctypes is imported here: no NumPy and no library loading, so the file
 can be loaded on its own (importlib, by path)."""
 

@@ -60,4 +60,4 @@ lib = _load()
 _missing = _declare_all(lib)
 if _missing:
     raise ImportError(f"the liboctet at {lib._name} lacks {', '.join(_missing)}: it is older than this package "
-                      f"(octet.h ABI {_ABI_MAJOR}.{_ABI_MINOR}); set OCTET_LIBRARY to a matching build")
+                      f"(octet.h: users' ABI {_ABI_MAJOR}.{_ABI_MINOR}); set OCTET_LIBRARY to a matching build")
