@@ -365,7 +365,7 @@ NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows
           int e2 = 0;
           const double m = std::frexp(amax / fp8_max, &e2);
           exponent = m == 0.5 ? e2 - 1 : e2;  // ceil(log2(amax / fp8_max))
-        } else {
+        } else if (amax != 0.0) {             // ilogb(0) is FP_ILOGB0: no exponent to take
           exponent = std::ilogb(amax) - (e4m3 ? 8 : 15);
         }
         const int code = amax == 0.0 ? 0 : std::min(254, std::max(0, exponent + 127));

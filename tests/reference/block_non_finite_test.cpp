@@ -45,7 +45,7 @@ BlockScale block_scale(double amax, const Mode& m, int32_t dtype) {
       int e = 0;
       const double mantissa = std::frexp(amax / fp8_max, &e);
       exponent = mantissa == 0.5 ? e - 1 : e;
-    } else {
+    } else if (amax != 0.0) {  // ilogb(0) is FP_ILOGB0: no exponent to take
       exponent = std::ilogb(amax) - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15);
     }
     const int code = amax == 0.0 ? 0 : std::min(254, std::max(0, exponent + 127));
