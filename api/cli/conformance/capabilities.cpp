@@ -46,8 +46,9 @@ class Prober {
     } catch (const octet::Error& e) {
       if (e.status() == OCTET_STATUS_UNSUPPORTED) {
         if (!declared || (excuse && excuse(e.message())))
-          section_->add(name, Outcome::Unsupported,
-                        std::string(declared ? "declared, but needs something undeclared: " : "not declared: ") + e.what());
+          section_->add(
+              name, Outcome::Unsupported,
+              std::string(declared ? "declared, but needs something undeclared: " : "not declared: ") + e.what());
         else
           section_->add(name, Outcome::Fail, std::string("declared, but answers UNSUPPORTED: ") + e.what());
       } else {
@@ -135,11 +136,11 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> components(const octet
     out.push_back({"scale_inv", bytes_of(t, OCTET_COMPONENT_SCALE_INV, 4)});
   } else {
     if (info.rowwise_scale_inv_bytes)
-      out.push_back({"rowwise scale_inv",
-                     bytes_of(t, OCTET_COMPONENT_ROWWISE_SCALE_INV, info.rowwise_scale_inv_bytes)});
+      out.push_back(
+          {"rowwise scale_inv", bytes_of(t, OCTET_COMPONENT_ROWWISE_SCALE_INV, info.rowwise_scale_inv_bytes)});
     if (info.columnwise_scale_inv_bytes)
-      out.push_back({"columnwise scale_inv",
-                     bytes_of(t, OCTET_COMPONENT_COLUMNWISE_SCALE_INV, info.columnwise_scale_inv_bytes)});
+      out.push_back(
+          {"columnwise scale_inv", bytes_of(t, OCTET_COMPONENT_COLUMNWISE_SCALE_INV, info.columnwise_scale_inv_bytes)});
   }
   out.push_back({"amax", bytes_of(t, OCTET_COMPONENT_AMAX, 4)});
   return out;
@@ -413,9 +414,15 @@ Section check_capabilities(const std::string& backend) {
   if (dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0))
     s.add("dtype e8m0", Outcome::Pass, "declared: the scale format of mxfp8_1x32, probed with that mode");
 
+  // A scaling mode is declared for quantizing when the backend quantizes in
+  // it: per-tensor (which every backend declares for plain tensors) with
+  // the quantize feature, the block modes with block_quantize.
+  const uint32_t fp8 = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2);
   for (uint32_t mode : {uint32_t(OCTET_SCALING_PER_TENSOR), uint32_t(OCTET_SCALING_MXFP8_1X32),
                         uint32_t(OCTET_SCALING_BLOCK_1X128), uint32_t(OCTET_SCALING_BLOCK_128X128)})
-    p.run("scaling mode " + scaling_mode_list(mode) + " (quantize, dequantize)", (modes & mode) != 0,
+    p.run("scaling mode " + scaling_mode_list(mode) + " (quantize, dequantize)",
+          (modes & mode) != 0 && (dtypes & fp8) != 0 &&
+              has(mode == OCTET_SCALING_PER_TENSOR ? OCTET_FEATURE_QUANTIZE : OCTET_FEATURE_BLOCK_QUANTIZE),
           [mode](octet::Context& c, octet::Context& r) {
             return probe_quantize(c, r, int32_t(mode), OCTET_USAGE_ROWWISE, 1.0f, true, false);
           });
@@ -434,9 +441,10 @@ Section check_capabilities(const std::string& backend) {
         [dtypes](octet::Context& c, octet::Context& r) { return probe_convert(c, r, dtypes); });
   p.run("feature amax", has(OCTET_FEATURE_AMAX),
         [dtypes](octet::Context& c, octet::Context& r) { return probe_amax(c, r, dtypes); });
-  p.run("feature quantize (scale 2, saturating)", has(OCTET_FEATURE_QUANTIZE), [](octet::Context& c, octet::Context& r) {
-    return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 2.0f, false, false);
-  });
+  p.run("feature quantize (scale 2, saturating)", has(OCTET_FEATURE_QUANTIZE),
+        [](octet::Context& c, octet::Context& r) {
+          return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 2.0f, false, false);
+        });
   p.run("feature dequantize", has(OCTET_FEATURE_DEQUANTIZE), [](octet::Context& c, octet::Context& r) {
     return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 0.5f, true, false);
   });
@@ -451,12 +459,12 @@ Section check_capabilities(const std::string& backend) {
         [](octet::Context& c, octet::Context& r) {
           return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 64.0f, false, true);
         });
-  const uint32_t block_mode = (modes & OCTET_SCALING_MXFP8_1X32) ? OCTET_SCALING_MXFP8_1X32
-                              : (modes & OCTET_SCALING_BLOCK_1X128) ? OCTET_SCALING_BLOCK_1X128
+  const uint32_t block_mode = (modes & OCTET_SCALING_MXFP8_1X32)      ? OCTET_SCALING_MXFP8_1X32
+                              : (modes & OCTET_SCALING_BLOCK_1X128)   ? OCTET_SCALING_BLOCK_1X128
                               : (modes & OCTET_SCALING_BLOCK_128X128) ? OCTET_SCALING_BLOCK_128X128
-                                                                       : OCTET_SCALING_MXFP8_1X32;
-  p.run("feature block_quantize (" + scaling_mode_list(block_mode) + ", both usages)", has(OCTET_FEATURE_BLOCK_QUANTIZE),
-        [block_mode](octet::Context& c, octet::Context& r) {
+                                                                      : OCTET_SCALING_MXFP8_1X32;
+  p.run("feature block_quantize (" + scaling_mode_list(block_mode) + ", both usages)",
+        has(OCTET_FEATURE_BLOCK_QUANTIZE), [block_mode](octet::Context& c, octet::Context& r) {
           return probe_quantize(c, r, int32_t(block_mode), OCTET_USAGE_BOTH, 1.0f, true, false);
         });
   const bool deepseek = !(modes & OCTET_SCALING_MXFP8_1X32) && (modes & OCTET_SCALING_BLOCK_1X128) &&
@@ -473,30 +481,31 @@ Section check_capabilities(const std::string& backend) {
   for (int32_t hp : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     if (hp != OCTET_DTYPE_FP32 && !(dtypes & OCTET_DTYPE_BIT(hp))) continue;
     p.run(std::string("feature gemm_high_precision (") + octet_dtype_name(hp) + ")",
-          has(OCTET_FEATURE_GEMM_HIGH_PRECISION), [hp](octet::Context& c, octet::Context& r) {
-            return probe_gemm(c, r, false, false, 0, 0, hp, false);
-          });
+          has(OCTET_FEATURE_GEMM_HIGH_PRECISION),
+          [hp](octet::Context& c, octet::Context& r) { return probe_gemm(c, r, false, false, 0, 0, hp, false); });
   }
   p.run("feature gemm_fp8_output", has(OCTET_FEATURE_GEMM_FP8_OUTPUT), [](octet::Context& c, octet::Context& r) {
     return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, true);
   });
   // One layer step serves the four layer kernels; an UNSUPPORTED that names
   // the entry of an undeclared one is only reported.
-  const uint32_t layer_features = OCTET_FEATURE_NORM | OCTET_FEATURE_ACTIVATION | OCTET_FEATURE_BIAS_GRADIENT |
-                                  OCTET_FEATURE_ACCUMULATE;
+  const uint32_t layer_features =
+      OCTET_FEATURE_NORM | OCTET_FEATURE_ACTIVATION | OCTET_FEATURE_BIAS_GRADIENT | OCTET_FEATURE_ACCUMULATE;
   auto names_undeclared = [features](const std::string& message) {
-    const std::pair<const char*, uint32_t> entries[] = {
-        {"norm_", OCTET_FEATURE_NORM},           {"activation_", OCTET_FEATURE_ACTIVATION},
-        {"bias_gradient", OCTET_FEATURE_BIAS_GRADIENT}, {"accumulate", OCTET_FEATURE_ACCUMULATE},
-        {"gemm", OCTET_FEATURE_GEMM_HIGH_PRECISION},    {"amax", OCTET_FEATURE_AMAX},
-        {"convert", OCTET_FEATURE_CONVERT}};
+    const std::pair<const char*, uint32_t> entries[] = {{"norm_", OCTET_FEATURE_NORM},
+                                                        {"activation_", OCTET_FEATURE_ACTIVATION},
+                                                        {"bias_gradient", OCTET_FEATURE_BIAS_GRADIENT},
+                                                        {"accumulate", OCTET_FEATURE_ACCUMULATE},
+                                                        {"gemm", OCTET_FEATURE_GEMM_HIGH_PRECISION},
+                                                        {"amax", OCTET_FEATURE_AMAX},
+                                                        {"convert", OCTET_FEATURE_CONVERT}};
     for (const auto& e : entries)
       if (message.find(e.first) != std::string::npos && !(features & e.second)) return true;
     return false;
   };
-  p.run("features " + feature_list(layer_features) + " (layernorm_mlp fwd+bwd, fp32)",
-        (features & layer_features) != 0,
-        [](octet::Context& c, octet::Context& r) { return probe_layer(c, r); }, names_undeclared);
+  p.run(
+      "features " + feature_list(layer_features) + " (layernorm_mlp fwd+bwd, fp32)", (features & layer_features) != 0,
+      [](octet::Context& c, octet::Context& r) { return probe_layer(c, r); }, names_undeclared);
   return s;
 }
 

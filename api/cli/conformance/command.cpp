@@ -2,10 +2,10 @@
 // [--fuzz-inputs N]`: checks one backend plugin against the plugin ABI, its
 // own declared capabilities, the numerics of `octet validate` and the
 // backend-vs-reference fuzzer, and prints a report (docs/conformance.md).
-#include <octet/octet.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <octet/octet.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -179,9 +179,9 @@ int run_conformance(const std::vector<std::string>& args) {
       if (b.path == report.path || (!table_name.empty() && b.name == table_name && b.path == report.path))
         report.backend = b.name;
     if (report.backend.empty()) {
-      not_run(&report, "the core refused the plugin: " +
-                           (message.empty() ? std::string("a backend of its name is registered from another file")
-                                            : message));
+      not_run(&report,
+              "the core refused the plugin: " +
+                  (message.empty() ? std::string("a backend of its name is registered from another file") : message));
     }
   }
   if (!report.backend.empty()) {

@@ -16,7 +16,8 @@ Section check_numerics(const std::string& backend, uint64_t seed) {
   try {
     octet::Context reference("reference");
     octet::Context context(backend);
-    check_every_family(ValidationRun{Target{backend, backend, OCTET_PROFILE_NATIVE}, &context, &reference, seed, &rows});
+    check_every_family(
+        ValidationRun{Target{backend, backend, OCTET_PROFILE_NATIVE}, &context, &reference, seed, &rows});
   } catch (const octet::Error& e) {
     s.add("context create", Outcome::Fail, e.what());
     return s;

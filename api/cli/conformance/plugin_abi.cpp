@@ -96,8 +96,8 @@ void run_in_child(Section* section, const std::string& what, const std::function
                  "the plugin crashed the checker (signal " + std::to_string(WTERMSIG(status)) + ", " +
                      strsignal(WTERMSIG(status)) + ") after the checks above");
   else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    section->add(what, Outcome::Fail, "the plugin ended the checker process (exit status " +
-                                          std::to_string(WEXITSTATUS(status)) + ")");
+    section->add(what, Outcome::Fail,
+                 "the plugin ended the checker process (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
 }
 
 // ---- what each minor defines -------------------------------------------------
@@ -192,12 +192,13 @@ void check_table(Section& s, const std::string& path) {
   {
     const octet_backend_api* other = nullptr;
     const int32_t status = entry(OCTET_PLUGIN_ABI_MAJOR + 1, 0, &other);
-    const bool ok = status == OCTET_STATUS_ABI_MISMATCH ||
-                    (status == OCTET_STATUS_SUCCESS && other != nullptr && other->abi_major == OCTET_PLUGIN_ABI_MAJOR + 1);
+    const bool ok = status == OCTET_STATUS_ABI_MISMATCH || (status == OCTET_STATUS_SUCCESS && other != nullptr &&
+                                                            other->abi_major == OCTET_PLUGIN_ABI_MAJOR + 1);
     s.add("refuses a host of another major (ABI_MISMATCH)", ok ? Outcome::Pass : Outcome::Fail,
-          ok ? "" : "a host of plugin ABI " + std::to_string(OCTET_PLUGIN_ABI_MAJOR + 1) + ".0 got status " +
-                        std::to_string(status) +
-                        (other ? " and a table of major " + std::to_string(other->abi_major) : std::string()));
+          ok ? ""
+             : "a host of plugin ABI " + std::to_string(OCTET_PLUGIN_ABI_MAJOR + 1) + ".0 got status " +
+                   std::to_string(status) +
+                   (other ? " and a table of major " + std::to_string(other->abi_major) : std::string()));
   }
 
   const size_t required = offsetof(octet_backend_api, context_destroy) + sizeof(api->context_destroy);
@@ -239,12 +240,16 @@ void check_table(Section& s, const std::string& path) {
   if (t.context_destroy == nullptr) missing += " context_destroy";
   s.add("required entries present", missing.empty() ? Outcome::Pass : Outcome::Fail,
         missing.empty() ? "" : "missing:" + missing);
-  s.add("mem_alloc and mem_free given together", (t.mem_alloc == nullptr) == (t.mem_free == nullptr) ? Outcome::Pass : Outcome::Fail);
-  const int scaling_kernels = (t.scale_from_amax != nullptr) + (t.delayed_scaling_update != nullptr) + (t.amax_record != nullptr);
+  s.add("mem_alloc and mem_free given together",
+        (t.mem_alloc == nullptr) == (t.mem_free == nullptr) ? Outcome::Pass : Outcome::Fail);
+  const int scaling_kernels =
+      (t.scale_from_amax != nullptr) + (t.delayed_scaling_update != nullptr) + (t.amax_record != nullptr);
   if (minor >= 3)
-    s.add("scaling kernels all three or none", scaling_kernels == 0 || scaling_kernels == 3 ? Outcome::Pass : Outcome::Fail,
-          std::to_string(scaling_kernels) + " of scale_from_amax, delayed_scaling_update, amax_record (the host uses "
-          "them only when all three are present)");
+    s.add("scaling kernels all three or none",
+          scaling_kernels == 0 || scaling_kernels == 3 ? Outcome::Pass : Outcome::Fail,
+          std::to_string(scaling_kernels) +
+              " of scale_from_amax, delayed_scaling_update, amax_record (the host uses "
+              "them only when all three are present)");
   if (!missing.empty()) return;
 
   // initialize() with this tool's host services; caps followed by a guard.
@@ -268,14 +273,16 @@ void check_table(Section& s, const std::string& path) {
   s.add("initialize writes only inside caps.struct_size", guard_ok ? Outcome::Pass : Outcome::Fail);
   if (status == OCTET_STATUS_UNAVAILABLE) {
     s.add("initialize", Outcome::Skipped,
-          "UNAVAILABLE (no usable device here): " + (log.messages.empty() ? std::string("(no message)") : log.messages.back()));
+          "UNAVAILABLE (no usable device here): " +
+              (log.messages.empty() ? std::string("(no message)") : log.messages.back()));
     s.add("an UNAVAILABLE initialize reports its reason", log.messages.empty() ? Outcome::Fail : Outcome::Pass);
     if (t.shutdown) t.shutdown();
     return;
   }
   if (status != OCTET_STATUS_SUCCESS) {
     s.add("initialize succeeds", Outcome::Fail,
-          "status " + std::to_string(status) + ": " + (log.messages.empty() ? "(no message reported)" : log.messages.back()));
+          "status " + std::to_string(status) + ": " +
+              (log.messages.empty() ? "(no message reported)" : log.messages.back()));
     return;
   }
   s.add("initialize succeeds", Outcome::Pass);
@@ -306,7 +313,8 @@ void check_table(Section& s, const std::string& path) {
         "dtypes " + hex(caps.dtypes));
   s.add("scaling_modes are known modes", (caps.scaling_modes & ~0xFu) == 0 ? Outcome::Pass : Outcome::Fail,
         "scaling_modes " + hex(caps.scaling_modes));
-  s.add("fp8_gemm_layouts are known layouts", (caps.fp8_gemm_layouts & ~uint32_t(OCTET_GEMM_LAYOUT_ALL)) == 0 ? Outcome::Pass : Outcome::Fail,
+  s.add("fp8_gemm_layouts are known layouts",
+        (caps.fp8_gemm_layouts & ~uint32_t(OCTET_GEMM_LAYOUT_ALL)) == 0 ? Outcome::Pass : Outcome::Fail,
         "fp8_gemm_layouts " + hex(caps.fp8_gemm_layouts));
   auto flag_ok = [](int32_t v) { return v == 0 || v == 1; };
   s.add("flags are 0 or 1",
@@ -332,23 +340,29 @@ void check_table(Section& s, const std::string& path) {
         created == OCTET_STATUS_SUCCESS && context != nullptr ? Outcome::Pass : Outcome::Fail,
         created != OCTET_STATUS_SUCCESS ? "status " + std::to_string(created) + ": " +
                                               (log.messages.empty() ? "(no message reported)" : log.messages.back())
-                                        : context == nullptr ? "SUCCESS with a NULL context" : "");
+        : context == nullptr ? "SUCCESS with a NULL context"
+                             : "");
   if (created == OCTET_STATUS_SUCCESS && context != nullptr) {
     if (t.synchronize)
-      s.add("synchronize on a fresh context", t.synchronize(context) == OCTET_STATUS_SUCCESS ? Outcome::Pass : Outcome::Fail);
+      s.add("synchronize on a fresh context",
+            t.synchronize(context) == OCTET_STATUS_SUCCESS ? Outcome::Pass : Outcome::Fail);
     if (memory) {
       void* p = nullptr;
       const int32_t a = t.mem_alloc(context, 4096, &p);
       const bool aligned = p != nullptr && align_ok && (reinterpret_cast<uintptr_t>(p) % caps.alignment) == 0;
-      s.add("mem_alloc returns memory aligned to caps.alignment", a == OCTET_STATUS_SUCCESS && aligned ? Outcome::Pass : Outcome::Fail,
-            a != OCTET_STATUS_SUCCESS ? "status " + std::to_string(a) : p == nullptr ? "SUCCESS with NULL" : "");
+      s.add("mem_alloc returns memory aligned to caps.alignment",
+            a == OCTET_STATUS_SUCCESS && aligned ? Outcome::Pass : Outcome::Fail,
+            a != OCTET_STATUS_SUCCESS ? "status " + std::to_string(a)
+            : p == nullptr            ? "SUCCESS with NULL"
+                                      : "");
       if (a == OCTET_STATUS_SUCCESS && p != nullptr) {
         std::vector<unsigned char> in(4096), out(4096, 0);
         for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 7 + 3);
         const bool copied = t.copy_from_host(context, p, in.data(), in.size()) == OCTET_STATUS_SUCCESS &&
                             t.copy_to_host(context, out.data(), p, out.size()) == OCTET_STATUS_SUCCESS &&
                             (!t.synchronize || t.synchronize(context) == OCTET_STATUS_SUCCESS);
-        s.add("copy_from_host then copy_to_host gives the bytes back", copied && in == out ? Outcome::Pass : Outcome::Fail);
+        s.add("copy_from_host then copy_to_host gives the bytes back",
+              copied && in == out ? Outcome::Pass : Outcome::Fail);
         t.mem_free(context, p);
       }
     }

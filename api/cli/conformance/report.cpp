@@ -84,7 +84,10 @@ void print_text(const Report& report, bool verbose) {
   for (const Section& s : report.sections) {
     size_t counts[4] = {0, 0, 0, 0};
     for (const Check& c : s.checks) ++counts[int(c.outcome)];
-    std::printf("\n[%s] %s: %s\n", s.verdict() == "fail" ? "FAIL" : s.verdict() == "pass" ? "PASS" : "SKIP",
+    std::printf("\n[%s] %s: %s\n",
+                s.verdict() == "fail"   ? "FAIL"
+                : s.verdict() == "pass" ? "PASS"
+                                        : "SKIP",
                 s.id.c_str(), s.title.c_str());
     std::printf("  %zu checks: %zu passed, %zu failed, %zu unsupported (not declared), %zu skipped\n", s.checks.size(),
                 counts[0], counts[1], counts[2], counts[3]);
