@@ -156,6 +156,7 @@ if(EXISTS "${cli}")
     COMMAND "${cli}" conformance "${plugin}" --fuzz-inputs 100 OUTPUT_VARIABLE out)
   expect_contains("conformance passes" "${out}" "verdict: PASS")
   expect_contains("conformance ran section (a) on the file" "${out}" "[PASS] plugin_abi")
+  expect_contains("conformance found its installed fault shim" "${out}" "[PASS] fault_injection")
 endif()
 
 message(STATUS "consumer test passed")

@@ -1,7 +1,8 @@
 // `octet conformance PLUGIN|BACKEND [--json] [--verbose] [--seed N]
 // [--fuzz-inputs N]`: checks one backend plugin against the plugin ABI, its
-// own declared capabilities, the numerics of `octet validate` and the
-// backend-vs-reference fuzzer, and prints a report (docs/conformance.md).
+// own declared capabilities, the numerics of `octet validate`, the
+// backend-vs-reference fuzzer and fault injection, and prints a report
+// (docs/conformance.md).
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +172,18 @@ int run_conformance(const std::vector<std::string>& args) {
     report.sections.push_back(check_plugin_abi(report.path, &table_name));
   }
 
+  // (e) also before this process loads any plugin: its child loads the
+  // plugin behind the fault shim. Reported last.
+  Section faults;
+  if (report.path == "(embedded)") {
+    faults.id = "fault_injection";
+    faults.title = "every backend call and allocation failed in turn";
+    faults.add("plugin file", Outcome::Skipped, "the embedded reference has no file to wrap in the fault shim");
+  } else {
+    if (!options.json) std::fprintf(stderr, "octet conformance: %s: fault injection...\n", report.path.c_str());
+    faults = check_fault_injection(report.path);
+  }
+
   // Register the file (explicit paths come first in discovery), find it.
   if (report.backend.empty()) {
     const octet_status loaded = octet_backend_load(report.path.c_str());
@@ -203,6 +216,7 @@ int run_conformance(const std::vector<std::string>& args) {
       report.sections.push_back(check_fuzz(report.backend, options.seed, options.fuzz_inputs));
     }
   }
+  report.sections.push_back(faults);
   if (options.json)
     print_json(report);
   else

@@ -94,7 +94,8 @@ void print_text(const Report& report, bool verbose) {
     for (const Check& c : s.checks) {
       // Without --verbose: failures, and what the capabilities section found
       // unsupported (the numerics section's unsupported rows are counted only).
-      if (!verbose && c.outcome != Outcome::Fail && !(c.outcome == Outcome::Unsupported && s.id == "capabilities"))
+      if (!verbose && c.outcome != Outcome::Fail &&
+          !(c.outcome == Outcome::Unsupported && (s.id == "capabilities" || s.id == "fault_injection")))
         continue;
       std::printf("  %-11s %s%s%s\n", outcome_word(c.outcome), printable(c.name).c_str(), c.detail.empty() ? "" : ": ",
                   printable(c.detail).c_str());

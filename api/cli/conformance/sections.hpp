@@ -25,4 +25,8 @@ Section check_numerics(const std::string& backend, uint64_t seed);
 // (d) The backend-vs-reference fuzzer: `inputs` random programs drawn from `seed`.
 Section check_fuzz(const std::string& backend, uint64_t seed, uint64_t inputs);
 
+// (e) Fault injection, in a child process: must run before this process
+// loads any plugin (the child loads `plugin` behind the fault shim).
+Section check_fault_injection(const std::string& plugin);
+
 }  // namespace octet_cli
