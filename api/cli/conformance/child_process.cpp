@@ -88,5 +88,4 @@ void run_in_child(Section* section, const std::string& what, const std::function
                  "the plugin ended the checker process (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
 }
 
-
 }  // namespace octet_cli

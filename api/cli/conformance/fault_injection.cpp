@@ -88,8 +88,7 @@ std::vector<std::vector<uint8_t>> snapshot(const octet_tensor* t) {
       take(OCTET_COMPONENT_SCALE_INV, 4);
     } else {
       if (info.rowwise_scale_inv_bytes) take(OCTET_COMPONENT_ROWWISE_SCALE_INV, info.rowwise_scale_inv_bytes);
-      if (info.columnwise_scale_inv_bytes)
-        take(OCTET_COMPONENT_COLUMNWISE_SCALE_INV, info.columnwise_scale_inv_bytes);
+      if (info.columnwise_scale_inv_bytes) take(OCTET_COMPONENT_COLUMNWISE_SCALE_INV, info.columnwise_scale_inv_bytes);
     }
     take(OCTET_COMPONENT_AMAX, 4);
   }
@@ -152,8 +151,8 @@ void run_scenario(Section& s, octet::Context& ctx, const Shim& shim, const Scena
       else if (sc.outputs() != before)
         failure = at + "an output changed (" + octet_last_error_message() + ")";
       else if (memory_in_use(ctx) > memory)
-        failure = at + "the context holds " + std::to_string(memory_in_use(ctx)) + " bytes, " +
-                  std::to_string(memory) + " before";
+        failure = at + "the context holds " + std::to_string(memory_in_use(ctx)) + " bytes, " + std::to_string(memory) +
+                  " before";
       else if (shim.live() > live)
         failure = at + std::to_string(shim.live() - live) + " backend blocks more are allocated than before";
     }
@@ -166,8 +165,9 @@ void run_scenario(Section& s, octet::Context& ctx, const Shim& shim, const Scena
                   octet_last_error_message();
     }
     s.add(sc.name, failure.empty() ? Outcome::Pass : Outcome::Fail,
-          failure.empty() ? std::to_string(injected) + " faults (every backend call and allocation in turn): a "
-                                                       "failure status and message, outputs unchanged, no leak"
+          failure.empty() ? std::to_string(injected) +
+                                " faults (every backend call and allocation in turn): a "
+                                "failure status and message, outputs unchanged, no leak"
                           : failure);
   } catch (const octet::Error& e) {
     shim.arm(0);
@@ -197,7 +197,8 @@ void check_faults(Section& s, const std::string& plugin) {
     return;
   }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  auto configure = handle ? reinterpret_cast<int (*)(const char*)>(dlsym(handle, "octet_fault_shim_configure")) : nullptr;
+  auto configure =
+      handle ? reinterpret_cast<int (*)(const char*)>(dlsym(handle, "octet_fault_shim_configure")) : nullptr;
   Shim shim;
   if (handle) {
     shim.arm = reinterpret_cast<void (*)(uint64_t)>(dlsym(handle, "octet_fault_shim_arm"));
@@ -206,7 +207,8 @@ void check_faults(Section& s, const std::string& plugin) {
     shim.live = reinterpret_cast<int64_t (*)()>(dlsym(handle, "octet_fault_shim_live_blocks"));
   }
   if (!configure || !shim.arm || !shim.calls || !shim.fired || !shim.live) {
-    s.add("fault shim", Outcome::Fail, "cannot use " + path + ": " + (handle ? "a control function is missing" : dlerror()));
+    s.add("fault shim", Outcome::Fail,
+          "cannot use " + path + ": " + (handle ? "a control function is missing" : dlerror()));
     return;
   }
   if (configure(plugin.c_str()) != 0) {
@@ -214,7 +216,8 @@ void check_faults(Section& s, const std::string& plugin) {
     return;
   }
   if (octet_backend_load(path.c_str()) != OCTET_STATUS_SUCCESS) {
-    s.add("fault shim", Outcome::Fail, std::string("the core refused the wrapped plugin: ") + octet_last_error_message());
+    s.add("fault shim", Outcome::Fail,
+          std::string("the core refused the wrapped plugin: ") + octet_last_error_message());
     return;
   }
   std::string name;
@@ -261,7 +264,8 @@ void check_faults(Section& s, const std::string& plugin) {
   scenarios.push_back({"copy to and from the host", [] {},
                        [&] {
                          std::vector<float> v(size_t(m * k), 0.5f);
-                         octet_status st = octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
+                         octet_status st =
+                             octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
                          if (st == OCTET_STATUS_SUCCESS)
                            st = octet_tensor_copy_to_host(x.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
                          return st;
@@ -278,8 +282,7 @@ void check_faults(Section& s, const std::string& plugin) {
                        [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(q.get())}; }});
   scenarios.push_back({"dequantize", [] {}, [&] { return octet_dequantize(ctx.get(), q.get(), y.get()); },
                        [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(y.get())}; }});
-  scenarios.push_back({"amax", [&] { amax_value = -1.0f; },
-                       [&] { return octet_amax(ctx.get(), x.get(), &amax_value); },
+  scenarios.push_back({"amax", [&] { amax_value = -1.0f; }, [&] { return octet_amax(ctx.get(), x.get(), &amax_value); },
                        [&] {
                          std::vector<uint8_t> b(4);
                          std::memcpy(b.data(), &amax_value, 4);

@@ -73,7 +73,8 @@ struct Wrap<M> {
 };
 
 int32_t shim_initialize(const octet_host_services* host, octet_backend_caps* caps) {
-  if (host != nullptr) std::memcpy(&g_host, host, host->struct_size < sizeof g_host ? host->struct_size : sizeof g_host);
+  if (host != nullptr)
+    std::memcpy(&g_host, host, host->struct_size < sizeof g_host ? host->struct_size : sizeof g_host);
   const int32_t status = g_real.initialize(host, caps);
   if (caps != nullptr && caps->alignment != 0) g_alignment = caps->alignment;
   return status;
@@ -140,7 +141,8 @@ OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32
   if (g_real_entry == nullptr || api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
   const octet_backend_api* real = nullptr;
   const int32_t status = g_real_entry(host_abi_major, host_abi_minor, &real);
-  if (status != OCTET_STATUS_SUCCESS || real == nullptr) return status != OCTET_STATUS_SUCCESS ? status : OCTET_STATUS_INVALID_ARGUMENT;
+  if (status != OCTET_STATUS_SUCCESS || real == nullptr)
+    return status != OCTET_STATUS_SUCCESS ? status : OCTET_STATUS_INVALID_ARGUMENT;
   size_t bytes = table_size_for_minor(real->abi_minor);
   if (real->struct_size < bytes) bytes = real->struct_size;
   std::memset(&g_real, 0, sizeof g_real);
