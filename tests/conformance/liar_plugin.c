@@ -4,6 +4,8 @@
  *   LIAR_UNSUPPORTED  provides amax (so declares the feature) and answers
  *                     every call UNSUPPORTED
  *   LIAR_WRONG        provides amax and answers max |x| + 1
+ *   LIAR_NO_CHECKS    computes right, but its convert (FP32 to FP32) trusts
+ *                     its arguments: a shape mismatch is not refused
  * Host memory (the host allocates), FP32 only, per-tensor scaling. */
 #include <math.h>
 #include <stddef.h>
@@ -62,10 +64,32 @@ static int32_t liar_amax(octet_backend_context* context, const octet_matrix_view
       const float v = fabsf(((const float*)input->data)[r * input->ld + c]);
       if (v > m) m = v;
     }
-  *amax_out = m + 1.0f; /* the lie */
+#if defined(LIAR_WRONG)
+  m += 1.0f; /* the lie */
+#endif
+  *amax_out = m;
   return OCTET_STATUS_SUCCESS;
 #endif
 }
+
+#if defined(LIAR_NO_CHECKS)
+/* Copies input's rows x cols into output without comparing their shapes. */
+static int32_t liar_convert(octet_backend_context* context, const octet_matrix_view* input,
+                            const octet_matrix_view* output, int32_t saturate) {
+  int64_t r, c;
+  (void)context;
+  (void)saturate;
+  if (input->dtype != OCTET_DTYPE_FP32 || output->dtype != OCTET_DTYPE_FP32) {
+    host_services.report_error(host_services.host_data, OCTET_STATUS_UNSUPPORTED, "convert: fp32 to fp32 only");
+    return OCTET_STATUS_UNSUPPORTED;
+  }
+  for (r = 0; r < input->rows; ++r)
+    for (c = 0; c < input->cols; ++c)
+      ((float*)output->data)[(r * input->cols + c) / output->cols * output->ld + (r * input->cols + c) % output->cols] =
+          ((const float*)input->data)[r * input->ld + c];
+  return OCTET_STATUS_SUCCESS;
+}
+#endif
 
 static const octet_backend_api liar_api = {
     .struct_size = sizeof(octet_backend_api),
@@ -77,6 +101,9 @@ static const octet_backend_api liar_api = {
     .context_create = liar_context_create,
     .context_destroy = liar_context_destroy,
     .amax = liar_amax,
+#if defined(LIAR_NO_CHECKS)
+    .convert = liar_convert,
+#endif
 };
 
 OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor,

@@ -189,12 +189,11 @@ int run_conformance(const std::vector<std::string>& args) {
     const octet_status loaded = octet_backend_load(report.path.c_str());
     const std::string message = loaded == OCTET_STATUS_SUCCESS ? "" : octet_last_error_message();
     for (const auto& b : octet::backends())
-      if (b.path == report.path || (!table_name.empty() && b.name == table_name && b.path == report.path))
-        report.backend = b.name;
+      if (b.path == report.path) report.backend = b.name;
     if (report.backend.empty()) {
       not_run(&report,
               "the core refused the plugin: " +
-                  (message.empty() ? std::string("a backend of its name is registered from another file") : message));
+                  (message.empty() ? "a backend named '" + table_name + "' is registered from another file" : message));
     }
   }
   if (!report.backend.empty()) {

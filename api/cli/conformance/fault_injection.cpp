@@ -38,6 +38,7 @@ struct TensorDeleter {
 };
 using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
 
+// Throws octet::Error; maybe() below turns UNSUPPORTED into an empty pointer.
 TensorPtr make(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0, int32_t mode = 0) {
   octet_tensor_desc desc{};
   desc.struct_size = sizeof desc;
@@ -50,6 +51,15 @@ TensorPtr make(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, u
   octet_tensor* t = nullptr;
   octet::check(octet_tensor_create(ctx.get(), &desc, &t));
   return TensorPtr(t);
+}
+
+TensorPtr maybe(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
+  try {
+    return make(ctx, dtype, rows, cols, usages);
+  } catch (const octet::Error& e) {
+    if (e.status() != OCTET_STATUS_UNSUPPORTED) throw;
+    return TensorPtr();
+  }
 }
 
 void fill(octet_tensor* t, uint32_t seed) {
@@ -104,14 +114,23 @@ uint64_t memory_in_use(octet::Context& ctx) {
 
 // One scenario: `prepare` (unfaulted) sets the stage, `run` is the call
 // under faults, `outputs` what must be left as it was.
+using Outputs = std::vector<std::vector<std::vector<uint8_t>>>;
 struct Scenario {
+  Scenario(std::string n, std::function<void()> p, std::function<octet_status()> r, std::function<Outputs()> o)
+      : name(std::move(n)), prepare(std::move(p)), run(std::move(r)), outputs(std::move(o)) {}
   std::string name;
   std::function<void()> prepare;
   std::function<octet_status()> run;
-  std::function<std::vector<std::vector<std::vector<uint8_t>>>()> outputs;
+  std::function<Outputs()> outputs;
+  std::vector<const TensorPtr*> needs;  // tensors that must exist (else: unsupported here)
 };
 
 void run_scenario(Section& s, octet::Context& ctx, const Shim& shim, const Scenario& sc) {
+  for (const TensorPtr* t : sc.needs)
+    if (!*t) {
+      s.add(sc.name, Outcome::Unsupported, "a tensor it needs cannot be created on this backend (see capabilities)");
+      return;
+    }
   try {
     shim.arm(0);
     sc.prepare();
@@ -245,78 +264,84 @@ void check_faults(Section& s, const std::string& plugin) {
   float amax_value = -1.0f;
   std::vector<Scenario> scenarios;
 
-  scenarios.push_back({"tensor create (quantized, both usages)", [] {},
-                       [&] {
-                         octet_tensor_desc desc{};
-                         desc.struct_size = sizeof desc;
-                         desc.dtype = OCTET_DTYPE_E4M3;
-                         desc.ndim = 2;
-                         desc.shape[0] = m;
-                         desc.shape[1] = k;
-                         desc.usages = OCTET_USAGE_BOTH;
-                         octet_tensor* t = nullptr;
-                         const octet_status st = octet_tensor_create(ctx.get(), &desc, &t);
-                         if (st == OCTET_STATUS_SUCCESS && t == nullptr) return octet_status(OCTET_STATUS_INTERNAL);
-                         octet_tensor_destroy(t);
-                         return st;
-                       },
-                       [] { return std::vector<std::vector<std::vector<uint8_t>>>{}; }});
-  scenarios.push_back({"copy to and from the host", [] {},
-                       [&] {
-                         std::vector<float> v(size_t(m * k), 0.5f);
-                         octet_status st =
-                             octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
-                         if (st == OCTET_STATUS_SUCCESS)
-                           st = octet_tensor_copy_to_host(x.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
-                         return st;
-                       },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(y.get())}; }});
+  scenarios.emplace_back(Scenario{"tensor create (quantized, both usages)", [] {},
+                                  [&] {
+                                    octet_tensor_desc desc{};
+                                    desc.struct_size = sizeof desc;
+                                    desc.dtype = OCTET_DTYPE_E4M3;
+                                    desc.ndim = 2;
+                                    desc.shape[0] = m;
+                                    desc.shape[1] = k;
+                                    desc.usages = OCTET_USAGE_BOTH;
+                                    octet_tensor* t = nullptr;
+                                    const octet_status st = octet_tensor_create(ctx.get(), &desc, &t);
+                                    if (st == OCTET_STATUS_SUCCESS && t == nullptr)
+                                      return octet_status(OCTET_STATUS_INTERNAL);
+                                    octet_tensor_destroy(t);
+                                    return st;
+                                  },
+                                  [] { return Outputs{}; }});
+  scenarios.emplace_back(
+      Scenario{"copy to and from the host", [] {},
+               [&] {
+                 std::vector<float> v(size_t(m * k), 0.5f);
+                 octet_status st = octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
+                 if (st == OCTET_STATUS_SUCCESS)
+                   st = octet_tensor_copy_to_host(x.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
+                 return st;
+               },
+               [&] { return Outputs{snapshot(y.get())}; }});
   y = make(ctx, OCTET_DTYPE_FP32, m, k);
   fill(y.get(), 3);
-  q = make(ctx, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_BOTH);
-  scenarios.push_back({"quantize (per-tensor, both usages)", [] {},
-                       [&] {
-                         octet_quantize_options o = octet::quantize_options();
-                         return octet_quantize(ctx.get(), x.get(), q.get(), &o);
-                       },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(q.get())}; }});
-  scenarios.push_back({"dequantize", [] {}, [&] { return octet_dequantize(ctx.get(), q.get(), y.get()); },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(y.get())}; }});
-  scenarios.push_back({"amax", [&] { amax_value = -1.0f; }, [&] { return octet_amax(ctx.get(), x.get(), &amax_value); },
-                       [&] {
-                         std::vector<uint8_t> b(4);
-                         std::memcpy(b.data(), &amax_value, 4);
-                         return std::vector<std::vector<std::vector<uint8_t>>>{{b}};
-                       }});
-  h = make(ctx, bf16 ? OCTET_DTYPE_BF16 : OCTET_DTYPE_E4M3, m, k);
-  scenarios.push_back({std::string("convert fp32 -> ") + (bf16 ? "bf16" : "e4m3"), [] {},
-                       [&] { return octet_convert(ctx.get(), x.get(), h.get(), 1); },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(h.get())}; }});
-  qw = make(ctx, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE);
+  q = maybe(ctx, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_BOTH);
+  scenarios.emplace_back(Scenario{"quantize (per-tensor, both usages)", [] {},
+                                  [&] {
+                                    octet_quantize_options o = octet::quantize_options();
+                                    return octet_quantize(ctx.get(), x.get(), q.get(), &o);
+                                  },
+                                  [&] { return Outputs{snapshot(q.get())}; }});
+  scenarios.back().needs = {&q};
+  scenarios.emplace_back(Scenario{"dequantize", [] {}, [&] { return octet_dequantize(ctx.get(), q.get(), y.get()); },
+                                  [&] { return Outputs{snapshot(y.get())}; }});
+  scenarios.back().needs = {&q};
+  scenarios.emplace_back(Scenario{"amax", [&] { amax_value = -1.0f; },
+                                  [&] { return octet_amax(ctx.get(), x.get(), &amax_value); },
+                                  [&] {
+                                    std::vector<uint8_t> b(4);
+                                    std::memcpy(b.data(), &amax_value, 4);
+                                    return Outputs{{b}};
+                                  }});
+  h = maybe(ctx, bf16 ? OCTET_DTYPE_BF16 : OCTET_DTYPE_E4M3, m, k);
+  scenarios.emplace_back(Scenario{std::string("convert fp32 -> ") + (bf16 ? "bf16" : "e4m3"), [] {},
+                                  [&] { return octet_convert(ctx.get(), x.get(), h.get(), 1); },
+                                  [&] { return Outputs{snapshot(h.get())}; }});
+  scenarios.back().needs = {&h};
+  qw = maybe(ctx, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE);
   d = make(ctx, OCTET_DTYPE_FP32, m, n);
   fill(d.get(), 4);
   bias = make(ctx, OCTET_DTYPE_FP32, 1, n);
   fill(bias.get(), 5);
-  scenarios.push_back({"fp8 gemm (TN, bias, beta 1)",
-                       [&] {
-                         octet_quantize_options o = octet::quantize_options();
-                         octet::check(octet_quantize(ctx.get(), w.get(), qw.get(), &o));
-                       },
-                       [&] {
-                         octet_gemm_options o;
-                         octet_gemm_options_init(&o);
-                         o.beta = 1.0f;
-                         o.bias = bias.get();
-                         return octet_gemm(ctx.get(), q.get(), qw.get(), d.get(), &o);
-                       },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(d.get())}; }});
-  scenarios.push_back({"fp32 gemm", [] {},
-                       [&] {
-                         octet_gemm_options o;
-                         octet_gemm_options_init(&o);
-                         return octet_gemm(ctx.get(), x.get(), w.get(), d.get(), &o);
-                       },
-                       [&] { return std::vector<std::vector<std::vector<uint8_t>>>{snapshot(d.get())}; }});
+  scenarios.emplace_back(Scenario{"fp8 gemm (TN, bias, beta 1)",
+                                  [&] {
+                                    octet_quantize_options o = octet::quantize_options();
+                                    octet::check(octet_quantize(ctx.get(), w.get(), qw.get(), &o));
+                                  },
+                                  [&] {
+                                    octet_gemm_options o;
+                                    octet_gemm_options_init(&o);
+                                    o.beta = 1.0f;
+                                    o.bias = bias.get();
+                                    return octet_gemm(ctx.get(), q.get(), qw.get(), d.get(), &o);
+                                  },
+                                  [&] { return Outputs{snapshot(d.get())}; }});
+  scenarios.back().needs = {&q, &qw};
+  scenarios.emplace_back(Scenario{"fp32 gemm", [] {},
+                                  [&] {
+                                    octet_gemm_options o;
+                                    octet_gemm_options_init(&o);
+                                    return octet_gemm(ctx.get(), x.get(), w.get(), d.get(), &o);
+                                  },
+                                  [&] { return Outputs{snapshot(d.get())}; }});
   // A Linear layer under the delayed recipe: forward (output, quantizer
   // state), then backward (grad_input and every parameter gradient).
   octet::Recipe recipe = octet::Recipe::delayed();
@@ -335,7 +360,7 @@ void check_faults(Section& s, const std::string& plugin) {
             dx = make(ctx, OCTET_DTYPE_FP32, m, k);
   fill(dy.get(), 6);
   auto layer_outputs = [&] {
-    std::vector<std::vector<std::vector<uint8_t>>> out{snapshot(ly.get()), snapshot(dx.get())};
+    Outputs out{snapshot(ly.get()), snapshot(dx.get())};
     for (size_t i = 0; i < layer.parameter_count(); ++i) {
       octet_tensor* g = nullptr;
       octet::check(octet_layer_get_gradient(layer.get(), i, &g));
@@ -344,28 +369,30 @@ void check_faults(Section& s, const std::string& plugin) {
     return out;
   };
   if (layer) {
-    scenarios.push_back({"linear forward (delayed recipe, training)", [] {},
-                         [&] {
-                           octet_saved* raw = nullptr;
-                           const octet_status st = octet_layer_forward(layer.get(), x.get(), ly.get(), 1, &raw);
-                           octet_saved_destroy(raw);
-                           return st;
-                         },
-                         layer_outputs});
+    scenarios.emplace_back(Scenario{"linear forward (delayed recipe, training)", [] {},
+                                    [&] {
+                                      octet_saved* raw = nullptr;
+                                      const octet_status st =
+                                          octet_layer_forward(layer.get(), x.get(), ly.get(), 1, &raw);
+                                      octet_saved_destroy(raw);
+                                      return st;
+                                    },
+                                    layer_outputs});
     octet_saved* pending = nullptr;
-    scenarios.push_back({"linear backward (delayed recipe)",
-                         [&] {
-                           octet_saved_destroy(pending);
-                           pending = nullptr;
-                           octet::check(octet_layer_forward(layer.get(), x.get(), ly.get(), 1, &pending));
-                         },
-                         [&] {
-                           const octet_status st = octet_layer_backward(layer.get(), &pending, dy.get(), dx.get(), 0);
-                           octet_saved_destroy(pending);
-                           pending = nullptr;
-                           return st;
-                         },
-                         layer_outputs});
+    scenarios.emplace_back(Scenario{"linear backward (delayed recipe)",
+                                    [&] {
+                                      octet_saved_destroy(pending);
+                                      pending = nullptr;
+                                      octet::check(octet_layer_forward(layer.get(), x.get(), ly.get(), 1, &pending));
+                                    },
+                                    [&] {
+                                      const octet_status st =
+                                          octet_layer_backward(layer.get(), &pending, dy.get(), dx.get(), 0);
+                                      octet_saved_destroy(pending);
+                                      pending = nullptr;
+                                      return st;
+                                    },
+                                    layer_outputs});
     for (const Scenario& sc : scenarios) run_scenario(s, ctx, shim, sc);
     octet_saved_destroy(pending);
     return;
@@ -379,7 +406,13 @@ Section check_fault_injection(const std::string& plugin) {
   Section s;
   s.id = "fault_injection";
   s.title = "every backend call and allocation failed in turn: a clean status, no leak, outputs unchanged";
-  run_in_child(&s, "fault injection", [&](Section& child) { check_faults(child, plugin); });
+  run_in_child(&s, "fault injection", [&](Section& child) {
+    try {
+      check_faults(child, plugin);
+    } catch (const std::exception& e) {
+      child.add("fault injection setup", Outcome::Fail, e.what());
+    }
+  });
   return s;
 }
 

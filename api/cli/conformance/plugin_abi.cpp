@@ -101,6 +101,41 @@ const octet_backend_api* open_table(Section& s, const std::string& path, uint32_
   return api;
 }
 
+// A kernel given arguments it must refuse answers a failure status and
+// reports it, with a message, through the host callback: convert from a 2x3
+// into a 3x2 matrix (the same number of elements, so a plugin that does not
+// check reads and writes nothing out of bounds).
+void check_refusal(Section& s, const octet_backend_api& t, octet_backend_context* context, HostLog& log, bool memory) {
+  if (t.convert == nullptr) return;
+  void* in = nullptr;
+  void* out = nullptr;
+  float host_in[6] = {1, 2, 3, 4, 5, 6}, host_out[6] = {0, 0, 0, 0, 0, 0};
+  if (memory) {
+    if (t.mem_alloc(context, sizeof host_in, &in) != OCTET_STATUS_SUCCESS || in == nullptr) return;
+    if (t.mem_alloc(context, sizeof host_out, &out) != OCTET_STATUS_SUCCESS || out == nullptr) {
+      t.mem_free(context, in);
+      return;
+    }
+  } else {
+    in = host_in;
+    out = host_out;
+  }
+  const octet_matrix_view a{in, OCTET_DTYPE_FP32, 0, 2, 3, 3};
+  const octet_matrix_view b{out, OCTET_DTYPE_FP32, 0, 3, 2, 2};
+  const size_t before = log.messages.size();
+  const int32_t status = t.convert(context, &a, &b, 1);
+  const bool reported = log.messages.size() > before && log.statuses.back() == status && !log.messages.back().empty();
+  s.add("a kernel refuses bad arguments through the host callback (convert 2x3 into 3x2)",
+        status != OCTET_STATUS_SUCCESS && reported ? Outcome::Pass : Outcome::Fail,
+        status == OCTET_STATUS_SUCCESS ? "convert answered SUCCESS"
+        : reported                     ? "status " + std::to_string(status) + ": " + log.messages.back()
+                   : "status " + std::to_string(status) + " without a message through report_error");
+  if (memory) {
+    t.mem_free(context, in);
+    t.mem_free(context, out);
+  }
+}
+
 // ---- the checks of one host speaking this header's plugin ABI -----------------
 
 void check_table(Section& s, const std::string& path) {
@@ -287,6 +322,7 @@ void check_table(Section& s, const std::string& path) {
         t.mem_free(context, p);
       }
     }
+    check_refusal(s, t, context, log, memory);
     t.context_destroy(context);
   }
   if (t.shutdown) t.shutdown();
