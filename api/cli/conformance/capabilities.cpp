@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capability_words.hpp"
@@ -378,6 +379,56 @@ std::string probe_layer(octet::Context& ctx, octet::Context& ref) {
   return close(out[0], out[1], 1e-4, "output, grad_input and parameter gradients");
 }
 
+// Thread safety (octet_backend.h: entries run concurrently on different
+// backend contexts): threads, each with its own context, run the probes
+// above at once, and each result must still match the reference. A probe
+// the backend answers UNSUPPORTED for is left out.
+void check_threads(Section& s, const std::string& backend, uint32_t features) {
+  constexpr int kThreads = 4, kRounds = 4;
+  std::vector<std::string> failures(kThreads);
+  std::vector<int> ran(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        octet::Context ctx(backend), ref("reference");
+        std::vector<std::function<std::string()>> probes = {
+            [&] { return probe_amax(ctx, ref, OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)); },
+            [&] { return probe_quantize(ctx, ref, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 1.0f, true, false); },
+        };
+        if (features & OCTET_FEATURE_GEMM_HIGH_PRECISION)
+          probes.push_back([&] { return probe_gemm(ctx, ref, false, false, 0, 0, OCTET_DTYPE_FP32, false); });
+        for (int round = 0; round < kRounds && failures[size_t(t)].empty(); ++round)
+          for (const auto& probe : probes) {
+            try {
+              const std::string r = probe();
+              if (!r.empty()) failures[size_t(t)] = r;
+              ++ran[size_t(t)];
+            } catch (const octet::Error& e) {
+              if (e.status() != OCTET_STATUS_UNSUPPORTED) failures[size_t(t)] = e.what();
+            }
+          }
+      } catch (const std::exception& e) {
+        failures[size_t(t)] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  int total = 0;
+  const std::string name = "thread safety: " + std::to_string(kThreads) + " threads, a context each";
+  for (int t = 0; t < kThreads; ++t) {
+    total += ran[size_t(t)];
+    if (!failures[size_t(t)].empty()) {
+      s.add(name, Outcome::Fail, "thread " + std::to_string(t) + ": " + failures[size_t(t)]);
+      return;
+    }
+  }
+  s.add(name, total > 0 ? Outcome::Pass : Outcome::Skipped,
+        total > 0 ? std::to_string(total) +
+                        " probes (amax, quantize+dequantize, fp32 gemm) at once, each equal to the "
+                        "reference's"
+                  : "every probe answered UNSUPPORTED");
+}
+
 }  // namespace
 
 Section check_capabilities(const std::string& backend) {
@@ -506,6 +557,7 @@ Section check_capabilities(const std::string& backend) {
   p.run(
       "features " + feature_list(layer_features) + " (layernorm_mlp fwd+bwd, fp32)", (features & layer_features) != 0,
       [](octet::Context& c, octet::Context& r) { return probe_layer(c, r); }, names_undeclared);
+  check_threads(s, backend, features);
   return s;
 }
 
