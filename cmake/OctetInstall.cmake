@@ -33,6 +33,9 @@ install(FILES ${octet_public_headers}
 
 if(TARGET octet_cli)
   install(TARGETS octet_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  # `octet conformance`'s fault-injection shim, found beside liboctet.
+  install(TARGETS octet_fault_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/octet/conformance
+          COMPONENT runtime)
 endif()
 
 # The backends folder exists even when no backend is installed, so users see

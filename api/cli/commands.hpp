@@ -15,6 +15,7 @@ constexpr int kExitUsage = 2;
 int run_info(const std::vector<std::string>& args);
 int run_validate(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
+int run_conformance(const std::vector<std::string>& args);
 
 // Prints "octet: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(const std::string& message);

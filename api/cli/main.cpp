@@ -34,6 +34,17 @@ void print_help() {
       "                             Fails (exit 1) if fp8-delayed or fp8-current ends\n"
       "                             more than 5%% above fp32's final loss, or any\n"
       "                             precision diverges\n"
+      "  conformance PLUGIN|BACKEND [--json] [--verbose] [--seed N] [--fuzz-inputs N]\n"
+      "                             check one backend plugin (a file, or a registered\n"
+      "                             backend's name): (a) the plugin ABI's rules, (b)\n"
+      "                             every capability it declares, (c) the numerics of\n"
+      "                             validate, (d) N random programs of the backend-vs-\n"
+      "                             reference fuzzer (default 1000), (e) every backend\n"
+      "                             call and allocation failed in turn. Prints a report\n"
+      "                             (JSON with --json; every check with --verbose);\n"
+      "                             fails (exit 1) on any failed check. UNSUPPORTED\n"
+      "                             from an undeclared capability is reported only.\n"
+      "                             See docs/conformance.md\n"
       "  help                       this text\n"
       "\n"
       "options:\n"
@@ -75,6 +86,7 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "info") return run_info(rest);
   if (command == "validate") return run_validate(rest);
   if (command == "demo") return run_demo(rest);
+  if (command == "conformance") return run_conformance(rest);
   if (!command.empty() && command[0] == '-') return usage_error("unknown option '" + command + "'");
   return usage_error("unknown command '" + command + "'");
 }

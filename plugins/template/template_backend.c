@@ -179,9 +179,10 @@ static int32_t template_initialize(const octet_host_services* host, octet_backen
     caps->scaling_modes = OCTET_SCALING_PER_TENSOR;
   }
   if (HOLDS(caps->struct_size, octet_backend_caps, native_columnwise)) caps->native_columnwise = 0;
-  if (HOLDS(caps->struct_size, octet_backend_caps, fp8_gemm_layouts)) {
-    caps->fp8_gemm_layouts = OCTET_GEMM_LAYOUT_TN;
-  }
+  /* No gemm entry, so no FP8 GEMM layout: a declared layout must run
+   * (`octet conformance` fails one that answers UNSUPPORTED). A backend with
+   * a gemm declares the layouts it reads, e.g. OCTET_GEMM_LAYOUT_TN. */
+  if (HOLDS(caps->struct_size, octet_backend_caps, fp8_gemm_layouts)) caps->fp8_gemm_layouts = 0;
   if (HOLDS(caps->struct_size, octet_backend_caps, alignment)) caps->alignment = 64;
   if (HOLDS(caps->struct_size, octet_backend_caps, fused_cast_transpose)) {
     caps->fused_cast_transpose = 0;

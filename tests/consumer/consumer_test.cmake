@@ -150,6 +150,13 @@ if(EXISTS "${cli}")
     COMMAND "${cli}" validate --backend template OUTPUT_VARIABLE out)
   unset(ENV{OCTET_BACKEND_PATH})
   expect_contains("validate reports no failure" "${out}" " 0 failed")
+  # `octet conformance` is part of the installed CLI (docs/conformance.md):
+  # the out-of-tree template, given as a file, passes every section.
+  step("the installed CLI's conformance passes the out-of-tree plugin"
+    COMMAND "${cli}" conformance "${plugin}" --fuzz-inputs 100 OUTPUT_VARIABLE out)
+  expect_contains("conformance passes" "${out}" "verdict: PASS")
+  expect_contains("conformance ran section (a) on the file" "${out}" "[PASS] plugin_abi")
+  expect_contains("conformance found its installed fault shim" "${out}" "[PASS] fault_injection")
 endif()
 
 message(STATUS "consumer test passed")

@@ -22,7 +22,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fuzz_input.hpp"
+#include "fuzz/fuzz_input.hpp"
 
 namespace {
 

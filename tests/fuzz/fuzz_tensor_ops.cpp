@@ -18,7 +18,7 @@
 // - a per-tensor quantize writes, element by element, the scalar codec's
 //   fp8(x * scale) (octet_fp8_encode, octet_math_mul), SCALE_INV = 1/scale
 //   and AMAX = max |x| with NaN ignored, computed here.
-#include "tensor_program.hpp"
+#include "fuzz/tensor_program.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace octet_fuzz;
@@ -32,8 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (octet_context_create(&o, &c) != OCTET_STATUS_SUCCESS) fail("octet_context_create", -1);
     contexts.push_back(c);
   }
-  Program p(std::move(contexts), /*bounded_gemm=*/false);
-  Input in(data, size);
-  run_program(p, in);
+  try {
+    Program p(std::move(contexts), /*bounded_gemm=*/false);
+    Input in(data, size);
+    run_program(p, in);
+  } catch (const PropertyViolation& e) {
+    std::fprintf(stderr, "fuzz: %s\n", e.what());
+    std::abort();
+  }
   return 0;
 }

@@ -68,7 +68,7 @@ TEST(PluginDiscovery, TemplateIsRegisteredWithItsCapabilities) {
                               OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2));
   EXPECT_EQ(info->scaling_modes, static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR));
   EXPECT_EQ(info->native_columnwise, 0);
-  EXPECT_EQ(info->fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_TN));
+  EXPECT_EQ(info->fp8_gemm_layouts, 0u);  // no gemm entry, no layout
   EXPECT_EQ(info->alignment, 64u);
   // Exactly the entries the template fills in.
   EXPECT_EQ(info->features, static_cast<uint32_t>(OCTET_FEATURE_CONVERT | OCTET_FEATURE_AMAX |

@@ -70,17 +70,6 @@ std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
-const char* verdict_words(Verdict v) {
-  switch (v) {
-    case Verdict::Pass:
-      return "PASS";
-    case Verdict::Fail:
-      return "FAIL";
-    default:
-      return "-";
-  }
-}
-
 void print_table(const std::vector<Row>& rows) {
   size_t op_width = 9, target_width = 7, result_width = 6;
   for (const Row& r : rows) {
@@ -120,6 +109,29 @@ void print_coverage(const std::vector<octet::BackendInfo>& backends, const std::
 
 }  // namespace
 
+void check_every_family(const ValidationRun& run) {
+  check_convert(run);
+  check_amax(run);
+  check_quantize(run);
+  check_dequantize(run);
+  check_gemm_fp8(run);
+  check_gemm_high_precision(run);
+  check_gemm_fp8_output(run);
+  check_recipes(run);
+  check_layers(run);
+}
+
+const char* verdict_words(Verdict v) {
+  switch (v) {
+    case Verdict::Pass:
+      return "PASS";
+    case Verdict::Fail:
+      return "FAIL";
+    default:
+      return "-";
+  }
+}
+
 int run_validate(const std::vector<std::string>& args) {
   ValidateOptions options;
   if (const int rc = parse(args, &options); rc != kExitOk) return rc < 0 ? kExitOk : rc;
@@ -153,16 +165,7 @@ int run_validate(const std::vector<std::string>& args) {
                       (unsupported ? "unsupported: " : "") + std::string(e.what())});
       continue;
     }
-    const ValidationRun run{target, &context, &reference, options.seed, &rows};
-    check_convert(run);
-    check_amax(run);
-    check_quantize(run);
-    check_dequantize(run);
-    check_gemm_fp8(run);
-    check_gemm_high_precision(run);
-    check_gemm_fp8_output(run);
-    check_recipes(run);
-    check_layers(run);
+    check_every_family(ValidationRun{target, &context, &reference, options.seed, &rows});
   }
   print_table(rows);
 

@@ -20,6 +20,10 @@ void check_recipes(const ValidationRun& run);
 // GEMM sums have one term (layer_rows.cpp).
 void check_layers(const ValidationRun& run);
 
+// Every family above, in the order `octet validate` prints them (also the
+// numerics section of `octet conformance`).
+void check_every_family(const ValidationRun& run);
+
 // Shapes shared by the element-wise families: ragged on purpose.
 const std::vector<std::vector<int64_t>>& elementwise_shapes();
 

@@ -26,6 +26,8 @@ struct Target {
 };
 
 enum class Verdict { Pass, Fail, Unsupported };
+// "PASS", "FAIL", "-" (unsupported), as the table prints them.
+const char* verdict_words(Verdict v);
 
 struct Row {
   std::string operation;

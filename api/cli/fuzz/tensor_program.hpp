@@ -1,4 +1,5 @@
-// The program machinery shared by the tensor-operation fuzzers: a pool of
+// The program machinery shared by the tensor-operation fuzzers
+// (tests/fuzz) and `octet conformance`: a pool of
 // tensors mirrored on several contexts, the calls of octet.h run on each,
 // and the checks that the contexts agree. Context 0 is the oracle (the
 // reference). Two setups use it:
@@ -20,6 +21,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,15 +35,22 @@ constexpr int kMaxContexts = 3;
 constexpr size_t kPool = 6;
 constexpr int kMaxOps = 12;
 
-[[noreturn]] void fail(const char* what, int op) {
-  std::fprintf(stderr, "fuzz: op %d: %s (the library's last message, perhaps from an earlier call: %s)\n", op, what,
-               octet_last_error_message());
-  std::abort();
+// A property that did not hold, with what was seen. The fuzz targets abort
+// on it (libFuzzer's crash); `octet conformance` reports it.
+class PropertyViolation : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] inline void fail(const char* what, int op) {
+  throw PropertyViolation("op " + std::to_string(op) + ": " + what +
+                          " (the library's last message, perhaps from an earlier call: " + octet_last_error_message() +
+                          ")");
 }
 
-bool fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
+inline bool fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
 
-size_t element_bytes(int32_t dtype) {
+inline size_t element_bytes(int32_t dtype) {
   switch (dtype) {
     case OCTET_DTYPE_FP32:
       return 4;
@@ -52,7 +62,7 @@ size_t element_bytes(int32_t dtype) {
   }
 }
 
-float widen(int32_t dtype, const uint8_t* p) {
+inline float widen(int32_t dtype, const uint8_t* p) {
   if (dtype == OCTET_DTYPE_FP32) {
     float f;
     std::memcpy(&f, p, 4);
@@ -63,7 +73,7 @@ float widen(int32_t dtype, const uint8_t* p) {
   return dtype == OCTET_DTYPE_BF16 ? octet_bf16_decode(h) : octet_fp16_decode(h);
 }
 
-uint32_t bits_of(float f) {
+inline uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
@@ -107,14 +117,14 @@ struct Program {
   }
 };
 
-octet_tensor_info info_of(const octet_tensor* t) {
+inline octet_tensor_info info_of(const octet_tensor* t) {
   octet_tensor_info i{};
   i.struct_size = sizeof(i);
   if (octet_tensor_get_info(t, &i) != OCTET_STATUS_SUCCESS) fail("octet_tensor_get_info", -1);
   return i;
 }
 
-std::vector<uint8_t> component(const octet_tensor* t, int32_t which, uint64_t bytes, int op) {
+inline std::vector<uint8_t> component(const octet_tensor* t, int32_t which, uint64_t bytes, int op) {
   std::vector<uint8_t> out(bytes);
   if (bytes != 0 && octet_tensor_copy_to_host(t, which, out.data(), out.size()) != OCTET_STATUS_SUCCESS)
     fail("octet_tensor_copy_to_host", op);
@@ -123,7 +133,7 @@ std::vector<uint8_t> component(const octet_tensor* t, int32_t which, uint64_t by
 
 // The [rows, cols] codes of one usage of a quantized tensor, however the
 // context stores it.
-std::vector<uint8_t> logical_codes(const Slot& s, int c, uint32_t usage, int op) {
+inline std::vector<uint8_t> logical_codes(const Slot& s, int c, uint32_t usage, int op) {
   const octet_tensor_info i = info_of(s.t[c]);
   const size_t n = size_t(s.rows * s.cols);
   if (usage == OCTET_USAGE_COLUMNWISE && i.has_columnwise_data) {
@@ -137,7 +147,7 @@ std::vector<uint8_t> logical_codes(const Slot& s, int c, uint32_t usage, int op)
 }
 
 // Everything a reader of the slot can see, for the usages that are valid.
-std::vector<std::vector<uint8_t>> visible(const Slot& s, int c, int op) {
+inline std::vector<std::vector<uint8_t>> visible(const Slot& s, int c, int op) {
   std::vector<std::vector<uint8_t>> parts;
   const octet_tensor_info i = info_of(s.t[c]);
   if (!s.quantized()) {
@@ -165,7 +175,7 @@ std::vector<std::vector<uint8_t>> visible(const Slot& s, int c, int op) {
 
 // After a call wrote a plain high-precision tensor: the oracle's values are
 // what a later quantize is checked against.
-void refresh_host(Program& p, Slot& s) {
+inline void refresh_host(Program& p, Slot& s) {
   if (s.quantized() || fp8(s.dtype)) return;
   s.host.resize(size_t(s.rows * s.cols) * element_bytes(s.dtype));
   if (octet_tensor_copy_to_host(s.t[0], OCTET_COMPONENT_DATA, s.host.data(), s.host.size()) != OCTET_STATUS_SUCCESS)
@@ -175,7 +185,7 @@ void refresh_host(Program& p, Slot& s) {
 // a quantized tensor's codes as not comparable: after a call whose results
 // legitimately differ between contexts (computed from undefined codes, or
 // refused as UNSUPPORTED by one backend).
-void restore(Program& p, Slot& s) {
+inline void restore(Program& p, Slot& s) {
   if (s.quantized()) {
     s.valid = 0;
     return;
@@ -191,7 +201,7 @@ void restore(Program& p, Slot& s) {
 // program another backend may also answer UNSUPPORTED); on failure a message
 // and the output as it was. True when every context succeeded.
 template <typename Call>
-bool run_everywhere(Program& p, const char* name, Slot* output, Call call) {
+inline bool run_everywhere(Program& p, const char* name, Slot* output, Call call) {
   std::array<std::vector<std::vector<uint8_t>>, kMaxContexts> before;
   if (output != nullptr)
     for (int c = 0; c < p.n(); ++c) before[c] = visible(*output, c, p.op);
@@ -223,7 +233,7 @@ bool run_everywhere(Program& p, const char* name, Slot* output, Call call) {
   return status[0] == OCTET_STATUS_SUCCESS && !unsupported;
 }
 
-void check_same_output(Program& p, const Slot& s) {
+inline void check_same_output(Program& p, const Slot& s) {
   const auto first = visible(s, 0, p.op);
   for (int c = 1; c < p.n(); ++c) {
     const auto other = visible(s, c, p.op);
@@ -248,8 +258,8 @@ const int32_t kModes[] = {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, OC
 
 // Creates the tensor on every context; plain tensors get values (codes for
 // plain FP8) from the input. False if the library refused it.
-bool make(Program& p, Input& in, Slot& s, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
-          int32_t mode) {
+inline bool make(Program& p, Input& in, Slot& s, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                 int32_t mode) {
   p.drop(s);
   octet_tensor_desc d{};
   d.struct_size = sizeof(d);
@@ -306,7 +316,7 @@ bool make(Program& p, Input& in, Slot& s, int32_t dtype, int64_t rows, int64_t c
 
 // A tensor of any kind: a plain dtype, plain FP8 codes, or a quantized
 // tensor of any usages and scaling mode.
-void create(Program& p, Input& in, Slot& s) {
+inline void create(Program& p, Input& in, Slot& s) {
   const uint8_t kind = in.byte();
   // Extents are often those of a tensor already in the pool, so that
   // operands fit together often enough to matter.
@@ -327,7 +337,7 @@ void create(Program& p, Input& in, Slot& s) {
 }
 
 // A per-tensor quantize against the scalar codec, element by element.
-void check_against_codec(const Program& p, const Slot& x, const Slot& q, uint32_t usages, int32_t saturate) {
+inline void check_against_codec(const Program& p, const Slot& x, const Slot& q, uint32_t usages, int32_t saturate) {
   float scale = 0.0f, scale_inv = 0.0f, amax = 0.0f;
   octet_tensor_copy_to_host(q.t[0], OCTET_COMPONENT_SCALE, &scale, 4);
   octet_tensor_copy_to_host(q.t[0], OCTET_COMPONENT_SCALE_INV, &scale_inv, 4);
@@ -347,7 +357,7 @@ void check_against_codec(const Program& p, const Slot& x, const Slot& q, uint32_
       if (logical_codes(q, 0, usage, p.op) != want) fail("quantize: codes are not fp8(x * scale)", p.op);
 }
 
-void quantize(Program& p, Input& in, Slot& a, Slot& out) {
+inline void quantize(Program& p, Input& in, Slot& a, Slot& out) {
   octet_quantize_options o;
   octet_quantize_options_init(&o);
   o.usages = in.byte() % 4;
@@ -428,13 +438,13 @@ GemmOperand gemm_operand(const Program& p, const Slot& s, bool trans) {
 }
 
 // The spacing of dtype's values at magnitude x, and its largest finite value.
-double ulp_of(int32_t dtype, double x) {
+inline double ulp_of(int32_t dtype, double x) {
   const int mantissa = dtype == OCTET_DTYPE_FP32 ? 23 : dtype == OCTET_DTYPE_BF16 ? 7 : 10;
   const int min_exponent = dtype == OCTET_DTYPE_FP16 ? -14 : -126;
   const int e = x > 0 ? std::max(std::ilogb(x), min_exponent) : min_exponent;
   return std::ldexp(1.0, e - mantissa);
 }
-double max_finite(int32_t dtype) {
+inline double max_finite(int32_t dtype) {
   return dtype == OCTET_DTYPE_FP16 ? 65504.0 : dtype == OCTET_DTYPE_BF16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
 }
 
@@ -449,8 +459,8 @@ double max_finite(int32_t dtype) {
 // bound adds for the k products and sums and the operations after them.
 // Elements whose FP32 partial sums may overflow are skipped: there the order
 // of the sum decides between a finite result and inf.
-void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out, const Slot* bias,
-                      const octet_gemm_options& o, const std::vector<double>& d_old) {
+inline void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out, const Slot* bias,
+                             const octet_gemm_options& o, const std::vector<double>& d_old) {
   const GemmOperand ga = gemm_operand(p, a, o.trans_a != 0), gb = gemm_operand(p, b, o.trans_b != 0);
   std::vector<double> biasv;
   if (bias != nullptr) biasv = gemm_operand(p, *bias, false).value;
@@ -521,7 +531,7 @@ void check_gemm_bound(Program& p, const Slot& a, const Slot& b, const Slot& out,
   }
 }
 
-void gemm(Program& p, Input& in, Slot& a, Slot& b, Slot& out, Slot* bias, uint8_t flags) {
+inline void gemm(Program& p, Input& in, Slot& a, Slot& b, Slot& out, Slot* bias, uint8_t flags) {
   octet_gemm_options o;
   octet_gemm_options_init(&o);
   o.trans_a = flags & 1;
@@ -573,7 +583,7 @@ void gemm(Program& p, Input& in, Slot& a, Slot& b, Slot& out, Slot* bias, uint8_
 // operand's kind (plain, plain FP8 codes, or quantized from fresh values
 // with any usages and scaling mode) and D's (plain or per-tensor FP8).
 // Slots 0-2 hold A, B and D, slot 3 the values quantized, slot 4 the bias.
-void gemm_scenario(Program& p, Input& in) {
+inline void gemm_scenario(Program& p, Input& in) {
   const int64_t m = in.pick(kExtents), n = in.pick(kExtents), k = in.pick(kExtents);
   const uint8_t flags = in.byte();
   const bool trans_a = flags & 1, trans_b = (flags >> 1) & 1;
@@ -612,7 +622,7 @@ void gemm_scenario(Program& p, Input& in) {
 }
 
 // Runs the program the input describes: up to kMaxOps calls.
-void run_program(Program& p, Input& in) {
+inline void run_program(Program& p, Input& in) {
   for (p.op = 0; p.op < kMaxOps && !in.empty(); ++p.op) {
     const uint8_t what = in.byte();
     if (what % 9 == 8) {
