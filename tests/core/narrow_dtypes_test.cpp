@@ -114,8 +114,10 @@ TEST(NarrowDtypeCodecs, ArrayCodecsAgreeWithTheScalarOnesForEveryCode) {
     ASSERT_EQ(octet_fp8_decode_array(codes.data(), values.data(), 256, dtype), OCTET_STATUS_SUCCESS);
     for (int c = 0; c < 256; ++c) {
       const float scalar = octet_fp8_decode(uint8_t(c), dtype);
-      if (std::isnan(scalar)) EXPECT_TRUE(std::isnan(values[size_t(c)]));
-      else EXPECT_EQ(values[size_t(c)], scalar) << c;
+      if (std::isnan(scalar))
+        EXPECT_TRUE(std::isnan(values[size_t(c)]));
+      else
+        EXPECT_EQ(values[size_t(c)], scalar) << c;
     }
   }
 }
@@ -145,8 +147,7 @@ TEST(NarrowDtypeReference, QuantizeDequantizeAndGemmOfFnuzTensors) {
     TensorPtr back = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {m, k});
     ASSERT_EQ(octet_dequantize(ctx.get(), a.get(), back.get()), OCTET_STATUS_SUCCESS) << last_error();
     const auto deq = read<float>(back.get(), OCTET_COMPONENT_DATA, size_t(m * k));
-    for (size_t i = 0; i < deq.size(); ++i)
-      EXPECT_EQ(deq[i], octet_fp8_decode(a_codes[i], dtype) * (1.0f / sa)) << i;
+    for (size_t i = 0; i < deq.size(); ++i) EXPECT_EQ(deq[i], octet_fp8_decode(a_codes[i], dtype) * (1.0f / sa)) << i;
 
     TensorPtr d = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {m, n});
     octet_gemm_options options{};
@@ -223,7 +224,7 @@ TEST(NarrowDtypeReference, RecipesTakeFnuzFormats) {
 struct Family {
   const char* backend;
   const char* path;
-  int32_t own, foreign;            // an FP8 dtype of the family, one outside it
+  int32_t own, foreign;  // an FP8 dtype of the family, one outside it
   int32_t own_format, foreign_format;
   const char* foreign_name;
 };

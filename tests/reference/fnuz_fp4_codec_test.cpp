@@ -36,9 +36,9 @@ struct Spec {
   Fp8Format format;
   int mantissa_bits;
   int bias;
-  int max_code;     // largest magnitude code
-  int sign_bit;     // 0x80 (FP8) or 0x8 (FP4)
-  double max_value; // stated by the format's definition
+  int max_code;      // largest magnitude code
+  int sign_bit;      // 0x80 (FP8) or 0x8 (FP4)
+  double max_value;  // stated by the format's definition
 };
 
 const Spec kE4M3Fnuz{"E4M3FNUZ", Fp8Format::E4M3FNUZ, 3, 8, 0x7F, 0x80, 240.0};

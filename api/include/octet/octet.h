@@ -504,7 +504,7 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
  * native columnwise access or the transposed copy, per its capabilities.
- * FP8 output: D may be a per-tensor quantized E4M3/E5M2 tensor
+ * FP8 output: D may be a per-tensor quantized FP8 tensor
  * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
  * block-scaled. With r the FP32 value an FP32 D would hold
  * before rounding, every stored usage of D receives fp8(r * SCALE) (D's
@@ -718,7 +718,7 @@ typedef struct octet_recipe_info {
   int32_t override_wgrad;
 } octet_recipe_info;
 OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_recipe_info* info);
-/* The dtype (E4M3/E5M2) and scaling mode (OCTET_SCALING_*) a tensor of
+/* The dtype (an FP8 dtype) and scaling mode (OCTET_SCALING_*) a tensor of
  * `role` takes under the recipe: what to create quantized outputs with. */
 OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, int32_t role,
                                                   int32_t* dtype, int32_t* scaling_mode);
