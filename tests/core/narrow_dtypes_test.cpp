@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,56 @@ TEST(NarrowDtypeReference, QuantizeDequantizeAndGemmOfFnuzTensors) {
   }
 }
 
+TEST(NarrowDtypeReference, BlockScaledFnuzTensorsUseTheFormatsOwnMaximum) {
+  ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
+  const int64_t rows = 2, cols = 256;  // 1x128 blocks: a 2x2 grid
+  std::vector<float> x = random_values(size_t(rows * cols), 5.0f, 21);
+  TensorPtr src = make_fp32(ctx.get(), rows, cols, x);
+  for (int32_t dtype : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
+    const float top = dtype == OCTET_DTYPE_E4M3FNUZ ? 240.0f : 57344.0f;
+    octet_tensor_desc desc{};
+    desc.struct_size = sizeof(desc);
+    desc.dtype = dtype;
+    desc.ndim = 2;
+    desc.shape[0] = rows;
+    desc.shape[1] = cols;
+    desc.usages = OCTET_USAGE_ROWWISE;
+    desc.scaling_mode = OCTET_SCALING_BLOCK_1X128;
+    octet_tensor* raw = nullptr;
+    ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &raw), OCTET_STATUS_SUCCESS) << last_error();
+    TensorPtr q(raw);
+    ASSERT_EQ(octet_quantize(ctx.get(), src.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << last_error();
+    const auto codes = read<uint8_t>(q.get(), OCTET_COMPONENT_DATA, size_t(rows * cols));
+    const auto grid = read<float>(q.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, 4);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < 2; ++b) {
+        float amax = 0, largest = 0;
+        for (int64_t c = b * 128; c < (b + 1) * 128; ++c) {
+          amax = std::fmax(amax, std::fabs(x[size_t(r * cols + c)]));
+          largest = std::fmax(largest, std::fabs(octet_fp8_decode(codes[size_t(r * cols + c)], dtype)));
+        }
+        // numerics.md 14.1 with the FNUZ maximum: scale = max / amax, so the
+        // block's largest value lands on (or rounds to) the format's max.
+        const float scale = top / amax;
+        EXPECT_EQ(grid[size_t(r * 2 + b)], 1.0f / scale) << r << "," << b;
+        EXPECT_EQ(largest, top) << r << "," << b;
+        for (int64_t c = b * 128; c < (b + 1) * 128; ++c)
+          EXPECT_EQ(codes[size_t(r * cols + c)], octet_fp8_encode(x[size_t(r * cols + c)] * scale, dtype, 1));
+      }
+  }
+  octet_tensor_desc mx{};
+  mx.struct_size = sizeof(mx);
+  mx.dtype = OCTET_DTYPE_E4M3FNUZ;
+  mx.ndim = 2;
+  mx.shape[0] = 2;
+  mx.shape[1] = 64;
+  mx.usages = OCTET_USAGE_ROWWISE;
+  mx.scaling_mode = OCTET_SCALING_MXFP8_1X32;
+  octet_tensor* t = nullptr;
+  EXPECT_EQ(octet_tensor_create(ctx.get(), &mx, &t), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(last_error(), HasSubstr("MXFP8_1X32 takes OCP FP8"));
+}
+
 TEST(NarrowDtypeReference, OcpAndFnuzOperandsDoNotMix) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   std::vector<float> v = random_values(16, 1.0f, 5);
@@ -235,6 +286,8 @@ const Family kFamilies[] = {
     {"ocp_only", OCTET_TEST_OCP_PLUGIN, OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3FNUZ, OCTET_FORMAT_HYBRID,
      OCTET_FORMAT_HYBRID_FNUZ, "e4m3fnuz"},
 };
+
+void PrintTo(const Family& f, std::ostream* os) { *os << f.backend; }
 
 class FormatFamilies : public testing::TestWithParam<Family> {
  protected:

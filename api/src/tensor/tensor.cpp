@@ -131,6 +131,10 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
   require(mode == OCTET_SCALING_PER_TENSOR || d.usages != 0, "desc->scaling_mode (", d.scaling_mode,
           ") applies only to a quantized tensor (FP8 with usages != 0)");
+  require(mode != OCTET_SCALING_MXFP8_1X32 || !is_fnuz(d.dtype),
+          "desc->scaling_mode MXFP8_1X32 takes OCP FP8 "
+          "elements (E4M3, E5M2) only; desc->dtype is ",
+          dtype_name(d.dtype));
   if (!(uint32_t(ctx.caps.scaling_modes) & uint32_t(mode)))
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not declare the scaling mode ",
          scaling_mode_name(mode), " (it declares ", scaling_mode_list(ctx.caps.scaling_modes), ")");
