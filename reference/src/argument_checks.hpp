@@ -14,7 +14,9 @@ namespace octet::ref {
 const char* dtype_name(int32_t dtype);
 // 0 for a value that is not an octet_dtype.
 std::size_t dtype_size(int32_t dtype);
-bool is_fp8(int32_t dtype);             // E4M3, E5M2
+bool is_fp8(int32_t dtype);  // E4M3, E5M2, E4M3FNUZ, E5M2FNUZ
+// "e4m3, e5m2, e4m3fnuz or e5m2fnuz": the dtypes is_fp8 accepts, for messages.
+extern const std::string kFp8DtypeNames;
 bool is_high_precision(int32_t dtype);  // FP32, BF16, FP16
 
 // Which dtypes a matrix argument accepts.

@@ -21,8 +21,11 @@
 namespace octet::ref {
 namespace {
 
+// dtype passed is_fp8, so it has a format.
 Fp8Format format_of(int32_t dtype) {
-  return dtype == OCTET_DTYPE_E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2;
+  Fp8Format format = Fp8Format::E4M3;
+  fp8_format_of_dtype(dtype, &format);
+  return format;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -39,7 +42,9 @@ uint8_t mx_scale_code(float block_amax, Fp8Format format, int32_t rounding) {
   }
   // FLOOR (OCP): 2^(floor(log2 amax) - emax_elem); floor(log2) of the FP32
   // value is exact, so take it from the E8M0 floor encoding of amax itself.
-  const int emax = format == Fp8Format::E4M3 ? 8 : 15;
+  // emax_elem: the exponent of the format's largest value (8 for E4M3, 7 for
+  // E4M3FNUZ, 15 for E5M2 and E5M2FNUZ).
+  const int emax = std::ilogb(fp8_max(format));
   const int floor_log2 = std::ilogb(block_amax);
   const int code = floor_log2 - emax + 127;
   if (code < 0) return 0x00;
@@ -115,8 +120,7 @@ int32_t block_quantize_matrix(const octet_block_quantize_args* args) {
     return s;
   }
   if (!is_fp8(args->out_dtype)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->out_dtype must be e4m3 or e5m2");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->out_dtype must be " + kFp8DtypeNames);
   }
   if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
   if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;

@@ -3,6 +3,8 @@
 // does with signs, NaN, infinity and overflow.
 #include "octet_reference/codecs.hpp"
 
+#include <octet/octet_types.h>
+
 #include "float_bits.hpp"
 #include "narrow_format.hpp"
 
@@ -10,8 +12,22 @@ namespace octet::ref {
 namespace {
 
 const NarrowFormat& narrow_format_of(Fp8Format format) {
-  return format == Fp8Format::E4M3 ? kE4M3Format : kE5M2Format;
+  switch (format) {
+    case Fp8Format::E4M3:
+      return kE4M3Format;
+    case Fp8Format::E5M2:
+      return kE5M2Format;
+    case Fp8Format::E4M3FNUZ:
+      return kE4M3FnuzFormat;
+    case Fp8Format::E5M2FNUZ:
+      return kE5M2FnuzFormat;
+    case Fp8Format::E2M1:
+      break;
+  }
+  return kE2M1Format;
 }
+
+bool is_fnuz(Fp8Format format) { return format == Fp8Format::E4M3FNUZ || format == Fp8Format::E5M2FNUZ; }
 
 bool is_nan_bits(uint32_t magnitude_bits) { return magnitude_bits > kFp32Infinity; }
 
@@ -19,6 +35,9 @@ bool is_nan_bits(uint32_t magnitude_bits) { return magnitude_bits > kFp32Infinit
 // keeps only its sign.
 constexpr uint8_t kFp8NanMagnitude = 0x7F;
 constexpr uint8_t kE5M2InfinityMagnitude = 0x7C;
+// FNUZ formats: the code of negative zero is their one NaN.
+constexpr uint8_t kFnuzNan = 0x80;
+constexpr uint8_t kE2M1SignBit = 0x8;
 
 constexpr uint16_t kHalfInfinity = 0x7C00;
 constexpr uint16_t kHalfQuietBit = 0x0200;
@@ -32,11 +51,67 @@ float fp8_max(Fp8Format format) {
   return narrow_code_to_float(narrow.max_finite_code, narrow);
 }
 
-uint8_t fp8_encode(float value, Fp8Format format, bool saturate) {
-  const uint32_t bits = bits_of(value);
+bool fp8_format_of_dtype(int32_t dtype, Fp8Format* format) {
+  switch (dtype) {
+    case OCTET_DTYPE_E4M3:
+      *format = Fp8Format::E4M3;
+      return true;
+    case OCTET_DTYPE_E5M2:
+      *format = Fp8Format::E5M2;
+      return true;
+    case OCTET_DTYPE_E4M3FNUZ:
+      *format = Fp8Format::E4M3FNUZ;
+      return true;
+    case OCTET_DTYPE_E5M2FNUZ:
+      *format = Fp8Format::E5M2FNUZ;
+      return true;
+    case OCTET_DTYPE_E2M1:
+      *format = Fp8Format::E2M1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// FNUZ: one NaN (0x80), which also takes non-saturated overflow and
+// infinity; no negative zero, so a result of zero is 0x00 whatever the sign.
+uint8_t fnuz_encode(uint32_t bits, const NarrowFormat& narrow, bool saturate) {
   const uint8_t sign = static_cast<uint8_t>((bits & kFp32SignBit) >> 24);
   const uint32_t magnitude = bits & ~kFp32SignBit;
+  if (is_nan_bits(magnitude)) return kFnuzNan;
+  const uint8_t overflow = saturate ? static_cast<uint8_t>(sign | narrow.max_finite_code) : kFnuzNan;
+  if (magnitude == kFp32Infinity) return overflow;
+  const uint64_t code = round_to_narrow_code(magnitude, narrow);
+  if (code > narrow.max_finite_code) return overflow;
+  if (code == 0) return 0x00;
+  return sign | static_cast<uint8_t>(code);
+}
+
+// E2M1: no NaN and no infinity. Saturation maps overflow and infinity to
+// +-6; what has no code (NaN; without saturation, overflow and infinity)
+// gives kE2M1NoCode for the caller to refuse. Zero keeps its sign (0x8 is -0).
+uint8_t e2m1_encode(uint32_t bits, bool saturate) {
+  const uint8_t sign = (bits & kFp32SignBit) != 0 ? kE2M1SignBit : 0;
+  const uint32_t magnitude = bits & ~kFp32SignBit;
+  if (is_nan_bits(magnitude)) return kE2M1NoCode;
+  const uint8_t overflow = saturate ? static_cast<uint8_t>(sign | kE2M1Format.max_finite_code) : kE2M1NoCode;
+  if (magnitude == kFp32Infinity) return overflow;
+  const uint64_t code = round_to_narrow_code(magnitude, kE2M1Format);
+  if (code > kE2M1Format.max_finite_code) return overflow;
+  return sign | static_cast<uint8_t>(code);
+}
+
+}  // namespace
+
+uint8_t fp8_encode(float value, Fp8Format format, bool saturate) {
+  const uint32_t bits = bits_of(value);
+  if (format == Fp8Format::E2M1) return e2m1_encode(bits, saturate);
   const NarrowFormat& narrow = narrow_format_of(format);
+  if (is_fnuz(format)) return fnuz_encode(bits, narrow, saturate);
+  const uint8_t sign = static_cast<uint8_t>((bits & kFp32SignBit) >> 24);
+  const uint32_t magnitude = bits & ~kFp32SignBit;
 
   if (is_nan_bits(magnitude)) return sign | kFp8NanMagnitude;
 
@@ -52,9 +127,16 @@ uint8_t fp8_encode(float value, Fp8Format format, bool saturate) {
 }
 
 float fp8_decode(uint8_t code, Fp8Format format) {
+  if (format == Fp8Format::E2M1) {
+    const uint32_t sign = (code & kE2M1SignBit) != 0 ? kFp32SignBit : 0;
+    return float_of(sign | bits_of(narrow_code_to_float(code & 0x7u, kE2M1Format)));
+  }
+  const NarrowFormat& narrow = narrow_format_of(format);
+  // FNUZ: 0x80 is the NaN (a quiet NaN, positive: the code has no sign);
+  // every other code is finite.
+  if (is_fnuz(format) && code == kFnuzNan) return float_of(kFp32Infinity | kFp32QuietBit);
   const uint32_t sign = static_cast<uint32_t>(code & 0x80) << 24;
   const uint32_t magnitude = code & 0x7Fu;
-  const NarrowFormat& narrow = narrow_format_of(format);
   if (magnitude > narrow.max_finite_code) {
     // E4M3: only 0x7F is left (NaN). E5M2: 0x7C is infinity, 0x7D-0x7F NaN.
     const bool infinity = format == Fp8Format::E5M2 && magnitude == kE5M2InfinityMagnitude;

@@ -34,8 +34,15 @@ bool load_element(const void* base, int32_t dtype, std::size_t index, float* val
     case OCTET_DTYPE_E5M2:
       *value = fp8_decode(read_at<uint8_t>(base, index), Fp8Format::E5M2);
       return true;
+    case OCTET_DTYPE_E4M3FNUZ:
+      *value = fp8_decode(read_at<uint8_t>(base, index), Fp8Format::E4M3FNUZ);
+      return true;
+    case OCTET_DTYPE_E5M2FNUZ:
+      *value = fp8_decode(read_at<uint8_t>(base, index), Fp8Format::E5M2FNUZ);
+      return true;
     case OCTET_DTYPE_E8M0: *value = e8m0_decode(read_at<uint8_t>(base, index)); return true;
-    default: return false;
+    default:
+      return false;  // E2M1 too: packed tensors are not stored by the reference
   }
 }
 
@@ -49,6 +56,12 @@ bool store_element(void* base, int32_t dtype, std::size_t index, float value, bo
       return true;
     case OCTET_DTYPE_E5M2:
       write_at<uint8_t>(base, index, fp8_encode(value, Fp8Format::E5M2, saturate));
+      return true;
+    case OCTET_DTYPE_E4M3FNUZ:
+      write_at<uint8_t>(base, index, fp8_encode(value, Fp8Format::E4M3FNUZ, saturate));
+      return true;
+    case OCTET_DTYPE_E5M2FNUZ:
+      write_at<uint8_t>(base, index, fp8_encode(value, Fp8Format::E5M2FNUZ, saturate));
       return true;
     case OCTET_DTYPE_E8M0:
       // A scale is never allowed to shrink a block's values past the format's

@@ -55,10 +55,10 @@ int32_t check_operand_dtypes(int32_t a_dtype, int32_t b_dtype) {
   const bool both_fp8 = is_fp8(a_dtype) && is_fp8(b_dtype);
   const bool both_high = is_high_precision(a_dtype) && is_high_precision(b_dtype);
   if (both_fp8 || both_high) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_UNSUPPORTED,
-                std::string(kKernel) + ": args->a.dtype is " + dtype_name(a_dtype) +
-                    " and args->b.dtype is " + dtype_name(b_dtype) +
-                    ": the operands must both be FP8 (e4m3/e5m2) or both fp32/bf16/fp16");
+  return report(OCTET_STATUS_UNSUPPORTED, std::string(kKernel) + ": args->a.dtype is " + dtype_name(a_dtype) +
+                                              " and args->b.dtype is " + dtype_name(b_dtype) +
+                                              ": the operands must both be FP8 (" + kFp8DtypeNames +
+                                              ") or both fp32/bf16/fp16");
 }
 
 int32_t check_gemm_args(const octet_gemm_args* args) {
@@ -136,7 +136,8 @@ int32_t gemm(const octet_gemm_args* args) {
   // FP8 output: r is encoded with d_scale; amax covers r itself.
   const bool fp8_out = args->d_scale != nullptr;
   const float d_scale = fp8_out ? *args->d_scale : 1.0f;
-  const Fp8Format d_format = args->d.dtype == OCTET_DTYPE_E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3;
+  Fp8Format d_format = Fp8Format::E4M3;
+  fp8_format_of_dtype(args->d.dtype, &d_format);  // an FP8 d (checked) has one
   float d_amax = 0.0f;
 
   // fast_accumulation is only a permission: the reference always sums exactly

@@ -1,5 +1,5 @@
 // Rounding of FP32 values into a binary floating-point format narrower than
-// FP32 (E4M3, E5M2, FP16, BF16). Only the mechanics shared by every such
+// FP32 (the FP8 formats, E2M1, FP16, BF16). Only the mechanics shared by every such
 // format live here; what each format does with NaN, infinity and overflow is
 // decided by its codec (codecs.cpp).
 #pragma once
@@ -16,6 +16,9 @@ struct NarrowFormat {
 
 constexpr NarrowFormat kE4M3Format{3, 7, 0x7E};      // 448
 constexpr NarrowFormat kE5M2Format{2, 15, 0x7B};     // 57344
+constexpr NarrowFormat kE4M3FnuzFormat{3, 8, 0x7F};  // 240
+constexpr NarrowFormat kE5M2FnuzFormat{2, 16, 0x7F};  // 57344
+constexpr NarrowFormat kE2M1Format{1, 1, 0x7};        // 6
 constexpr NarrowFormat kFp16Format{10, 15, 0x7BFF};  // 65504
 constexpr NarrowFormat kBf16Format{7, 127, 0x7F7F};  // 0x1.FEp127
 

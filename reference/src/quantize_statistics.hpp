@@ -29,7 +29,22 @@ class StatisticsCounter {
     if (!std::isnan(scaled)) {
       const uint8_t unclamped = fp8_encode(scaled, format, false);
       const uint8_t magnitude = unclamped & 0x7F;
-      const bool overflow = format == Fp8Format::E4M3 ? magnitude == 0x7F : magnitude >= 0x7C;
+      bool overflow = false;
+      switch (format) {
+        case Fp8Format::E4M3:
+          overflow = magnitude == 0x7F;
+          break;  // NaN
+        case Fp8Format::E5M2:
+          overflow = magnitude >= 0x7C;
+          break;  // inf (NaN excluded above)
+        case Fp8Format::E4M3FNUZ:
+        case Fp8Format::E5M2FNUZ:
+          overflow = unclamped == 0x80;
+          break;  // the NaN
+        case Fp8Format::E2M1:
+          overflow = unclamped == kE2M1NoCode;
+          break;
+      }
       if (overflow) ++stats_.saturated_count;
     }
     if (std::isfinite(x) && x != 0.0f && (code & 0x7F) == 0) ++stats_.flushed_count;

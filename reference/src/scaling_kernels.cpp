@@ -14,8 +14,11 @@
 namespace octet::ref {
 namespace {
 
+// dtype passed is_fp8, so it has a format.
 Fp8Format fp8_format_of(int32_t dtype) {
-  return dtype == OCTET_DTYPE_E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2;
+  Fp8Format format = Fp8Format::E4M3;
+  fp8_format_of_dtype(dtype, &format);
+  return format;
 }
 
 }  // namespace
@@ -32,8 +35,8 @@ int32_t quantize_matrix(const octet_quantize_args* args) {
   }
   if (!is_fp8(args->out_dtype)) {
     return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) +
-                      " (" + std::to_string(args->out_dtype) + ") but must be e4m3 or e5m2");
+                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) + " (" +
+                      std::to_string(args->out_dtype) + ") but must be " + kFp8DtypeNames);
   }
   if (int32_t s = check_not_null(kernel, "args->scale", args->scale)) return s;
 

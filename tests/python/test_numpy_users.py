@@ -71,7 +71,7 @@ def test_values_are_refused_where_codes_are_meant_with_advice_that_works(ctx):
         ctx.tensor([[1.0, 2.0], [3.0]])
     with pytest.raises(TypeError, match="real numbers"):
         ctx.tensor(np.array([True, False]))
-    with pytest.raises(ValueError, match="dtype must be octet.E4M3 or octet.E5M2"):
+    with pytest.raises(ValueError, match="dtype must be octet.E4M3, E5M2, E4M3FNUZ or E5M2FNUZ"):
         ctx.quantize(x, octet.BF16)
 
 

@@ -20,6 +20,13 @@ struct ReportedError {
   std::string message;
 };
 
+inline const std::vector<int32_t>& all_dtypes() {
+  static const std::vector<int32_t> dtypes = {OCTET_DTYPE_FP32,     OCTET_DTYPE_BF16, OCTET_DTYPE_FP16,
+                                              OCTET_DTYPE_E4M3,     OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3FNUZ,
+                                              OCTET_DTYPE_E5M2FNUZ, OCTET_DTYPE_E8M0};
+  return dtypes;
+}
+
 class ReferenceBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,6 +46,15 @@ class ReferenceBackendTest : public ::testing::Test {
   void TearDown() override {
     api_->context_destroy(context_);
     if (api_->shutdown != nullptr) api_->shutdown();
+  }
+
+  // all_dtypes() that the backend under test declares: the suites also run
+  // against the cpu plugin, which stores no FNUZ dtype.
+  std::vector<int32_t> declared_dtypes() const {
+    std::vector<int32_t> out;
+    for (int32_t dtype : all_dtypes())
+      if ((caps_.dtypes & OCTET_DTYPE_BIT(dtype)) != 0) out.push_back(dtype);
+    return out;
   }
 
   static void record_error(void* host_data, int32_t status, const char* message) {
@@ -118,8 +134,8 @@ inline void fill_finite(TestMatrix& m, std::mt19937& rng, float range = 4.0f) {
   std::uniform_real_distribution<float> uniform(-range, range);
   for (int64_t r = 0; r < m.rows; ++r) {
     for (int64_t c = 0; c < m.cols; ++c) {
-      if (m.dtype == OCTET_DTYPE_E4M3 || m.dtype == OCTET_DTYPE_E5M2) {
-        const Fp8Spec& spec = m.dtype == OCTET_DTYPE_E4M3 ? kE4M3Spec : kE5M2Spec;
+      if (const Fp8Spec* fp8 = fp8_spec_of(m.dtype)) {
+        const Fp8Spec& spec = *fp8;
         uint8_t code;
         do {
           code = static_cast<uint8_t>(rng());
@@ -143,11 +159,5 @@ inline bool same_element(int32_t dtype, uint32_t actual, uint32_t expected) {
   return actual == expected;
 }
 
-inline const std::vector<int32_t>& all_dtypes() {
-  static const std::vector<int32_t> dtypes = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16,
-                                              OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3,
-                                              OCTET_DTYPE_E5M2, OCTET_DTYPE_E8M0};
-  return dtypes;
-}
 
 }  // namespace octet::test

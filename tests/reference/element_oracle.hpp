@@ -77,6 +77,22 @@ inline float oracle_e8m0_decode(uint8_t code) {
   return static_cast<float>(std::ldexp(1.0, code - 127));
 }
 
+// The spec of an FP8 dtype; nullptr for any other dtype.
+inline const Fp8Spec* fp8_spec_of(int32_t dtype) {
+  switch (dtype) {
+    case OCTET_DTYPE_E4M3:
+      return &kE4M3Spec;
+    case OCTET_DTYPE_E5M2:
+      return &kE5M2Spec;
+    case OCTET_DTYPE_E4M3FNUZ:
+      return &kE4M3FnuzSpec;
+    case OCTET_DTYPE_E5M2FNUZ:
+      return &kE5M2FnuzSpec;
+    default:
+      return nullptr;
+  }
+}
+
 inline std::size_t oracle_dtype_size(int32_t dtype) {
   switch (dtype) {
     case OCTET_DTYPE_FP32: return 4;
@@ -96,6 +112,10 @@ inline float oracle_load(const void* base, int32_t dtype, std::size_t index) {
     case OCTET_DTYPE_FP16: std::memcpy(&half, bytes + 2 * index, 2); return oracle_fp16_decode(half);
     case OCTET_DTYPE_E4M3: return oracle_fp8_decode(bytes[index], kE4M3Spec);
     case OCTET_DTYPE_E5M2: return oracle_fp8_decode(bytes[index], kE5M2Spec);
+    case OCTET_DTYPE_E4M3FNUZ:
+      return oracle_fp8_decode(bytes[index], kE4M3FnuzSpec);
+    case OCTET_DTYPE_E5M2FNUZ:
+      return oracle_fp8_decode(bytes[index], kE5M2FnuzSpec);
     case OCTET_DTYPE_E8M0: return oracle_e8m0_decode(bytes[index]);
   }
   throw std::logic_error("oracle_load: unknown dtype");
@@ -110,6 +130,10 @@ inline uint32_t oracle_store_bits(int32_t dtype, float value, bool saturate) {
     case OCTET_DTYPE_FP16: return oracle_fp16_encode(value);
     case OCTET_DTYPE_E4M3: return fp8_expected_encode(value, kE4M3Spec, saturate);
     case OCTET_DTYPE_E5M2: return fp8_expected_encode(value, kE5M2Spec, saturate);
+    case OCTET_DTYPE_E4M3FNUZ:
+      return fp8_expected_encode(value, kE4M3FnuzSpec, saturate);
+    case OCTET_DTYPE_E5M2FNUZ:
+      return fp8_expected_encode(value, kE5M2FnuzSpec, saturate);
     case OCTET_DTYPE_E8M0: return oracle_e8m0_encode(value, true);
   }
   throw std::logic_error("oracle_store_bits: unknown dtype");

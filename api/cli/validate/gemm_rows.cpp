@@ -17,7 +17,9 @@ struct GemmShape {
 const GemmShape kShapes[] = {{1, 1, 1}, {7, 13, 5}, {67, 131, 29}, {129, 65, 257}};
 const bool kTranspose[4][2] = {{false, false}, {false, true}, {true, false}, {true, true}};
 
-bool is_fp8(octet_dtype d) { return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2; }
+bool is_fp8(octet_dtype d) {
+  return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2 || d == OCTET_DTYPE_E4M3FNUZ || d == OCTET_DTYPE_E5M2FNUZ;
+}
 
 struct GemmCase {
   GemmShape shape;
@@ -185,8 +187,11 @@ GemmCase make_case(const GemmShape& s, octet_dtype a, octet_dtype b, octet_dtype
   c.trans_a = kTranspose[layout][0];
   c.trans_b = kTranspose[layout][1];
   // Sources in [-2, 2] scaled into the upper part of each format's range.
-  c.a_scale = a == OCTET_DTYPE_E5M2 ? 1000.0f : 100.0f;
-  c.b_scale = b == OCTET_DTYPE_E5M2 ? 1000.0f : 100.0f;
+  const auto scale_of = [](octet_dtype d) {
+    return d == OCTET_DTYPE_E5M2 || d == OCTET_DTYPE_E5M2FNUZ ? 1000.0f : 100.0f;
+  };
+  c.a_scale = scale_of(a);
+  c.b_scale = scale_of(b);
   c.a_source = uniform_floats(static_cast<size_t>(s.m * s.k), rng, -2.0f, 2.0f);
   c.b_source = uniform_floats(static_cast<size_t>(s.n * s.k), rng, -2.0f, 2.0f);
   return c;
@@ -218,8 +223,13 @@ GemmCase fixed_case(octet_dtype a, octet_dtype b, int layout) {
 }  // namespace
 
 void check_gemm_fp8(const ValidationRun& run) {
-  const octet_dtype pairs[3][2] = {
-      {OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3}, {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}, {OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3}};
+  // The FNUZ pairs (E4M3FNUZ/E5M2FNUZ) are "unsupported" on a backend that
+  // does not declare them.
+  const octet_dtype pairs[5][2] = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3},
+                                   {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2},
+                                   {OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3},
+                                   {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E4M3FNUZ},
+                                   {OCTET_DTYPE_E5M2FNUZ, OCTET_DTYPE_E4M3FNUZ}};
   for (const auto& pair : pairs) {
     for (int layout = 0; layout < 4; ++layout) {
       const std::string operation = std::string("gemm ") + octet_dtype_name(pair[0]) + " x " +

@@ -37,6 +37,8 @@ float HostArray::get(size_t i) const {
     }
     case OCTET_DTYPE_E4M3:
     case OCTET_DTYPE_E5M2:
+    case OCTET_DTYPE_E4M3FNUZ:
+    case OCTET_DTYPE_E5M2FNUZ:
       return octet_fp8_decode(bytes[i], dtype);
     case OCTET_DTYPE_E8M0:
       return octet_e8m0_decode(bytes[i]);
@@ -71,6 +73,8 @@ HostArray encode_array(octet_dtype dtype, const std::vector<int64_t>& shape, con
       }
       case OCTET_DTYPE_E4M3:
       case OCTET_DTYPE_E5M2:
+      case OCTET_DTYPE_E4M3FNUZ:
+      case OCTET_DTYPE_E5M2FNUZ:
         a.bytes[i] = octet_fp8_encode(v, dtype, saturate ? 1 : 0);
         break;
       default:
@@ -165,6 +169,11 @@ std::vector<float> special_floats() {
       65504.0f,
       65520.0f,
       65536.0f,
+      // E4M3FNUZ: max, the overflow tie (248 -> 256, out of range), just below.
+      240.0f,
+      248.0f,
+      247.99998f,
+      -248.0f,
       // Subnormals of E4M3 (2^-9 spacing) and E5M2 (2^-16 spacing).
       std::ldexp(1.0f, -9),
       -std::ldexp(1.0f, -9),

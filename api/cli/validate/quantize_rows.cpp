@@ -149,6 +149,10 @@ void check_quantize(const ValidationRun& run) {
   quantize_row(run, OCTET_DTYPE_FP32, OCTET_DTYPE_E5M2, OCTET_USAGE_BOTH, false);
   quantize_row(run, OCTET_DTYPE_BF16, OCTET_DTYPE_E4M3, OCTET_USAGE_BOTH, true);
   quantize_row(run, OCTET_DTYPE_FP16, OCTET_DTYPE_E5M2, OCTET_USAGE_BOTH, true);
+  // The FNUZ formats ("unsupported" on a backend that does not declare them).
+  for (octet_dtype fp8 : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ})
+    for (bool saturate : {true, false}) quantize_row(run, OCTET_DTYPE_FP32, fp8, OCTET_USAGE_BOTH, saturate);
+  quantize_row(run, OCTET_DTYPE_BF16, OCTET_DTYPE_E4M3FNUZ, OCTET_USAGE_ROWWISE, true);
 }
 
 namespace {
@@ -173,7 +177,7 @@ HostArray host_dequantize(const HostArray& codes, float scale_inv, octet_dtype o
 
 void check_dequantize(const ValidationRun& run) {
   const float scale_invs[] = {1.0f, 0.0371f, 3.5f, 1.0f / 448.0f, 64.0f, 0.001f};
-  for (octet_dtype fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+  for (octet_dtype fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
     for (octet_dtype out : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
       const std::string operation = std::string("dequantize ") + octet_dtype_name(fp8) + "->" + octet_dtype_name(out);
       run.row(operation, [&](RowCheck& check) {

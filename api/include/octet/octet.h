@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 6
+#define OCTET_ABI_MINOR 7
 
 typedef struct octet_version {
   uint32_t major;
@@ -95,9 +95,11 @@ OCTET_API const char* octet_last_error_message(void);
 
 /* octet_dtype and its OCTET_DTYPE_* values: octet_types.h. */
 
-/* Size of one element in bytes; 0 for an unknown dtype. */
+/* Size of one element in bytes; 0 for an unknown dtype and for E2M1, whose
+ * codes are 4 bits, two per byte (docs/abi.md, "Sub-byte dtypes"). */
 OCTET_API size_t octet_dtype_size(octet_dtype dtype);
-/* "fp32", "bf16", "fp16", "e4m3", "e5m2", "e8m0"; "invalid" otherwise. */
+/* "fp32", "bf16", "fp16", "e4m3", "e4m3fnuz", "e5m2", "e5m2fnuz", "e8m0",
+ * "e2m1"; "invalid" otherwise. */
 OCTET_API const char* octet_dtype_name(octet_dtype dtype);
 /* DLPack's (code, bits) for a dtype; lanes are always 1. */
 OCTET_API octet_status octet_dtype_to_dlpack(octet_dtype dtype, uint8_t* code,
@@ -109,13 +111,23 @@ OCTET_API octet_status octet_dtype_from_dlpack(uint8_t code, uint8_t bits,
 /* Scalar and array codecs (exact; computed on the host by the reference)     */
 /* ------------------------------------------------------------------------ */
 
-/* FP32 -> FP8 with round to nearest even. dtype is OCTET_DTYPE_E4M3 or
- * OCTET_DTYPE_E5M2. saturate != 0: overflow and inf give +-max normal;
- * saturate == 0: overflow gives NaN (E4M3) or inf (E5M2). NaN stays NaN with
- * its sign. On an invalid dtype the result is 0xFF (NaN in both formats) and
- * the last error message says why. */
+/* FP32 -> FP8 or FP4 with round to nearest even (docs/numerics.md section
+ * 1 has a table per format). dtype is OCTET_DTYPE_E4M3, _E5M2, _E4M3FNUZ,
+ * _E5M2FNUZ (users' ABI 1.7) or _E2M1 (1.7; the code is in the low 4 bits).
+ *  - E4M3, E5M2: saturate != 0: overflow and inf give +-max normal;
+ *    saturate == 0: overflow gives NaN (E4M3) or inf (E5M2). NaN stays NaN
+ *    with its sign.
+ *  - E4M3FNUZ, E5M2FNUZ: NaN gives 0x80, the only NaN; saturate != 0:
+ *    overflow and inf give +-max (240, 57344); saturate == 0: they give
+ *    0x80. A zero result is 0x00 whatever the sign (no negative zero).
+ *  - E2M1 (no NaN, no inf code): saturate != 0: overflow and inf give +-6;
+ *    NaN, and with saturate == 0 overflow and inf, have no code: the result
+ *    is 0xFF (not a 4-bit code) and the last error message says why.
+ * On an invalid dtype the result is 0xFF and the last error message says
+ * why. */
 OCTET_API uint8_t octet_fp8_encode(float value, int32_t dtype, int32_t saturate);
-/* FP8 -> FP32 (exact). On an invalid dtype the result is a quiet NaN and the
+/* FP8 or FP4 (the low 4 bits of `code`; the high 4 bits must be 0) -> FP32
+ * (exact). On an invalid dtype or code the result is a quiet NaN and the
  * last error message says why. */
 OCTET_API float octet_fp8_decode(uint8_t code, int32_t dtype);
 
@@ -134,7 +146,13 @@ OCTET_API float octet_fp16_decode(uint16_t code);
 OCTET_API uint8_t octet_e8m0_encode(float value, int32_t rounding);
 OCTET_API float octet_e8m0_decode(uint8_t code);
 
-/* Array versions on host memory; n elements; in and out must not overlap. */
+/* Array versions on host memory; n elements; in and out must not overlap.
+ * An E2M1 array is packed (docs/abi.md, "Sub-byte dtypes"): its n codes take
+ * (n + 1) / 2 bytes, element 2i in the low nibble of byte i, element 2i + 1
+ * in the high nibble, and an odd n leaves the last high nibble 0 (encode
+ * writes 0 there; decode refuses a nonzero one). An E2M1 encode that meets a
+ * value with no code (above) fails with INVALID_ARGUMENT naming its index
+ * and leaves `out` untouched. */
 OCTET_API octet_status octet_fp8_encode_array(const float* in, uint8_t* out,
                                              size_t n, int32_t dtype,
                                              int32_t saturate);
@@ -486,7 +504,7 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
  * native columnwise access or the transposed copy, per its capabilities.
- * FP8 output: D may be a per-tensor quantized E4M3/E5M2 tensor
+ * FP8 output: D may be a per-tensor quantized FP8 tensor
  * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
  * block-scaled. With r the FP32 value an FP32 D would hold
  * before rounding, every stored usage of D receives fp8(r * SCALE) (D's
@@ -548,9 +566,21 @@ enum {
 };
 
 /* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
- * E5M2 for the gradient role. */
+ * E5M2 for the gradient role. The FNUZ formats (users' ABI 1.7) are the same
+ * with OCTET_DTYPE_E4M3FNUZ / _E5M2FNUZ; MXFP8 takes OCP formats only. A
+ * recipe is refused with OCTET_STATUS_UNSUPPORTED, naming the dtype and the
+ * backend, where it meets a backend that does not declare one of its dtypes
+ * or scaling modes (octet_autocast_begin, octet_layer_create_*,
+ * octet_quantizer_quantize). */
 typedef int32_t octet_fp8_format;
-enum { OCTET_FORMAT_E4M3 = 0, OCTET_FORMAT_E5M2 = 1, OCTET_FORMAT_HYBRID = 2 };
+enum {
+  OCTET_FORMAT_E4M3 = 0,
+  OCTET_FORMAT_E5M2 = 1,
+  OCTET_FORMAT_HYBRID = 2,
+  OCTET_FORMAT_E4M3FNUZ = 3,
+  OCTET_FORMAT_E5M2FNUZ = 4,
+  OCTET_FORMAT_HYBRID_FNUZ = 5
+};
 
 /* Tensor roles of a quantizer. */
 typedef int32_t octet_tensor_role;
@@ -583,7 +613,8 @@ typedef struct octet_delayed_scaling_options {
   size_t struct_size;
   int32_t margin;              /* >= 0: scale = fp8_max * 2^-margin / amax */
   int32_t interval;            /* >= 1: recompute the scale every N updates */
-  int32_t format;              /* E4M3 or HYBRID (E5M2 alone is refused) */
+  int32_t format;              /* E4M3, HYBRID or their FNUZ twins (E5M2 and
+                                  E5M2FNUZ alone are refused) */
   int32_t amax_history_len;    /* >= 1 */
   int32_t amax_compute_algo;   /* octet_amax_compute_algo */
   octet_amax_compute_fn amax_compute_callback; /* for OCTET_AMAX_CALLBACK */
@@ -602,7 +633,7 @@ typedef struct octet_delayed_scaling_options {
  * reduce_amax 0. */
 typedef struct octet_current_scaling_options {
   size_t struct_size;
-  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  int32_t format;              /* any octet_fp8_format */
   float amax_epsilon;          /* >= 0: amax = max(amax, epsilon) */
   int32_t power_of_two_scales; /* 1: round the scale down to a power of two */
   /* Users' ABI 1.5 fields: they start past the 24 bytes (LP64) of the
@@ -624,7 +655,7 @@ typedef struct octet_current_scaling_options {
  * octet_quantizer_info.observed_*. */
 typedef struct octet_static_scaling_options {
   size_t struct_size;
-  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  int32_t format;              /* any octet_fp8_format */
   float scale;                 /* finite, > 0 */
   int32_t observe;
 } octet_static_scaling_options;
@@ -634,7 +665,7 @@ typedef int32_t octet_mx_rounding;
 enum { OCTET_MX_ROUND_RCEIL = 0, OCTET_MX_ROUND_FLOOR = 1 };
 typedef struct octet_mxfp8_options {
   size_t struct_size;
-  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  int32_t format;              /* E4M3, E5M2 or HYBRID (OCP formats only) */
   int32_t rounding;            /* octet_mx_rounding */
 } octet_mxfp8_options;
 
@@ -643,7 +674,7 @@ typedef struct octet_mxfp8_options {
  * power_of_two_scales 0. */
 typedef struct octet_block_scaling_options {
   size_t struct_size;
-  int32_t format;              /* E4M3, E5M2 or HYBRID */
+  int32_t format;              /* any octet_fp8_format */
   float amax_epsilon;          /* >= 0 */
   int32_t power_of_two_scales;
 } octet_block_scaling_options;
@@ -687,7 +718,7 @@ typedef struct octet_recipe_info {
   int32_t override_wgrad;
 } octet_recipe_info;
 OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_recipe_info* info);
-/* The dtype (E4M3/E5M2) and scaling mode (OCTET_SCALING_*) a tensor of
+/* The dtype (an FP8 dtype) and scaling mode (OCTET_SCALING_*) a tensor of
  * `role` takes under the recipe: what to create quantized outputs with. */
 OCTET_API octet_status octet_recipe_tensor_format(const octet_recipe* recipe, int32_t role,
                                                   int32_t* dtype, int32_t* scaling_mode);

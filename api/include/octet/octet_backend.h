@@ -78,7 +78,10 @@ typedef struct octet_backend_caps {
   size_t struct_size;
   const char* device;        /* human-readable device name */
   int32_t memory_kind;       /* OCTET_MEMORY_HOST or OCTET_MEMORY_DEVICE */
-  uint32_t dtypes;           /* OCTET_DTYPE_BIT(...) */
+  uint32_t dtypes;           /* OCTET_DTYPE_BIT(...); the core never
+                                passes a dtype missing here (E4M3FNUZ and
+                                E5M2FNUZ for an FNUZ device, E4M3 and E5M2
+                                for an OCP one) */
   uint32_t scaling_modes;    /* OCTET_SCALING_* */
   int32_t native_columnwise; /* 1: FP8 operands may be read along columns */
   uint32_t fp8_gemm_layouts; /* OCTET_GEMM_LAYOUT_* for FP8 operands;
@@ -145,7 +148,7 @@ static inline int octet_matrix_views_overlap(const octet_matrix_view* a, const o
 typedef struct octet_quantize_args {
   size_t struct_size;
   octet_matrix_view input;        /* FP32/BF16/FP16, rows x cols */
-  int32_t out_dtype;              /* E4M3 or E5M2 */
+  int32_t out_dtype;              /* an FP8 dtype the backend declares */
   int32_t saturate;
   const float* scale;             /* device, 1 value */
   uint8_t* rowwise_out;           /* device, rows x cols, or NULL */
@@ -156,7 +159,7 @@ typedef struct octet_quantize_args {
 
 typedef struct octet_dequantize_args {
   size_t struct_size;
-  octet_matrix_view input;        /* E4M3/E5M2 codes */
+  octet_matrix_view input;        /* FP8 codes of a dtype the backend declares */
   const float* scale_inv;         /* device, 1 value */
   octet_matrix_view output;       /* FP32/BF16/FP16, same rows x cols */
 } octet_dequantize_args;
@@ -184,7 +187,7 @@ typedef struct octet_gemm_args {
    * result is then not held to numerics.md section 8's bound. */
   int32_t fast_accumulation;
   /* FP8 output (only sent to a backend whose caps set fp8_gemm_output):
-   * d.dtype is E4M3 or E5M2 and beta is 0. With r the FP32 value an FP32 D
+   * d.dtype is an FP8 dtype and beta is 0. With r the FP32 value an FP32 D
    * would receive (alpha, scales, bias and epilogue applied, not rounded),
    * D = fp8(r * d_scale[0]) per numerics.md section 2 (saturating when
    * d_saturate), d_scale_inv_out[0] = 1 / d_scale[0] and d_amax_out[0] =
@@ -231,7 +234,7 @@ typedef struct octet_block_quantize_args {
   size_t struct_size;
   octet_matrix_view input;        /* FP32/BF16/FP16 */
   int32_t transposed;
-  int32_t out_dtype;              /* E4M3 or E5M2 */
+  int32_t out_dtype; /* an FP8 dtype the backend declares */
   int32_t block_rows;
   int32_t block_cols;
   int32_t scale_dtype;            /* OCTET_DTYPE_E8M0 or OCTET_DTYPE_FP32 */

@@ -50,7 +50,8 @@
  *    cuda backend OCTET_DLPACK_DEVICE_CUDA or _CUDA_MANAGED. Other device
  *    backends: UNSUPPORTED;
  *  - dtype: lanes 1 and a (code, bits) pair octet_dtype_from_dlpack knows
- *    (FP32, FP16, BF16, E4M3, E5M2, E8M0; else UNSUPPORTED), stored by the
+ *    (FP32, FP16, BF16, E4M3, E5M2, E8M0, E4M3FNUZ, E5M2FNUZ, E2M1 with
+ *    bits 4; else UNSUPPORTED), stored by the
  *    context's backend (else UNSUPPORTED);
  *  - ndim 1..OCTET_MAX_DIMS, every shape entry >= 1;
  *  - strides NULL (compact row-major), or the compact row-major strides
@@ -84,14 +85,18 @@ enum {
 };
 
 /* DLPack's DLDataTypeCode values of Octet's dtypes (bits in parentheses):
- * FP32 (32) and FP16 (16) are FLOAT, BF16 (16) BFLOAT, and the 8-bit codes
- * equal octet_dtype's E4M3, E5M2 and E8M0. */
+ * FP32 (32) and FP16 (16) are FLOAT, BF16 (16) BFLOAT, the 8-bit codes equal
+ * octet_dtype's E4M3, E4M3FNUZ, E5M2, E5M2FNUZ and E8M0, and the 4-bit one
+ * octet_dtype's E2M1 (FNUZ and E2M1 codes: users' ABI 1.7). */
 enum {
-  OCTET_DLPACK_CODE_FLOAT = 2,          /* kDLFloat */
-  OCTET_DLPACK_CODE_BFLOAT = 4,         /* kDLBfloat */
-  OCTET_DLPACK_CODE_FLOAT8_E4M3FN = 10, /* kDLFloat8_e4m3fn */
-  OCTET_DLPACK_CODE_FLOAT8_E5M2 = 12,   /* kDLFloat8_e5m2 */
-  OCTET_DLPACK_CODE_FLOAT8_E8M0FNU = 14 /* kDLFloat8_e8m0fnu */
+  OCTET_DLPACK_CODE_FLOAT = 2,            /* kDLFloat */
+  OCTET_DLPACK_CODE_BFLOAT = 4,           /* kDLBfloat */
+  OCTET_DLPACK_CODE_FLOAT8_E4M3FN = 10,   /* kDLFloat8_e4m3fn */
+  OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ = 11, /* kDLFloat8_e4m3fnuz */
+  OCTET_DLPACK_CODE_FLOAT8_E5M2 = 12,     /* kDLFloat8_e5m2 */
+  OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ = 13, /* kDLFloat8_e5m2fnuz */
+  OCTET_DLPACK_CODE_FLOAT8_E8M0FNU = 14,  /* kDLFloat8_e8m0fnu */
+  OCTET_DLPACK_CODE_FLOAT4_E2M1FN = 17    /* kDLFloat4_e2m1fn */
 };
 
 /* Bits of octet_dlpack_managed_tensor_versioned.flags. */

@@ -37,17 +37,21 @@ enum {
 /* Data types                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* The FP8 codes equal DLPack's DLDataTypeCode values; octet_dtype_to_dlpack
- * (octet.h) gives the full (code, bits) pair for every dtype. */
+/* The FP8 and FP4 codes equal DLPack's DLDataTypeCode values;
+ * octet_dtype_to_dlpack (octet.h) gives the full (code, bits) pair for every
+ * dtype. docs/numerics.md section 1 has each format's rules. */
 typedef int32_t octet_dtype;
 enum {
   OCTET_DTYPE_INVALID = 0,
   OCTET_DTYPE_FP32 = 1,
   OCTET_DTYPE_BF16 = 2,
   OCTET_DTYPE_FP16 = 3,
-  OCTET_DTYPE_E4M3 = 10, /* OCP E4M3FN: kDLFloat8_e4m3fn */
-  OCTET_DTYPE_E5M2 = 12, /* kDLFloat8_e5m2 */
-  OCTET_DTYPE_E8M0 = 14  /* unsigned power-of-two scale: kDLFloat8_e8m0fnu */
+  OCTET_DTYPE_E4M3 = 10,     /* OCP E4M3FN: kDLFloat8_e4m3fn */
+  OCTET_DTYPE_E4M3FNUZ = 11, /* bias 8, max 240, NaN 0x80: kDLFloat8_e4m3fnuz */
+  OCTET_DTYPE_E5M2 = 12,     /* kDLFloat8_e5m2 */
+  OCTET_DTYPE_E5M2FNUZ = 13, /* bias 16, max 57344, NaN 0x80: kDLFloat8_e5m2fnuz */
+  OCTET_DTYPE_E8M0 = 14,     /* unsigned power-of-two scale: kDLFloat8_e8m0fnu */
+  OCTET_DTYPE_E2M1 = 17      /* FP4, two codes per byte: kDLFloat4_e2m1fn */
 };
 
 /* Bit flags of a set of dtypes: 1u << dtype code. */

@@ -32,6 +32,7 @@ def _info_dict(info):
         "available": bool(info.available),
         "unavailable_reason": _text(info.unavailable_reason),
         "native_columnwise": bool(info.native_columnwise),
+        "dtypes": info.dtypes,  # OCTET_DTYPE_BIT flags: 1 << octet.E4M3FNUZ, ...
         "fp8_gemm_layouts": info.fp8_gemm_layouts,
         "features": info.features,
         "alignment": info.alignment,

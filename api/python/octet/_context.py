@@ -187,7 +187,7 @@ class ContextBase(_Handle):
                                 "uint16/uint8 arrays of raw codes with dtype=octet.BF16/E4M3/E5M2; other data "
                                 "(float64, lists) needs a copy: ctx.tensor(x) rounds it to float32")
         if dtype not in _NUMPY or dtype == E8M0:
-            raise ValueError(f"dtype must be FP32, FP16, BF16, E4M3 or E5M2; got {dtype}")
+            raise ValueError(f"dtype must be FP32, FP16, BF16, E4M3, E5M2, E4M3FNUZ or E5M2FNUZ; got {dtype}")
         if typed is not None and typed != dtype:
             raise TypeError(f"obj is {obj.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
                             f"{_lib_dtype_name(dtype)}: leave dtype out")
@@ -243,7 +243,8 @@ class ContextBase(_Handle):
         if dtype is not None:
             dtype = _dtype_code(dtype)
             if dtype not in _NUMPY:
-                raise ValueError(f"dtype must be one of octet.FP32, FP16, BF16, E4M3, E5M2, E8M0; got {dtype}")
+                raise ValueError(f"dtype must be one of octet.FP32, FP16, BF16, E4M3, E5M2, E8M0, E4M3FNUZ, E5M2FNUZ "
+                                 f"(no E2M1 tensors: octet.fp8_encode encodes E2M1 arrays); got {dtype}")
         typed = _FROM_ML.get(array.dtype)
         if typed is not None:  # an ml_dtypes array: its codes, as they are
             if dtype is not None and dtype != typed:

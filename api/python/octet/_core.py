@@ -34,7 +34,7 @@ from ._context import ContextBase, _stream_handle  # noqa: F401
 # _dtypes._ML is not re-exported: tensors read it there, so a test that
 # replaces it (as if ml_dtypes were absent) must replace it there.
 from ._dtypes import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SCALE_INV, DATA, E4M3,  # noqa: F401
-                      E5M2, E8M0, FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
+                      E5M2, E8M0, E2M1, E4M3FNUZ, E5M2FNUZ, FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
                       SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_TENSOR, _FP8_MAX, _FROM_ML, _ML_NAMES,
                       _NUMPY, _OVERFLOWS, _dims, _dtype_code, _lib_dtype_name, _raw_codes, fp8_decode, fp8_encode)
 from ._errors import _CALLBACK_FAILURE_STATUS, OctetError, _callback_errors, _callback_failed, _check  # noqa: F401
@@ -99,11 +99,11 @@ class Context(ContextBase):
         from amax * scale)."""
         dtype = _dtype_code(dtype)
         if dtype not in _FP8_MAX:
-            raise ValueError(f"dtype must be octet.E4M3 or octet.E5M2 (quantize makes FP8); got "
+            raise ValueError(f"dtype must be octet.E4M3, E5M2, E4M3FNUZ or E5M2FNUZ (quantize makes FP8); got "
                              f"{_lib_dtype_name(dtype)}")
         x = self._as_tensor(x)
         if scale is None:
-            quantizer = Quantizer(CurrentScaling(format="e4m3" if dtype == E4M3 else "e5m2"), "input")
+            quantizer = Quantizer(CurrentScaling(format=_lib_dtype_name(dtype)), "input")
             q, counts = quantizer.quantize(self, x, usages=usages, saturate=saturate, stats=True)
         else:
             q = self.empty(x.shape, dtype, usages)

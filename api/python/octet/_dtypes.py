@@ -15,27 +15,34 @@ from ._errors import _check
 from ._lib import lib as _libc
 
 FP32, BF16, FP16, E4M3, E5M2, E8M0 = 1, 2, 3, 10, 12, 14
+# FNUZ FP8 (one NaN 0x80, no inf, no -0) and FP4 E2M1 (users' ABI 1.7).
+E4M3FNUZ, E5M2FNUZ, E2M1 = 11, 13, 17
 ROWWISE, COLUMNWISE, BOTH = 1, 2, 3
 DATA, COLUMNWISE_DATA, SCALE, SCALE_INV, AMAX = 0, 1, 2, 3, 4
 ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV = 5, 6
 # Scaling modes of a quantized tensor (octet_tensor_desc.scaling_mode).
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
 # Host representation of each dtype: FP8 and BF16 as raw codes.
-_NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8}
+_NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8,
+          E4M3FNUZ: _np.uint8, E5M2FNUZ: _np.uint8}
 # The ml_dtypes type of each coded dtype (when ml_dtypes is installed and has it).
-_ML_NAMES = {BF16: "bfloat16", E4M3: "float8_e4m3fn", E5M2: "float8_e5m2", E8M0: "float8_e8m0fnu"}
+_ML_NAMES = {BF16: "bfloat16", E4M3: "float8_e4m3fn", E5M2: "float8_e5m2", E8M0: "float8_e8m0fnu",
+             E4M3FNUZ: "float8_e4m3fnuz", E5M2FNUZ: "float8_e5m2fnuz", E2M1: "float4_e2m1fn"}
 _ML = {code: _np.dtype(getattr(_ml_dtypes, name)) for code, name in _ML_NAMES.items()
        if _ml_dtypes is not None and hasattr(_ml_dtypes, name)}
 _FROM_ML = {dt: code for code, dt in _ML.items()}
 # Largest finite value of each FP8 format (numerics.md section 1), and where
 # octet_quantize_stats.saturated_count starts: a scaled |y| whose
-# non-saturating conversion overflows (E4M3 |y| > 464, E5M2 |y| >= 61440).
-_FP8_MAX = {E4M3: 448.0, E5M2: 57344.0}
-_OVERFLOWS = {E4M3: lambda y: y > 464.0, E5M2: lambda y: y >= 61440.0}
+# non-saturating conversion overflows (E4M3 |y| > 464, E5M2 |y| >= 61440,
+# E4M3FNUZ |y| >= 248, E5M2FNUZ |y| >= 61440).
+_FP8_MAX = {E4M3: 448.0, E5M2: 57344.0, E4M3FNUZ: 240.0, E5M2FNUZ: 57344.0}
+_OVERFLOWS = {E4M3: lambda y: y > 464.0, E5M2: lambda y: y >= 61440.0, E4M3FNUZ: lambda y: y >= 248.0,
+              E5M2FNUZ: lambda y: y >= 61440.0}
 
 
 def _lib_dtype_name(dtype):
-    return {FP32: "fp32", BF16: "bf16", FP16: "fp16", E4M3: "e4m3", E5M2: "e5m2", E8M0: "e8m0"}.get(dtype, str(dtype))
+    return {FP32: "fp32", BF16: "bf16", FP16: "fp16", E4M3: "e4m3", E5M2: "e5m2", E8M0: "e8m0", E4M3FNUZ: "e4m3fnuz",
+            E5M2FNUZ: "e5m2fnuz", E2M1: "e2m1"}.get(dtype, str(dtype))
 
 
 def _dtype_code(dtype, what="dtype"):
@@ -43,7 +50,8 @@ def _dtype_code(dtype, what="dtype"):
     ctypes sees it (ctypes would raise its own ArgumentError; the library
     checks the value), or the NumPy type of one: numpy.float32 -> FP32,
     numpy.float16 -> FP16, ml_dtypes bfloat16 / float8_e4m3fn / float8_e5m2
-    / float8_e8m0fnu -> BF16 / E4M3 / E5M2 / E8M0."""
+    / float8_e8m0fnu / float8_e4m3fnuz / float8_e5m2fnuz / float4_e2m1fn ->
+    BF16 / E4M3 / E5M2 / E8M0 / E4M3FNUZ / E5M2FNUZ / E2M1."""
     if isinstance(dtype, (int, _np.integer)) and not isinstance(dtype, bool):
         return int(dtype)
     try:
@@ -52,7 +60,8 @@ def _dtype_code(dtype, what="dtype"):
         numpy_type = None
     code = {_np.dtype(_np.float32): FP32, _np.dtype(_np.float16): FP16, **_FROM_ML}.get(numpy_type)
     if code is None:
-        raise TypeError(f"{what} must be an Octet dtype (octet.FP32, FP16, BF16, E4M3, E5M2, E8M0) or the NumPy "
+        raise TypeError(f"{what} must be an Octet dtype (octet.FP32, FP16, BF16, E4M3, E5M2, E8M0, E4M3FNUZ, "
+                        f"E5M2FNUZ, E2M1) or the NumPy "
                         f"type of one (numpy.float32, numpy.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, "
                         f"...); got {dtype!r}")
     return code
@@ -84,9 +93,21 @@ def _raw_codes(array, host, what):
 
 
 def fp8_encode(values, dtype, saturate=True):
-    """FP32 values -> FP8 codes (uint8), exactly as numerics.md section 2."""
+    """FP32 values -> FP8 or FP4 codes (uint8), exactly as numerics.md
+    section 1. E2M1 gives one code per uint8 (low nibble), as ml_dtypes'
+    float4_e2m1fn holds them; a value with no E2M1 code (NaN; beyond 6 without
+    saturation) raises OctetError (INVALID_ARGUMENT) naming its index."""
     dtype = _dtype_code(dtype)
     src = _np.array(values, dtype=_np.float32, order="C")  # keeps 0-d scalars 0-d
+    if dtype == E2M1:
+        flat = src.reshape(-1)
+        packed = _np.zeros((flat.size + 1) // 2, dtype=_np.uint8)
+        _check(_libc.octet_fp8_encode_array(flat.ctypes.data, packed.ctypes.data, flat.size, dtype,
+                                            int(bool(saturate))))
+        out = _np.empty(flat.size, dtype=_np.uint8)
+        out[0::2] = packed & 0xF
+        out[1::2] = packed[:flat.size // 2] >> 4
+        return out.reshape(src.shape)
     out = _np.empty(src.shape, dtype=_np.uint8)
     _check(_libc.octet_fp8_encode_array(src.ctypes.data, out.ctypes.data, src.size, dtype, int(bool(saturate))))
     return out
@@ -102,6 +123,15 @@ def fp8_decode(codes, dtype):
     _raw_codes(src, _np.uint8, "codes")
     src = _np.array(src, dtype=_np.uint8, order="C")
     out = _np.empty(src.shape, dtype=_np.float32)
+    if dtype == E2M1:  # one code per uint8 here; the library reads them packed
+        flat = src.reshape(-1)
+        if flat.size and int(flat.max()) > 0xF:
+            raise ValueError(f"codes must be E2M1 codes in [0, 15]; got {int(flat.max())}")
+        packed = _np.zeros((flat.size + 1) // 2, dtype=_np.uint8)
+        packed |= flat[0::2]
+        packed[:flat.size // 2] |= flat[1::2] << 4
+        _check(_libc.octet_fp8_decode_array(packed.ctypes.data, out.ctypes.data, flat.size, dtype))
+        return out
     _check(_libc.octet_fp8_decode_array(src.ctypes.data, out.ctypes.data, src.size, dtype))
     return out
 

@@ -28,6 +28,7 @@ DELAYED, CURRENT, STATIC, MXFP8, BLOCK = 0, 1, 2, 3, 4
 _KIND_NAMES = {DELAYED: "delayed", CURRENT: "current", STATIC: "static", MXFP8: "mxfp8", BLOCK: "block"}
 # octet_fp8_format
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
+FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
 # octet_tensor_role
 ROLE_INPUT, ROLE_WEIGHT, ROLE_GRADIENT = 0, 1, 2
 # octet_amax_compute_algo
@@ -35,7 +36,8 @@ AMAX_MOST_RECENT, AMAX_MAX, AMAX_CALLBACK = 0, 1, 2
 # octet_mx_rounding
 MX_ROUND_RCEIL, MX_ROUND_FLOOR = 0, 1
 
-_FORMATS = {"e4m3": FORMAT_E4M3, "e5m2": FORMAT_E5M2, "hybrid": FORMAT_HYBRID}
+_FORMATS = {"e4m3": FORMAT_E4M3, "e5m2": FORMAT_E5M2, "hybrid": FORMAT_HYBRID, "e4m3fnuz": FORMAT_E4M3FNUZ,
+            "e5m2fnuz": FORMAT_E5M2FNUZ, "hybrid_fnuz": FORMAT_HYBRID_FNUZ}
 _ROLES = {"input": ROLE_INPUT, "weight": ROLE_WEIGHT, "gradient": ROLE_GRADIENT}
 _ALGOS = {"most_recent": AMAX_MOST_RECENT, "max": AMAX_MAX, "callback": AMAX_CALLBACK}
 _ROUNDINGS = {"rceil": MX_ROUND_RCEIL, "floor": MX_ROUND_FLOOR}

@@ -117,7 +117,7 @@ void add_norm(LayerState& layer, int32_t norm, float epsilon) {
 
 std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linear_options* linear, LayerKind kind,
                                        const char* prefix) {
-  context_arg(context);
+  const ContextState& ctx = context_arg(context);
   require(linear != nullptr, "argument '", prefix, "' is NULL");
   octet_linear_options o = read_versioned(linear, linear_defaults(), prefix);
   check_linear_options(o, (std::string(prefix) + "->").c_str());
@@ -130,6 +130,7 @@ std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linea
   if (o.recipe != nullptr) {
     require_live_handle(o.recipe, HandleKind::Recipe, (std::string(prefix) + "->recipe").c_str());
     layer.recipe = o.recipe->state;
+    require_recipe_on_backend(*layer.recipe, ctx, (std::string(prefix) + "->recipe").c_str());
   }
   layer.options.recipe = nullptr;  // kept through layer.recipe
   return made;

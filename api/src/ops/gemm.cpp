@@ -163,11 +163,16 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
     bool fp8 = is_fp8(ta.dtype) && is_fp8(tb.dtype);
     bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
     require(fp8 || high, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
-            ") must both be FP8 (E4M3/E5M2) or both FP32/BF16/FP16");
+            ") must both be FP8 (E4M3/E5M2/E4M3FNUZ/E5M2FNUZ) or both FP32/BF16/FP16");
+    require(!fp8 || is_fnuz(ta.dtype) == is_fnuz(tb.dtype), "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (",
+            dtype_name(tb.dtype),
+            ") mix an OCP FP8 format with an FNUZ one; both must be OCP (E4M3/E5M2) or both FNUZ");
     require(o.fast_accumulation == 0 || o.fast_accumulation == 1, "options->fast_accumulation (",
             o.fast_accumulation, ") must be 0 or 1");
     const bool fp8_out = is_fp8(td.dtype);
     if (fp8_out) {
+      require(!fp8 || is_fnuz(td.dtype) == is_fnuz(ta.dtype), "tensor 'd' (", dtype_name(td.dtype),
+              ") and the operands (", dtype_name(ta.dtype), ") mix an OCP FP8 format with an FNUZ one");
       require(td.quantized() && !td.block_scaled(), "tensor 'd' is ", dtype_name(td.dtype),
               ": an FP8 GEMM output must be a per-tensor quantized tensor (usages != 0, per-tensor scaling), "
               "whose SCALE sets the encoding");

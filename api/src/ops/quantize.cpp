@@ -119,7 +119,7 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
   (void)ctx;
   require(is_high_precision(in.dtype) && !in.quantized(), "tensor 'input' must be a plain FP32, BF16 or FP16 tensor (it is ",
           dtype_name(in.dtype), ")");
-  require(out.quantized(), "tensor 'output' must be a quantized tensor (E4M3/E5M2 created with usages != 0)");
+  require(out.quantized(), "tensor 'output' must be a quantized tensor (an FP8 dtype created with usages != 0)");
   require_same_shape(in, "input", out, "output");
   uint32_t usages = requested == 0 ? out.usages : requested;
   require((usages & ~out.usages) == 0, "options->usages (", requested,

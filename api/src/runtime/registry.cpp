@@ -68,7 +68,8 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   if (OCTET_HAS(dequantize)) f |= OCTET_FEATURE_DEQUANTIZE;
   if (OCTET_HAS(gemm)) {
     f |= OCTET_FEATURE_GEMM_HIGH_PRECISION;
-    if (caps.dtypes & (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2)))
+    if (caps.dtypes & (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) |
+                       OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ)))
       f |= OCTET_FEATURE_GEMM_FP8;
   }
   // Plugin ABI 1.1 entries: has_entry reads them only inside the plugin's

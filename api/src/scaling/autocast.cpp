@@ -95,6 +95,7 @@ OCTET_API octet_status octet_autocast_begin(octet_context* context, const octet_
   return guarded("octet_autocast_begin", [&] {
     ContextState& ctx = context_arg(context);
     require_live_handle(recipe, HandleKind::Recipe, "recipe");
+    require_recipe_on_backend(*recipe->state, ctx, "argument 'recipe'");
     require(ctx.autocast_stack.size() < 64, "autocast scopes nest at most 64 deep");
     // A pooled handle: octet_autocast_get_state hands it out.
     ctx.autocast_stack.push_back(std::shared_ptr<octet_recipe>(new octet_recipe{recipe->state}));

@@ -2,11 +2,16 @@
 // and the per-role facts (dtype, scaling mode) quantizers need.
 #include "scaling/recipe.hpp"
 
+#include <octet_reference/codecs.hpp>
+
 #include <cmath>
 #include <cstddef>
 
+#include "runtime/context.hpp"
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
+#include "tensor/dtype.hpp"
+#include "tensor/tensor.hpp"
 
 namespace octet::core {
 namespace {
@@ -50,8 +55,8 @@ octet_block_scaling_options block_defaults() {
 }
 
 void require_format(int32_t format) {
-  require(format == OCTET_FORMAT_E4M3 || format == OCTET_FORMAT_E5M2 || format == OCTET_FORMAT_HYBRID,
-          "options->format (", format, ") must be OCTET_FORMAT_E4M3, OCTET_FORMAT_E5M2 or OCTET_FORMAT_HYBRID");
+  require(format >= OCTET_FORMAT_E4M3 && format <= OCTET_FORMAT_HYBRID_FNUZ, "options->format (", format,
+          ") must be OCTET_FORMAT_E4M3, _E5M2, _HYBRID, _E4M3FNUZ, _E5M2FNUZ or _HYBRID_FNUZ");
 }
 
 void require_flag(int32_t value, const char* name) {
@@ -68,9 +73,10 @@ void validate(const octet_delayed_scaling_options& o) {
   require(o.margin <= 127, "options->margin (", o.margin, ") must be <= 127 (2^-margin must be an FP32 value)");
   require(o.interval >= 1, "options->interval (", o.interval, ") must be >= 1 (update every interval steps)");
   require_format(o.format);
-  require(o.format != OCTET_FORMAT_E5M2,
-          "options->format OCTET_FORMAT_E5M2 is refused for delayed scaling: inputs and weights would be stored "
-          "with 2 mantissa bits; use OCTET_FORMAT_HYBRID (E4M3 forward, E5M2 gradients) or OCTET_FORMAT_E4M3");
+  require(o.format != OCTET_FORMAT_E5M2 && o.format != OCTET_FORMAT_E5M2FNUZ, "options->format ",
+          o.format == OCTET_FORMAT_E5M2 ? "OCTET_FORMAT_E5M2" : "OCTET_FORMAT_E5M2FNUZ",
+          " is refused for delayed scaling: inputs and weights would be stored with 2 mantissa bits; use "
+          "OCTET_FORMAT_HYBRID (E4M3 forward, E5M2 gradients) or OCTET_FORMAT_E4M3 (or their FNUZ twins)");
   require(o.amax_history_len >= 1, "options->amax_history_len (", o.amax_history_len,
           ") must be >= 1: the window holds at least the current step");
   require(o.amax_history_len <= (1 << 20), "options->amax_history_len (", o.amax_history_len,
@@ -98,7 +104,11 @@ void create(octet_recipe** recipe, Fill&& fill) {
 
 }  // namespace
 
-float fp8_max_of(octet_dtype dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
+float fp8_max_of(octet_dtype dtype) {
+  octet::ref::Fp8Format format = octet::ref::Fp8Format::E4M3;
+  octet::ref::fp8_format_of_dtype(dtype, &format);
+  return octet::ref::fp8_max(format);
+}
 
 const char* recipe_kind_name(int32_t kind) {
   switch (kind) {
@@ -111,15 +121,42 @@ const char* recipe_kind_name(int32_t kind) {
   }
 }
 
+void require_recipe_on_backend(const RecipeState& r, const ContextState& ctx, const char* where) {
+  for (int32_t role : {OCTET_ROLE_INPUT, OCTET_ROLE_WEIGHT, OCTET_ROLE_GRADIENT}) {
+    const octet_dtype dtype = r.dtype_for(role);
+    const int32_t mode = r.scaling_mode_for(role);
+    const char* role_name = role == OCTET_ROLE_INPUT ? "input" : role == OCTET_ROLE_WEIGHT ? "weight" : "gradient";
+    if (!(ctx.caps.dtypes & OCTET_DTYPE_BIT(dtype)))
+      fail(OCTET_STATUS_UNSUPPORTED, where, ": the ", recipe_kind_name(r.kind), " recipe stores its ", role_name,
+           " role as ", dtype_name(dtype), ", a dtype backend '", ctx.backend->name,
+           "' does not declare (its FP8 dtypes: ", fp8_dtype_list(ctx.caps.dtypes), ")");
+    if (!(uint32_t(ctx.caps.scaling_modes) & uint32_t(mode)))
+      fail(OCTET_STATUS_UNSUPPORTED, where, ": the ", recipe_kind_name(r.kind), " recipe scales its ", role_name,
+           " role with ", scaling_mode_name(mode), ", a scaling mode backend '", ctx.backend->name,
+           "' does not declare (it declares ", scaling_mode_list(ctx.caps.scaling_modes), ")");
+  }
+}
+
 void require_role(int32_t role) {
   require(role == OCTET_ROLE_INPUT || role == OCTET_ROLE_WEIGHT || role == OCTET_ROLE_GRADIENT, "argument 'role' (",
           role, ") must be OCTET_ROLE_INPUT, OCTET_ROLE_WEIGHT or OCTET_ROLE_GRADIENT");
 }
 
 octet_dtype RecipeState::dtype_for(int32_t role) const {
-  if (format == OCTET_FORMAT_E4M3) return OCTET_DTYPE_E4M3;
-  if (format == OCTET_FORMAT_E5M2) return OCTET_DTYPE_E5M2;
-  return role == OCTET_ROLE_GRADIENT ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;  // HYBRID
+  switch (format) {
+    case OCTET_FORMAT_E4M3:
+      return OCTET_DTYPE_E4M3;
+    case OCTET_FORMAT_E5M2:
+      return OCTET_DTYPE_E5M2;
+    case OCTET_FORMAT_E4M3FNUZ:
+      return OCTET_DTYPE_E4M3FNUZ;
+    case OCTET_FORMAT_E5M2FNUZ:
+      return OCTET_DTYPE_E5M2FNUZ;
+    case OCTET_FORMAT_HYBRID_FNUZ:
+      return role == OCTET_ROLE_GRADIENT ? OCTET_DTYPE_E5M2FNUZ : OCTET_DTYPE_E4M3FNUZ;
+    default:
+      return role == OCTET_ROLE_GRADIENT ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;  // HYBRID
+  }
 }
 
 int32_t RecipeState::scaling_mode_for(int32_t role) const {
@@ -218,6 +255,9 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
   return guarded("octet_recipe_create_mxfp8", [&] {
     octet_mxfp8_options o = read_versioned(options, mx_defaults(), "options");
     require_format(o.format);
+    require(o.format <= OCTET_FORMAT_HYBRID, "options->format (", o.format,
+            ") is an FNUZ format; MXFP8 (OCP Microscaling) defines E4M3 and E5M2 elements only: use "
+            "OCTET_FORMAT_E4M3, _E5M2 or _HYBRID");
     require(o.rounding == OCTET_MX_ROUND_RCEIL || o.rounding == OCTET_MX_ROUND_FLOOR, "options->rounding (",
             o.rounding, ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
     create(recipe, [&](RecipeState& r) {

@@ -12,6 +12,8 @@
 
 namespace octet::core {
 
+struct ContextState;
+
 struct RecipeState {
   int32_t kind = OCTET_RECIPE_DELAYED;
   int32_t format = OCTET_FORMAT_HYBRID;
@@ -31,10 +33,14 @@ struct RecipeState {
   bool observes() const { return kind == OCTET_RECIPE_STATIC && fixed.observe != 0; }
 };
 
-// Largest finite value of an FP8 dtype (448 or 57344).
+// Largest finite value of an FP8 dtype (448, 57344 or 240).
 float fp8_max_of(octet_dtype dtype);
 const char* recipe_kind_name(int32_t kind);
 void require_role(int32_t role);
+// UNSUPPORTED, naming `where`, the role, the dtype or scaling mode and the
+// backend, unless ctx's backend declares every dtype and scaling mode the
+// recipe uses.
+void require_recipe_on_backend(const RecipeState& r, const ContextState& ctx, const char* where);
 
 }  // namespace octet::core
 

@@ -100,6 +100,10 @@ octet_tensor_desc read_desc(const octet_tensor_desc* desc) {
 // Validates a descriptor against the context and fills the shape fields.
 void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& ctx) {
   require(is_known(d.dtype), "desc->dtype (", d.dtype, ") is not an octet_dtype");
+  if (d.dtype == OCTET_DTYPE_E2M1)
+    fail(OCTET_STATUS_UNSUPPORTED,
+         "desc->dtype is e2m1: Octet has no E2M1 (packed FP4) tensors yet, on any backend; the E2M1 "
+         "array codecs (octet_fp8_encode_array) encode and decode packed arrays on the host");
   if (!(ctx.caps.dtypes & OCTET_DTYPE_BIT(d.dtype)))
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not store dtype ", dtype_name(d.dtype));
   require(d.ndim >= 1 && d.ndim <= OCTET_MAX_DIMS, "desc->ndim (", d.ndim, ") must be in 1..", OCTET_MAX_DIMS);
@@ -117,7 +121,7 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   t.rows = rows;
   t.cols = d.shape[d.ndim - 1];
   require(d.usages == 0 || is_fp8(d.dtype), "desc->usages (", d.usages,
-          ") must be 0 unless desc->dtype is E4M3 or E5M2");
+          ") must be 0 unless desc->dtype is an FP8 format (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ)");
   require((d.usages & ~uint32_t(OCTET_USAGE_BOTH)) == 0, "desc->usages (", d.usages,
           ") may only combine OCTET_USAGE_ROWWISE and OCTET_USAGE_COLUMNWISE");
   t.usages = d.usages;
@@ -127,6 +131,10 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
   require(mode == OCTET_SCALING_PER_TENSOR || d.usages != 0, "desc->scaling_mode (", d.scaling_mode,
           ") applies only to a quantized tensor (FP8 with usages != 0)");
+  require(mode != OCTET_SCALING_MXFP8_1X32 || !is_fnuz(d.dtype),
+          "desc->scaling_mode MXFP8_1X32 takes OCP FP8 "
+          "elements (E4M3, E5M2) only; desc->dtype is ",
+          dtype_name(d.dtype));
   if (!(uint32_t(ctx.caps.scaling_modes) & uint32_t(mode)))
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not declare the scaling mode ",
          scaling_mode_name(mode), " (it declares ", scaling_mode_list(ctx.caps.scaling_modes), ")");

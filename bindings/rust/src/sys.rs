@@ -137,7 +137,7 @@ c_constants! {
     pub const OCTET_VERSION_MINOR: u32 = 1;
     pub const OCTET_VERSION_PATCH: u32 = 0;
     pub const OCTET_ABI_MAJOR: u32 = 1;
-    pub const OCTET_ABI_MINOR: u32 = 6;
+    pub const OCTET_ABI_MINOR: u32 = 7;
 
     pub const OCTET_STATUS_SUCCESS: octet_status = 0;
     pub const OCTET_STATUS_INVALID_ARGUMENT: octet_status = 1;
@@ -156,6 +156,9 @@ c_constants! {
     pub const OCTET_DTYPE_E4M3: octet_dtype = 10;
     pub const OCTET_DTYPE_E5M2: octet_dtype = 12;
     pub const OCTET_DTYPE_E8M0: octet_dtype = 14;
+    pub const OCTET_DTYPE_E4M3FNUZ: octet_dtype = 11;
+    pub const OCTET_DTYPE_E5M2FNUZ: octet_dtype = 13;
+    pub const OCTET_DTYPE_E2M1: octet_dtype = 17;
 
     pub const OCTET_E8M0_ROUND_CEIL: octet_e8m0_rounding = 0;
     pub const OCTET_E8M0_ROUND_FLOOR: octet_e8m0_rounding = 1;
@@ -229,6 +232,9 @@ c_constants! {
     pub const OCTET_FORMAT_E4M3: octet_fp8_format = 0;
     pub const OCTET_FORMAT_E5M2: octet_fp8_format = 1;
     pub const OCTET_FORMAT_HYBRID: octet_fp8_format = 2;
+    pub const OCTET_FORMAT_E4M3FNUZ: octet_fp8_format = 3;
+    pub const OCTET_FORMAT_E5M2FNUZ: octet_fp8_format = 4;
+    pub const OCTET_FORMAT_HYBRID_FNUZ: octet_fp8_format = 5;
 
     pub const OCTET_ROLE_INPUT: octet_tensor_role = 0;
     pub const OCTET_ROLE_WEIGHT: octet_tensor_role = 1;
@@ -266,6 +272,9 @@ c_constants! {
     pub const OCTET_DLPACK_CODE_FLOAT8_E4M3FN: u8 = 10;
     pub const OCTET_DLPACK_CODE_FLOAT8_E5M2: u8 = 12;
     pub const OCTET_DLPACK_CODE_FLOAT8_E8M0FNU: u8 = 14;
+    pub const OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ: u8 = 11;
+    pub const OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ: u8 = 13;
+    pub const OCTET_DLPACK_CODE_FLOAT4_E2M1FN: u8 = 17;
     pub const OCTET_DLPACK_FLAG_READ_ONLY: u64 = 1;
     pub const OCTET_DLPACK_FLAG_IS_COPIED: u64 = 2;
     pub const OCTET_DLPACK_FLAG_IS_SUBBYTE_TYPE_PADDED: u64 = 4;

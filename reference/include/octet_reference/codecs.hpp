@@ -7,14 +7,26 @@
 
 namespace octet::ref {
 
-enum class Fp8Format { E4M3, E5M2 };
+// The narrow floating-point formats of quantized data: the OCP FP8 formats,
+// the FNUZ FP8 formats (one NaN code 0x80, no infinity, no negative zero)
+// and FP4 E2M1 (no NaN, no infinity; a 4-bit code in the low nibble).
+enum class Fp8Format { E4M3, E5M2, E4M3FNUZ, E5M2FNUZ, E2M1 };
 
-// FP32 -> FP8, round to nearest even once with the exponent unbounded above,
-// then overflow handled per `saturate` (numerics.md section 2 table).
+// What fp8_encode returns for E2M1 when the value has no code: NaN, and with
+// saturate false also +-inf and magnitudes that round above 6. Not a 4-bit
+// code, so a caller can tell it from every value.
+constexpr uint8_t kE2M1NoCode = 0xFF;
+
+// FP32 -> FP8/FP4, round to nearest even once with the exponent unbounded
+// above, then overflow handled per `saturate` (numerics.md section 1 tables).
 uint8_t fp8_encode(float value, Fp8Format format, bool saturate);
+// Exact. E2M1 reads the low nibble of `code`.
 float fp8_decode(uint8_t code, Fp8Format format);
-// Largest finite value: 448 (E4M3), 57344 (E5M2).
+// Largest finite value: 448 (E4M3), 57344 (E5M2, E5M2FNUZ), 240 (E4M3FNUZ),
+// 6 (E2M1).
 float fp8_max(Fp8Format format);
+// The format of an octet_dtype; false for a dtype that is none of them.
+bool fp8_format_of_dtype(int32_t dtype, Fp8Format* format);
 
 uint16_t bf16_encode(float value);
 float bf16_decode(uint16_t code);
