@@ -125,7 +125,7 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
   ReducedAmaxes amaxes = reduced;
   std::vector<const TensorState*> pending;
   if (quantize_x && !amaxes.has_x) pending.push_back(x.hp);
-  if (quantize_w && !amaxes.has_w) pending.push_back(weight_hp(layer, linear));
+  if (quantize_w && !amaxes.has_w) pending.push_back(w_hp);
   const std::vector<float> batch = reduce_amaxes(ctx, *precision.recipe, pending);
   if (!batch.empty()) {
     size_t next = 0;
