@@ -27,8 +27,7 @@ octet_status lb_allreduce(const void* send, void* recv, size_t count, int32_t dt
   *request = user_data;
   return OCTET_STATUS_SUCCESS;
 }
-octet_status lb_allgather(const void* send, void* recv, size_t count, int32_t dtype, void** request,
-                          void* user_data) {
+octet_status lb_allgather(const void* send, void* recv, size_t count, int32_t dtype, void** request, void* user_data) {
   std::memcpy(recv, send, count * (dtype == OCTET_DTYPE_FP32 ? 4 : dtype == OCTET_DTYPE_BF16 ? 2 : 1));
   ++static_cast<Loopback*>(user_data)->starts;
   *request = user_data;
@@ -73,8 +72,7 @@ TEST(Collectives, BadArgumentsNameTheArgumentAndSendNothing) {
   EXPECT_NE(last().find("input"), std::string::npos) << last();
   EXPECT_EQ(octet_allgather(ctx.get(), a.get(), nullptr), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(last().find("output"), std::string::npos) << last();
-  EXPECT_EQ(octet_reduce_scatter(ctx.get(), elsewhere.get(), b.get(), OCTET_REDUCE_SUM),
-            OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_reduce_scatter(ctx.get(), elsewhere.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(octet_reduce_scatter(ctx.get(), a.get(), b.get(), -1), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(last().find("argument 'op' (-1)"), std::string::npos) << last();
   // A destroyed tensor.
@@ -135,7 +133,7 @@ TEST(Collectives, OneProcessGivesTheInputBackAndEveryStartIsWaitedOn) {
 TEST(Collectives, AnOlderStructHasNoCollectivesWhateverFollowsIt) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   Loopback world;
-  octet_communicator c = loopback(&world);  // the 1.7 entries set, but...
+  octet_communicator c = loopback(&world);             // the 1.7 entries set, but...
   c.struct_size = offsetof(octet_communicator, rank);  // ...a 1.6 size
   ASSERT_EQ(octet_context_set_communicator(ctx.get(), &c), OCTET_STATUS_SUCCESS) << last();
   TensorPtr a = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {2, 3});

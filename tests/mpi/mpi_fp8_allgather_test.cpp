@@ -16,7 +16,9 @@
 //  - the bytes sent, from the communication statistics: r x in for the FP8
 //    gather, 2x that for BF16 and 4x for FP32 gathers of the same shard;
 //  - shards quantized with their own scales make every rank refuse the
-//    gather (INVALID_ARGUMENT), leaving the stored weight as it was.
+//    gather (INVALID_ARGUMENT), leaving the stored weight as it was;
+//  - the weight gradient of all of W, reduce-scattered (SUM) back to the
+//    shards, equals every rank's gradient summed (within FP32 rounding).
 #include <mpi.h>
 #include <octet/octet.h>
 #include <octet/octet_mpi.h>
@@ -245,6 +247,60 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> after(codes.size());
   OK(octet_tensor_copy_to_host(weight, OCTET_COMPONENT_DATA, after.data(), after.size()));
   CHECK(after == codes, "a refused gather changed the stored weight");
+
+  // 6. The weight gradient back to the shards: each rank's dW of all of W
+  // (a high-precision Linear's backward on its own batch), reduce-scattered
+  // (SUM) so each rank gets the sum over ranks of its rows, checked against
+  // every rank's dW (MPI_Allgather here) summed in double, within the
+  // rounding of an FP32 sum of `size` terms.
+  {
+    octet_linear_options hp;
+    OK(octet_linear_options_init(&hp));
+    hp.in_features = kIn;
+    hp.out_features = g_size * kShardRows;
+    hp.bias = 0;
+    octet_layer* dense = nullptr;
+    OK(octet_layer_create_linear(ctx, &hp, &dense));
+    size_t wi = 0;
+    OK(octet_layer_find_parameter(dense, "weight", &wi));
+    octet_tensor* wp = nullptr;
+    OK(octet_layer_get_parameter(dense, wi, &wp));
+    OK(octet_tensor_copy_from_host(wp, OCTET_COMPONENT_DATA, w.data(), w.size() * 4));
+    std::vector<float> xb(size_t(kBatch * kIn)), dyb(size_t(kBatch * g_size * kShardRows));
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = float(int((i * 13 + size_t(g_rank) * 7) % 17) - 8) / 4.0f;
+    for (size_t i = 0; i < dyb.size(); ++i) dyb[i] = float(int((i * 5 + size_t(g_rank) * 3) % 11) - 5) / 8.0f;
+    octet_tensor* xt = fp32(ctx, kBatch, kIn, xb.data());
+    octet_tensor* yt = make(ctx, OCTET_DTYPE_FP32, kBatch, g_size * kShardRows);
+    octet_tensor* dyt = fp32(ctx, kBatch, g_size * kShardRows, dyb.data());
+    octet_tensor* dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    octet_saved* saved = nullptr;
+    OK(octet_layer_forward(dense, xt, yt, 1, &saved));
+    OK(octet_layer_backward(dense, &saved, dyt, dxt, 0));
+    octet_tensor* dw = nullptr;
+    OK(octet_layer_get_gradient(dense, wi, &dw));
+    std::vector<float> mine(w.size()), all(w.size() * size_t(g_size));
+    OK(octet_tensor_copy_to_host(dw, OCTET_COMPONENT_DATA, mine.data(), mine.size() * 4));
+    MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT, MPI_COMM_WORLD);
+    octet_tensor* dw_shard = make(ctx, OCTET_DTYPE_FP32, kShardRows, kIn);
+    OK(octet_reduce_scatter(ctx, dw, dw_shard, OCTET_REDUCE_SUM));
+    std::vector<float> got(shard_n);
+    OK(octet_tensor_copy_to_host(dw_shard, OCTET_COMPONENT_DATA, got.data(), got.size() * 4));
+    for (size_t i = 0; i < shard_n; ++i) {
+      const size_t at = size_t(g_rank) * shard_n + i;
+      double sum = 0.0, magnitude = 0.0;
+      for (int r = 0; r < g_size; ++r) {
+        sum += double(all[size_t(r) * w.size() + at]);
+        magnitude += std::fabs(double(all[size_t(r) * w.size() + at]));
+      }
+      CHECK(std::fabs(double(got[i]) - sum) <= double(g_size) * 0x1p-24 * magnitude,
+            "reduce-scattered dW shard [%zu] = %.9g, expected %.9g", i, double(got[i]), sum);
+    }
+    bool ranks_differ = false;
+    for (size_t i = 0; i < w.size() && g_size > 1; ++i) ranks_differ = ranks_differ || all[i] != all[w.size() + i];
+    CHECK(g_size < 2 || ranks_differ, "test data: ranks 0 and 1 computed the same dW");
+    for (octet_tensor* t : {xt, yt, dyt, dxt, dw_shard}) octet_tensor_destroy(t);
+    octet_layer_destroy(dense);
+  }
 
   octet_quantizer_destroy(q_local);
   octet_recipe_destroy(local);
