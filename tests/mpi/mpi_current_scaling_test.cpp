@@ -61,8 +61,10 @@ octet_status counting_allreduce_max(float* values, size_t count, void* user_data
 }
 
 // Rank `rank`'s tensor `tag`: values in (-1, 1) plus one element of
-// magnitude 2 + 3 * ((rank + tag) % size) + rank / 8, so the largest rank
-// changes with the tag and every rank's peak differs.
+// magnitude 2 + 3 * ((rank + tag) % size) + rank / 8 + tag / 64, so the
+// largest rank changes with the tag, every rank's peak differs, and so do
+// the global amaxes of different tensors (a scale taken from another
+// tensor's amax is caught).
 std::vector<float> data(int rank, int tag, size_t n) {
   std::vector<float> v(n);
   uint32_t s = 777u + uint32_t(rank) * 7919u + uint32_t(tag) * 104729u;
@@ -70,7 +72,7 @@ std::vector<float> data(int rank, int tag, size_t n) {
     s = s * 1664525u + 1013904223u;
     x = float(int(s >> 8) % 2001 - 1000) / 1024.0f;
   }
-  const float peak = 2.0f + 3.0f * float((rank + tag) % g_size) + float(rank) / 8.0f;
+  const float peak = 2.0f + 3.0f * float((rank + tag) % g_size) + float(rank) / 8.0f + float(tag) / 64.0f;
   v[(size_t(tag) * 5 + size_t(rank)) % n] = (rank + tag) % 2 ? -peak : peak;
   return v;
 }
@@ -175,6 +177,8 @@ void test_linear(octet_context* ctx, Counting& counting, const octet_recipe* rec
   } expected[3] = {{OCTET_ROLE_INPUT, 20, nx, 448.0f},
                    {OCTET_ROLE_WEIGHT, 10, nw, 448.0f},
                    {OCTET_ROLE_GRADIENT, 30, ny, 57344.0f}};  // HYBRID
+  CHECK(global_amax(20, nx) != global_amax(10, nw) && global_amax(10, nw) != global_amax(30, ny),
+        "test data: the tensors' global amaxes coincide");
   std::vector<float> mine;
   int local_differs = 0;
   for (const auto& e : expected) {

@@ -303,7 +303,7 @@ TEST(CurrentAmaxReduction, LayersReduceTheirQuantizersAmaxes) {
   Recipe recipe = make_current(OCTET_FORMAT_HYBRID, 1);
   for (const std::string& backend : backends()) {
     Context ctx = make_context(backend.c_str());
-    FakeWorld world({1000.0f});
+    FakeWorld world({1000.0f, 2000.0f});  // "elsewhere": 1000 for the input, 2000 for the weight
     set_world(ctx.get(), &world);
     octet_linear_options lo;
     ASSERT_EQ(octet_linear_options_init(&lo), OCTET_STATUS_SUCCESS);
@@ -333,7 +333,7 @@ TEST(CurrentAmaxReduction, LayersReduceTheirQuantizersAmaxes) {
     // The weight's quantizer got the second reduced value, not the first.
     octet_quantizer* weight_q = nullptr;
     ASSERT_EQ(octet_layer_get_quantizer(layer.get(), 0, OCTET_ROLE_WEIGHT, &weight_q), OCTET_STATUS_SUCCESS);
-    EXPECT_EQ(info_of(weight_q).amax, 1000.0f) << backend;
+    EXPECT_EQ(info_of(weight_q).amax, 2000.0f) << backend;
   }
 }
 
