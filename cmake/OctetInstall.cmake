@@ -1,5 +1,6 @@
 # Install and export: liboctet, its public headers, the `octet` CLI, a CMake
-# package (find_package(Octet CONFIG) -> Octet::octet, octet_add_backend()),
+# package (find_package(Octet CONFIG) -> Octet::octet, octet_add_backend();
+# COMPONENTS mpi -> Octet::octet_mpi where liboctet_mpi was built),
 # a pkg-config file, the empty backends folder the core searches, and the
 # template backend's sources for third parties to copy.
 #
@@ -66,6 +67,24 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/cmake/OctetAddBackend.cmake
   DESTINATION ${OCTET_INSTALL_CMAKEDIR}
   COMPONENT development)
+
+# --- The MPI communicator (component `mpi`) ------------------------------------
+# Its own export set: a consumer that asks for the component gets
+# Octet::octet_mpi and finds MPI (OctetConfig.cmake); others never need MPI.
+if(TARGET octet_mpi)
+  install(TARGETS octet_mpi EXPORT OctetMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+            COMPONENT runtime
+            NAMELINK_COMPONENT development
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/communicators/mpi/include/octet/octet_mpi.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/octet COMPONENT development)
+  install(EXPORT OctetMpiTargets
+    NAMESPACE Octet::
+    FILE OctetMpiTargets.cmake
+    DESTINATION ${OCTET_INSTALL_CMAKEDIR}
+    COMPONENT development)
+endif()
 
 # --- pkg-config ----------------------------------------------------------------
 # Relocatable: the prefix is found from the .pc file's own place, so a tree

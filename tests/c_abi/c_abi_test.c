@@ -407,7 +407,15 @@ typedef struct {
   int32_t power_of_two_scales;
 } current_scaling_options_abi14;
 
+typedef struct {
+  size_t struct_size;
+  octet_status (*allreduce_max)(float* values, size_t count, void* user_data);
+  void* user_data;
+} communicator_abi16;
+
 static void check_appended_fields_start_past_old_sizes(void) {
+  CHECK(offsetof(octet_communicator, rank) >= sizeof(communicator_abi16));
+  CHECK(offsetof(octet_communicator, user_data) == offsetof(communicator_abi16, user_data));
   CHECK(offsetof(octet_current_scaling_options, reduce_amax) >= sizeof(current_scaling_options_abi14));
   CHECK(offsetof(octet_current_scaling_options, power_of_two_scales) ==
         offsetof(current_scaling_options_abi14, power_of_two_scales));

@@ -576,6 +576,66 @@ TEST(OctetHpp, CommunicatorCAndStdFunctionForms) {
   EXPECT_EQ(seen, 2u);
 }
 
+// A "communicator" of one process whose collectives copy send to recv
+// (scaled by `factor` for allreduce, so the test sees the entry ran).
+struct OneProcess {
+  float factor = 1.0f;
+  int waits = 0;
+};
+octet_status one_max(float*, size_t, void*) { return OCTET_STATUS_SUCCESS; }
+octet_status one_allreduce(const void* send, void* recv, size_t count, int32_t, int32_t, void** request,
+                           void* user_data) {
+  const auto* s = static_cast<const float*>(send);
+  auto* r = static_cast<float*>(recv);
+  for (size_t i = 0; i < count; ++i) r[i] = s[i] * static_cast<OneProcess*>(user_data)->factor;
+  *request = nullptr;
+  return OCTET_STATUS_SUCCESS;
+}
+octet_status one_allgather(const void* send, void* recv, size_t count, int32_t, void** request, void*) {
+  std::memcpy(recv, send, count * sizeof(float));
+  *request = nullptr;
+  return OCTET_STATUS_SUCCESS;
+}
+octet_status one_wait(void*, void* user_data) {
+  ++static_cast<OneProcess*>(user_data)->waits;
+  return OCTET_STATUS_SUCCESS;
+}
+
+TEST(OctetHpp, CollectivesThroughAWholeCommunicator) {
+  octet::Context ctx("reference");
+  octet::Tensor a = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {2, 2});
+  octet::Tensor b = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {2, 2});
+  a.upload(std::vector<float>{1.0f, -2.0f, 3.0f, 0.5f});
+  // No collective entry yet: UNSUPPORTED, thrown.
+  ctx.set_communicator(&one_max, nullptr);
+  try {
+    octet::allgather(ctx, a, b);
+    FAIL() << "allgather without the entry did not throw";
+  } catch (const octet::Error& e) {
+    EXPECT_EQ(e.status(), OCTET_STATUS_UNSUPPORTED);
+  }
+  OneProcess world;
+  world.factor = 2.0f;
+  octet_communicator c{};
+  c.struct_size = sizeof c;
+  c.allreduce_max = &one_max;
+  c.user_data = &world;
+  c.size = 1;
+  c.memory_kinds = OCTET_COMM_HOST_MEMORY;
+  c.allreduce = &one_allreduce;
+  c.allgather = &one_allgather;
+  c.wait = &one_wait;
+  ctx.set_communicator(c);
+  octet::allreduce(ctx, a, b, OCTET_REDUCE_SUM);
+  EXPECT_EQ(b.download<float>(), (std::vector<float>{2.0f, -4.0f, 6.0f, 1.0f}));
+  octet::allgather(ctx, a, b);
+  EXPECT_EQ(b.download<float>(), (std::vector<float>{1.0f, -2.0f, 3.0f, 0.5f}));
+  EXPECT_EQ(world.waits, 2);
+  const octet_communication_stats stats = ctx.communication_stats();
+  EXPECT_EQ(stats.calls[OCTET_COLLECTIVE_ALLREDUCE], 1u);
+  EXPECT_EQ(stats.bytes_sent[OCTET_COLLECTIVE_ALLGATHER], 16u);
+}
+
 // x W^T + b in double.
 std::vector<double> linear_reference(const std::vector<float>& x, const std::vector<float>& w,
                                      const std::vector<float>& b, int64_t rows, int64_t in,

@@ -1,12 +1,13 @@
 # Installs the build into a fresh prefix and uses it the ways a downstream
 # developer would: find_package(Octet) from a CMake project, pkg-config with
-# a plain `cc`, and an out-of-tree backend plugin built from the installed
-# template with octet_add_backend(). Any failing step fails the test.
+# a plain `cc`, an out-of-tree backend plugin built from the installed
+# template with octet_add_backend(), and (where liboctet_mpi was built) a
+# project using the component `mpi`. Any failing step fails the test.
 #
 # cmake -DOCTET_BUILD_DIR=... -DCONSUMER_SOURCE_DIR=... -DWORK_DIR=...
 #       -DOCTET_VERSION=... -DINSTALL_LIBDIR=... -DINSTALL_BINDIR=...
 #       -DINSTALL_INCLUDEDIR=... -DINSTALL_DATADIR=... -DC_COMPILER=...
-#       -DGENERATOR=... -P consumer_test.cmake
+#       -DGENERATOR=... [-DEXPECT_MPI=1 -DMPI_CONSUMER_SOURCE_DIR=...] -P consumer_test.cmake
 cmake_minimum_required(VERSION 3.20)
 
 foreach(var OCTET_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR OCTET_VERSION INSTALL_LIBDIR
@@ -142,6 +143,25 @@ step("discovery finds a plugin in the installed backends folder"
   COMMAND "${cmake_build}/octet_consumer" template OUTPUT_VARIABLE out)
 expect_contains("context on the discovered template" "${out}" "context on template")
 file(REMOVE "${libdir}/octet/backends/liboctet_backend_template.so")
+
+# --- 5. the MPI communicator (component `mpi`), where it was built ---------------
+if(EXPECT_MPI)
+  expect_exists("${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_mpi.h")
+  expect_exists("${libdir}/cmake/Octet/OctetMpiTargets.cmake")
+  set(mpi_build "${WORK_DIR}/consumer-mpi")
+  step("configure an MPI consumer with find_package(Octet COMPONENTS mpi)"
+    COMMAND "${CMAKE_COMMAND}" -S "${MPI_CONSUMER_SOURCE_DIR}" -B "${mpi_build}" -G "${GENERATOR}"
+            "-DCMAKE_C_COMPILER=${C_COMPILER}" "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+  step("build the MPI consumer" COMMAND "${CMAKE_COMMAND}" --build "${mpi_build}")
+  # One process, started without mpiexec (MPI's singleton init); Open MPI
+  # refuses root unless told.
+  set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
+  set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
+  step("run the MPI consumer" COMMAND "${mpi_build}/octet_mpi_consumer" OUTPUT_VARIABLE out)
+  expect_contains("the installed liboctet_mpi gathers" "${out}" "octet_mpi consumer: gathered over 1 process")
+elseif(EXISTS "${libdir}/cmake/Octet/OctetMpiTargets.cmake")
+  message(FATAL_ERROR "FAILED: liboctet_mpi was not built but its CMake targets were installed")
+endif()
 
 set(cli "${prefix}/${INSTALL_BINDIR}/octet")
 if(EXISTS "${cli}")

@@ -278,13 +278,32 @@ TEST(CurrentAmaxReduction, OneCopyToTheHostPerQuantizeOnTheDevicePath) {
   EXPECT_EQ(bits(info_of(q.get()).amax), bits(8.0f));
 }
 
+// Every parameter of `layer` set to seeded values of about 1 (FP32): a
+// layer's parameters are not initialised by create.
+void fill_parameters(octet_layer* layer, uint32_t seed) {
+  size_t count = 0;
+  ASSERT_EQ(octet_layer_parameter_count(layer, &count), OCTET_STATUS_SUCCESS);
+  for (size_t i = 0; i < count; ++i) {
+    octet_tensor* p = nullptr;
+    ASSERT_EQ(octet_layer_get_parameter(layer, i, &p), OCTET_STATUS_SUCCESS);
+    octet_tensor_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(octet_tensor_get_info(p, &info), OCTET_STATUS_SUCCESS);
+    size_t n = 1;
+    for (int32_t d = 0; d < info.ndim; ++d) n *= size_t(info.shape[d]);
+    const std::vector<float> v = random_values(n, 1.0f, seed + uint32_t(i));
+    ASSERT_EQ(octet_tensor_copy_from_host(p, OCTET_COMPONENT_DATA, v.data(), n * sizeof(float)), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+  }
+}
+
 // The layers quantize through the same path: a Linear's input quantizer
 // under a reducing current recipe holds the global amax after a forward.
 TEST(CurrentAmaxReduction, LayersReduceTheirQuantizersAmaxes) {
   Recipe recipe = make_current(OCTET_FORMAT_HYBRID, 1);
   for (const std::string& backend : backends()) {
     Context ctx = make_context(backend.c_str());
-    FakeWorld world({1000.0f});
+    FakeWorld world({1000.0f, 2000.0f});  // "elsewhere": 1000 for the input, 2000 for the weight
     set_world(ctx.get(), &world);
     octet_linear_options lo;
     ASSERT_EQ(octet_linear_options_init(&lo), OCTET_STATUS_SUCCESS);
@@ -294,16 +313,107 @@ TEST(CurrentAmaxReduction, LayersReduceTheirQuantizersAmaxes) {
     octet_layer* raw = nullptr;
     ASSERT_EQ(octet_layer_create_linear(ctx.get(), &lo, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
     std::unique_ptr<octet_layer, void (*)(octet_layer*)> layer(raw, octet_layer_destroy);
+    fill_parameters(layer.get(), 7);
     Tensor x = make_fp32(ctx.get(), 2, 8, random_values(16, 1.0f, 43));
     Tensor y = make_tensor(ctx.get(), OCTET_DTYPE_FP32, 2, 4);
     ASSERT_EQ(octet_layer_forward(layer.get(), x.get(), y.get(), 0, nullptr), OCTET_STATUS_SUCCESS)
         << backend << ": " << octet_last_error_message();
-    // Input and weight quantized: two calls of count 1.
-    EXPECT_EQ(world.counts, (std::vector<size_t>{1u, 1u})) << backend;
+    // Input and weight quantized: their amaxes in one call of count 2,
+    // the input's first, each the tensor's own amax.
+    EXPECT_EQ(world.counts, (std::vector<size_t>{2u})) << backend;
+    ASSERT_EQ(world.given.size(), 2u) << backend;
+    EXPECT_EQ(bits(world.given[0]), bits(local_amax(read_floats(x.get(), OCTET_COMPONENT_DATA, 16)))) << backend;
+    octet_tensor* w = nullptr;
+    ASSERT_EQ(octet_layer_get_parameter(layer.get(), 0, &w), OCTET_STATUS_SUCCESS);
+    EXPECT_EQ(bits(world.given[1]), bits(local_amax(read_floats(w, OCTET_COMPONENT_DATA, 32)))) << backend;
     octet_quantizer* input_q = nullptr;
     ASSERT_EQ(octet_layer_get_quantizer(layer.get(), 0, OCTET_ROLE_INPUT, &input_q), OCTET_STATUS_SUCCESS);
     EXPECT_EQ(info_of(input_q).amax, 1000.0f) << backend;
     EXPECT_EQ(info_of(input_q).scale, spec_scale(1000.0f, 448.0f, 0.0f, false)) << backend;
+    // The weight's quantizer got the second reduced value, not the first.
+    octet_quantizer* weight_q = nullptr;
+    ASSERT_EQ(octet_layer_get_quantizer(layer.get(), 0, OCTET_ROLE_WEIGHT, &weight_q), OCTET_STATUS_SUCCESS);
+    EXPECT_EQ(info_of(weight_q).amax, 2000.0f) << backend;
+  }
+}
+
+// One batched call per step where the recipe allows: a LayerNormMLP's
+// forward reduces FC1's input and both weights in one call (count 3), then
+// FC2's input (count 1); its backward FC2's dy, then FC1's dh (each needs
+// the previous result). The values each quantizer records are the reduced
+// ones given back in the order sent.
+TEST(CurrentAmaxReduction, LayerForwardBatchesItsAmaxesIntoOneCall) {
+  Recipe recipe = make_current(OCTET_FORMAT_HYBRID, 1);
+  for (const std::string& backend : backends()) {
+    Context ctx = make_context(backend.c_str());
+    // "Elsewhere": 100, 200, 300, 400, ... so each reduced value tells
+    // which position of which call it came from.
+    std::vector<float> others;
+    for (int i = 1; i <= 16; ++i) others.push_back(100.0f * float(i));
+    FakeWorld world(others);
+    set_world(ctx.get(), &world);
+    octet_linear_options lo;
+    ASSERT_EQ(octet_linear_options_init(&lo), OCTET_STATUS_SUCCESS);
+    lo.in_features = 8;
+    lo.recipe = recipe.get();
+    octet_layernorm_mlp_options mo;
+    ASSERT_EQ(octet_layernorm_mlp_options_init(&mo), OCTET_STATUS_SUCCESS);
+    mo.linear = &lo;
+    mo.ffn_features = 16;
+    octet_layer* raw = nullptr;
+    ASSERT_EQ(octet_layer_create_layernorm_mlp(ctx.get(), &mo, &raw), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    std::unique_ptr<octet_layer, void (*)(octet_layer*)> layer(raw, octet_layer_destroy);
+    fill_parameters(layer.get(), 17);
+    Tensor x = make_fp32(ctx.get(), 4, 8, random_values(32, 1.0f, 44));
+    Tensor y = make_tensor(ctx.get(), OCTET_DTYPE_FP32, 4, 8);
+    octet_saved* saved = nullptr;
+    ASSERT_EQ(octet_layer_forward(layer.get(), x.get(), y.get(), 1, &saved), OCTET_STATUS_SUCCESS)
+        << backend << ": " << octet_last_error_message();
+    EXPECT_EQ(world.counts, (std::vector<size_t>{3u, 1u})) << backend << ": forward";
+    auto amax_of = [&](int linear, int32_t role) {
+      octet_quantizer* q = nullptr;
+      EXPECT_EQ(octet_layer_get_quantizer(layer.get(), size_t(linear), role, &q), OCTET_STATUS_SUCCESS);
+      return info_of(q).amax;
+    };
+    EXPECT_EQ(amax_of(0, OCTET_ROLE_INPUT), 100.0f) << backend;
+    EXPECT_EQ(amax_of(0, OCTET_ROLE_WEIGHT), 200.0f) << backend;
+    EXPECT_EQ(amax_of(1, OCTET_ROLE_WEIGHT), 300.0f) << backend;
+    EXPECT_EQ(amax_of(1, OCTET_ROLE_INPUT), 400.0f) << backend;
+    Tensor dy = make_fp32(ctx.get(), 4, 8, random_values(32, 1.0f, 45));
+    Tensor dx = make_tensor(ctx.get(), OCTET_DTYPE_FP32, 4, 8);
+    ASSERT_EQ(octet_layer_backward(layer.get(), &saved, dy.get(), dx.get(), 0), OCTET_STATUS_SUCCESS)
+        << backend << ": " << octet_last_error_message();
+    EXPECT_EQ(world.counts, (std::vector<size_t>{3u, 1u, 1u, 1u})) << backend << ": backward";
+    EXPECT_EQ(amax_of(1, OCTET_ROLE_GRADIENT), 500.0f) << backend;
+    EXPECT_EQ(amax_of(0, OCTET_ROLE_GRADIENT), 600.0f) << backend;
+  }
+}
+
+// A Linear with weight_cache quantizes its weight once per step: the next
+// forward of the step reduces the input alone.
+TEST(CurrentAmaxReduction, ACachedWeightIsNotReducedAgain) {
+  Recipe recipe = make_current(OCTET_FORMAT_HYBRID, 1);
+  for (const std::string& backend : backends()) {
+    Context ctx = make_context(backend.c_str());
+    FakeWorld world({0.0f});
+    set_world(ctx.get(), &world);
+    octet_linear_options lo;
+    ASSERT_EQ(octet_linear_options_init(&lo), OCTET_STATUS_SUCCESS);
+    lo.in_features = 8;
+    lo.out_features = 4;
+    lo.recipe = recipe.get();
+    lo.weight_cache = 1;
+    octet_layer* raw = nullptr;
+    ASSERT_EQ(octet_layer_create_linear(ctx.get(), &lo, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+    std::unique_ptr<octet_layer, void (*)(octet_layer*)> layer(raw, octet_layer_destroy);
+    fill_parameters(layer.get(), 27);
+    Tensor x = make_fp32(ctx.get(), 2, 8, random_values(16, 1.0f, 46));
+    Tensor y = make_tensor(ctx.get(), OCTET_DTYPE_FP32, 2, 4);
+    for (int i = 0; i < 2; ++i)
+      ASSERT_EQ(octet_layer_forward(layer.get(), x.get(), y.get(), 0, nullptr), OCTET_STATUS_SUCCESS)
+          << backend << ": " << octet_last_error_message();
+    EXPECT_EQ(world.counts, (std::vector<size_t>{2u, 1u})) << backend;
   }
 }
 

@@ -227,7 +227,8 @@ std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t mod
 
 std::string probe_convert(octet::Context& ctx, octet::Context& ref, uint32_t dtypes) {
   const auto v = values(size_t(kRows * kCols), 3, 300.0f);
-  for (int32_t d : {OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+  for (int32_t d : {OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3FNUZ,
+                    OCTET_DTYPE_E5M2FNUZ}) {
     if (!(dtypes & OCTET_DTYPE_BIT(d))) continue;
     std::vector<uint8_t> out[2];
     std::vector<float> back[2];
@@ -459,7 +460,8 @@ Section check_capabilities(const std::string& backend) {
                  features = info.features;
   auto has = [&](uint32_t feature) { return (features & feature) != 0; };
 
-  for (int32_t d : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2})
+  for (int32_t d : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2,
+                    OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ})
     p.run(std::string("dtype ") + octet_dtype_name(d), (dtypes & OCTET_DTYPE_BIT(d)) != 0,
           [d](octet::Context& c, octet::Context&) { return probe_dtype(c, d); });
   if (dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0))

@@ -800,20 +800,113 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
 /* Autocast scopes and the communicator                                      */
 /* ------------------------------------------------------------------------ */
 
-/* Cross-process reduction the caller provides (e.g. over MPI or NCCL).
- * allreduce_max replaces values[0..count) by the element-wise maximum over
- * all processes; every process calls it with the same count, in the same
- * order. */
+/* Reductions of the collectives (users' ABI 1.7). */
+typedef int32_t octet_reduce_op;
+enum { OCTET_REDUCE_SUM = 0, OCTET_REDUCE_MAX = 1 };
+
+/* Bits of octet_communicator.memory_kinds (users' ABI 1.7): the memories its
+ * collectives' buffers may be in (an octet_memory_kind k is bit 1 << k). */
+enum { OCTET_COMM_HOST_MEMORY = 1, OCTET_COMM_DEVICE_MEMORY = 2 };
+
+/* Cross-process communication the caller provides (over MPI: octet_mpi.h;
+ * NCCL: docs/distributed.md). Every process makes the same calls, with the
+ * same counts and dtypes, in the same order.
+ *
+ * allreduce_max (required) replaces values[0..count) (host memory) by the
+ * element-wise maximum over all processes: the amax reductions of recipes
+ * with reduce_amax.
+ *
+ * Users' ABI 1.7 appends the collectives on buffers that octet_allreduce,
+ * octet_allgather and octet_reduce_scatter run (docs/abi.md,
+ * "Communicators"); a struct_size of 24 (LP64, users' ABI 1.0-1.6) leaves
+ * them all absent. Each may be NULL (the entry points that need it answer
+ * UNSUPPORTED naming it); any of them set needs `wait`, rank, size and
+ * memory_kinds. A collective only starts: it returns SUCCESS with *request
+ * set (any value, NULL included) and the operation in flight, and the core
+ * later calls wait(request) exactly once, after which recv holds the
+ * result; a failing start has nothing in flight and is not waited on. The
+ * core does not touch send or recv between the start and the wait. send
+ * and recv are in the memory of the context's backend (device memory for a
+ * device backend; its queued work has finished before a start), hold
+ * `dtype` elements (octet_dtype; reductions: FP32, BF16, FP16) and never
+ * overlap, except allreduce in place (send == recv). */
 typedef struct octet_communicator {
   size_t struct_size;
   octet_status (*allreduce_max)(float* values, size_t count, void* user_data);
   void* user_data;
+  /* Users' ABI 1.7 fields: they start at the 1.0-1.6 struct's size. */
+  int32_t rank;             /* this process, 0 .. size-1 */
+  int32_t size;             /* processes taking part, >= 1 */
+  uint32_t memory_kinds;    /* OCTET_COMM_*_MEMORY bits */
+  int32_t reserved_padding; /* ignored */
+  /* recv[i] = op over processes of send[i], i < count. */
+  octet_status (*allreduce)(const void* send, void* recv, size_t count, int32_t dtype, int32_t op, void** request,
+                            void* user_data);
+  /* recv[p * send_count .. (p+1) * send_count) = process p's send. */
+  octet_status (*allgather)(const void* send, void* recv, size_t send_count, int32_t dtype, void** request,
+                            void* user_data);
+  /* recv[i] = op over processes of their send[rank * recv_count + i]. */
+  octet_status (*reduce_scatter)(const void* send, void* recv, size_t recv_count, int32_t dtype, int32_t op,
+                                 void** request, void* user_data);
+  /* Completes one started collective; a failure is its status. */
+  octet_status (*wait)(void* request, void* user_data);
 } octet_communicator;
 
 /* Sets (or, with NULL, removes) the context's communicator. The struct is
- * copied; user_data must stay valid while it is set. */
+ * copied (min(struct_size, sizeof) bytes); user_data must stay valid while
+ * it is set. */
 OCTET_API octet_status octet_context_set_communicator(octet_context* context,
                                                       const octet_communicator* communicator);
+
+/* Collectives on tensors through the context's communicator (users' ABI
+ * 1.7; docs/distributed.md). Every process calls them in the same order with
+ * the same shapes and dtypes. Checked before anything is sent: a
+ * communicator is set and has the entry (else UNSUPPORTED naming it), the
+ * tensors are on the context, in a memory the communicator takes, and fit:
+ *
+ * octet_allreduce: output = op over processes of input; same shape and
+ * dtype (FP32, BF16 or FP16), plain; output may be input (in place).
+ *
+ * octet_allgather: input [r, ...] -> output [size * r, ...] (process p's
+ * rows at p * r), same trailing dims and dtype. Plain tensors of any dtype,
+ * or per-tensor quantized ones (rowwise copy only): the FP8 codes are
+ * gathered, every process must have quantized with the same scale (checked
+ * by one allreduce_max; INVALID_ARGUMENT naming the differing scales
+ * otherwise), and the output gets that scale and the maximum AMAX.
+ *
+ * octet_reduce_scatter: input [size * r, ...] -> output [r, ...]: the
+ * op over processes of rows [rank * r, (rank+1) * r) of input; FP32, BF16
+ * or FP16, plain.
+ *
+ * On failure the output holds what it held before the call unless the
+ * communicator failed after it started writing (then its status, and a
+ * message saying the output is undefined). */
+OCTET_API octet_status octet_allreduce(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                       int32_t op);
+OCTET_API octet_status octet_allgather(octet_context* context, const octet_tensor* input, octet_tensor* output);
+OCTET_API octet_status octet_reduce_scatter(octet_context* context, const octet_tensor* input, octet_tensor* output,
+                                            int32_t op);
+
+/* What a context has sent through its communicator (users' ABI 1.7): calls
+ * and bytes this process contributed (the send buffers; for allreduce_max,
+ * 4 bytes per amax), per kind of collective, since creation or reset. */
+typedef int32_t octet_collective_kind;
+enum {
+  OCTET_COLLECTIVE_AMAX = 0, /* allreduce_max of amaxes (and scale checks) */
+  OCTET_COLLECTIVE_ALLREDUCE = 1,
+  OCTET_COLLECTIVE_ALLGATHER = 2,
+  OCTET_COLLECTIVE_REDUCE_SCATTER = 3,
+  OCTET_COLLECTIVE_KIND_COUNT = 4
+};
+#define OCTET_COLLECTIVE_MAX_KINDS 8
+typedef struct octet_communication_stats {
+  size_t struct_size;
+  uint64_t calls[OCTET_COLLECTIVE_MAX_KINDS]; /* indexed by octet_collective_kind */
+  uint64_t bytes_sent[OCTET_COLLECTIVE_MAX_KINDS];
+} octet_communication_stats;
+OCTET_API octet_status octet_context_get_communication_stats(const octet_context* context,
+                                                             octet_communication_stats* stats);
+OCTET_API octet_status octet_context_reset_communication_stats(octet_context* context);
 
 /* Opens a scope using `recipe` (kept alive by the scope). Scopes nest; the
  * innermost one is in effect for its span. At the end of the outermost scope

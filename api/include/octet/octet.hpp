@@ -205,6 +205,20 @@ class Context {
     check(octet_context_set_communicator(handle_, &c));
     communicator_ = std::move(holder);  // the previous one is no longer referenced
   }
+  // A whole octet_communicator, collectives included (users' ABI 1.7; e.g.
+  // from octet_mpi_communicator_init): copied, as in C, so its user_data
+  // must stay valid while it is set.
+  void set_communicator(const octet_communicator& communicator) {
+    check(octet_context_set_communicator(handle_, &communicator));
+    communicator_.reset();
+  }
+  // Calls and bytes sent through the communicator (octet_communication_stats).
+  octet_communication_stats communication_stats() const {
+    octet_communication_stats stats{};
+    stats.struct_size = sizeof stats;
+    check(octet_context_get_communication_stats(handle_, &stats));
+    return stats;
+  }
   void clear_communicator() {
     check(octet_context_set_communicator(handle_, nullptr));
     communicator_.reset();
@@ -396,6 +410,18 @@ inline void quantize(Context& context, TensorView input, TensorView output,
 
 inline void dequantize(Context& context, TensorView input, TensorView output) {
   check(octet_dequantize(context.get(), input.get(), output.get()));
+}
+
+// Collectives through the context's communicator (octet_allreduce,
+// octet_allgather, octet_reduce_scatter; docs/distributed.md).
+inline void allreduce(Context& context, TensorView input, TensorView output, octet_reduce_op op) {
+  check(octet_allreduce(context.get(), input.get(), output.get(), op));
+}
+inline void allgather(Context& context, TensorView input, TensorView output) {
+  check(octet_allgather(context.get(), input.get(), output.get()));
+}
+inline void reduce_scatter(Context& context, TensorView input, TensorView output, octet_reduce_op op) {
+  check(octet_reduce_scatter(context.get(), input.get(), output.get(), op));
 }
 
 struct GemmOptions {

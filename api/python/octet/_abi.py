@@ -30,6 +30,7 @@ _P = _c.POINTER
 ABI_MAJOR, ABI_MINOR = 1, 7
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8
+COLLECTIVE_MAX_KINDS = 8
 
 # ---- enumerations (octet.h's OCTET_* constants without the prefix) ------------------
 STATUS_SUCCESS, STATUS_INVALID_ARGUMENT, STATUS_UNSUPPORTED, STATUS_OUT_OF_MEMORY = 0, 1, 2, 3
@@ -46,6 +47,12 @@ SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X1
 GEMM_LAYOUT_TN, GEMM_LAYOUT_NN, GEMM_LAYOUT_TT, GEMM_LAYOUT_NT, GEMM_LAYOUT_ALL = 1, 2, 4, 8, 0xF
 
 MEMORY_HOST, MEMORY_DEVICE = 0, 1
+
+# Collectives (ABI 1.7)
+REDUCE_SUM, REDUCE_MAX = 0, 1
+COMM_HOST_MEMORY, COMM_DEVICE_MEMORY = 1, 2
+COLLECTIVE_AMAX, COLLECTIVE_ALLREDUCE, COLLECTIVE_ALLGATHER, COLLECTIVE_REDUCE_SCATTER = 0, 1, 2, 3
+COLLECTIVE_KIND_COUNT = 4
 
 FEATURE_CONVERT = 1 << 0
 FEATURE_AMAX = 1 << 1
@@ -226,6 +233,11 @@ class QuantizeStats(_c.Structure):
 AMAX_COMPUTE_FN = _c.CFUNCTYPE(_i32, _P(_f32), _sz, _P(_f32), _p)
 SCALE_COMPUTE_FN = _c.CFUNCTYPE(_i32, _f32, _f32, _f32, _i32, _P(_f32), _p)
 ALLREDUCE_MAX_FN = _c.CFUNCTYPE(_i32, _P(_f32), _sz, _p)
+# The collectives of octet_communicator (ABI 1.7)
+COMM_ALLREDUCE_FN = _c.CFUNCTYPE(_i32, _p, _p, _sz, _i32, _i32, _P(_p), _p)
+COMM_ALLGATHER_FN = _c.CFUNCTYPE(_i32, _p, _p, _sz, _i32, _P(_p), _p)
+COMM_REDUCE_SCATTER_FN = _c.CFUNCTYPE(_i32, _p, _p, _sz, _i32, _i32, _P(_p), _p)
+COMM_WAIT_FN = _c.CFUNCTYPE(_i32, _p, _p)
 
 
 class DelayedScalingOptions(_c.Structure):
@@ -309,7 +321,29 @@ class QuantizerInfo(_c.Structure):
 
 class Communicator(_c.Structure):
     _c_name = "octet_communicator"
-    _fields_ = [("struct_size", _sz), ("allreduce_max", ALLREDUCE_MAX_FN), ("user_data", _p)]
+    _fields_ = [
+        ("struct_size", _sz),
+        ("allreduce_max", ALLREDUCE_MAX_FN),
+        ("user_data", _p),
+        # ABI 1.7
+        ("rank", _i32),
+        ("size", _i32),
+        ("memory_kinds", _u32),
+        ("reserved_padding", _i32),
+        ("allreduce", COMM_ALLREDUCE_FN),
+        ("allgather", COMM_ALLGATHER_FN),
+        ("reduce_scatter", COMM_REDUCE_SCATTER_FN),
+        ("wait", COMM_WAIT_FN),
+    ]
+
+
+class CommunicationStats(_c.Structure):
+    _c_name = "octet_communication_stats"
+    _fields_ = [
+        ("struct_size", _sz),
+        ("calls", _u64 * COLLECTIVE_MAX_KINDS),
+        ("bytes_sent", _u64 * COLLECTIVE_MAX_KINDS),
+    ]
 
 
 # Layers (ABI 1.3)
@@ -410,7 +444,7 @@ DLPackManagedTensorVersioned._fields_ = [
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
-    BlockScalingOptions, RecipeInfo, QuantizerInfo, Communicator, LinearOptions, LayerNormLinearOptions,
+    BlockScalingOptions, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
     LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
 
@@ -518,6 +552,11 @@ FUNCTIONS = {
     "octet_quantizer_load": (_i32, [_p, _p, _sz]),
     # autocast and the communicator
     "octet_context_set_communicator": (_i32, [_p, _P(Communicator)]),
+    "octet_allreduce": (_i32, [_p, _p, _p, _i32]),
+    "octet_allgather": (_i32, [_p, _p, _p]),
+    "octet_reduce_scatter": (_i32, [_p, _p, _p, _i32]),
+    "octet_context_get_communication_stats": (_i32, [_p, _P(CommunicationStats)]),
+    "octet_context_reset_communication_stats": (_i32, [_p]),
     "octet_autocast_begin": (_i32, [_p, _p]),
     "octet_autocast_end": (_i32, [_p]),
     "octet_autocast_get_state": (_i32, [_p, _P(_i32), _P(_p)]),

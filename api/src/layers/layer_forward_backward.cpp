@@ -3,6 +3,8 @@
 // backward ordered so that every step that can fail comes before the first
 // gradient is written. octet_layer_forward, octet_layer_backward and
 // octet_saved_destroy.
+#include <vector>
+
 #include "layers/layer_state.hpp"
 #include "layers/layer_tensors.hpp"
 #include "layers/linear.hpp"
@@ -73,9 +75,30 @@ void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* o
     return;
   }
   LinearUnit& fc1 = layer.linears[0];
+  LinearUnit& fc2 = layer.linears[1];
+  // Current scaling with reduce_amax: FC1's input and weight and FC2's
+  // weight in one communicator call (FC2's input, made by FC1, needs a
+  // second one).
+  ReducedAmaxes fc1_amaxes, fc2_amaxes;
+  if (precision.recipe && reduces_amax(*ctx, *precision.recipe)) {
+    std::vector<const TensorState*> pending;
+    const bool x1 = !norm_out.input.quantized && input_usages(layer, precision, training) != 0;
+    // An unset weight (skip_weight_allocation) is left to linear_forward's
+    // error.
+    const bool w1 = forward_quantizes_weight(layer, fc1, precision, training) && layer.params[fc1.weight].tensor();
+    const bool w2 = forward_quantizes_weight(layer, fc2, precision, training) && layer.params[fc2.weight].tensor();
+    if (x1) pending.push_back(norm_out.input.hp);
+    if (w1) pending.push_back(layer.params[fc1.weight].tensor());
+    if (w2) pending.push_back(layer.params[fc2.weight].tensor());
+    const std::vector<float> batch = reduce_amaxes(ctx, *precision.recipe, pending);
+    size_t next = 0;
+    if (x1) fc1_amaxes.has_x = true, fc1_amaxes.x = batch[next++];
+    if (w1) fc1_amaxes.has_w = true, fc1_amaxes.w = batch[next++];
+    if (w2) fc2_amaxes.has_w = true, fc2_amaxes.w = batch[next++];
+  }
   TensorPtr h = make_plain(ctx, layer.options.params_dtype, x.rows, fc1.out,
                            training ? OCTET_MEMORY_SAVED_ACTIVATIONS : OCTET_MEMORY_WORKSPACE);
-  linear_forward(layer, fc1, precision, training, norm_out.input, h->state, &saved.linears[0]);
+  linear_forward(layer, fc1, precision, training, norm_out.input, h->state, &saved.linears[0], fc1_amaxes);
   norm_out = NormOut{};  // the normalisation output is no longer needed (unless saved)
   TensorPtr activated = make_plain(ctx, layer.options.params_dtype, x.rows, layer.ffn, OCTET_MEMORY_WORKSPACE);
   activation_call(*ctx, layer.activation, h->state, &activated->state, nullptr, nullptr);
@@ -85,7 +108,7 @@ void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* o
   in.hp = &activated->state;
   in.owned = activated;
   activated.reset();
-  linear_forward(layer, layer.linears[1], precision, training, in, y, &saved.linears[1]);
+  linear_forward(layer, fc2, precision, training, in, y, &saved.linears[1], fc2_amaxes);
 }
 
 void layer_backward(LayerState& layer, SavedState& saved, const TensorState& dy, TensorState* dx, bool accumulate) {

@@ -2,6 +2,8 @@
 // and its backward in three phases.
 #include "layers/linear.hpp"
 
+#include <vector>
+
 #include "layers/layer_tensors.hpp"
 #include "ops/gemm.hpp"
 #include "ops/quantize.hpp"
@@ -74,6 +76,16 @@ TensorPtr bias_sums(const ContextPtr& ctx, const TensorState& dy, const octet_qu
   return sums;
 }
 
+// A cached FP8 weight that this forward can use as it is.
+bool cache_fits(const ContextState& ctx, const LayerState& layer, const LinearUnit& linear, const RecipeState& r,
+                bool training, bool dgrad) {
+  const TensorPtr& cached = linear.cached_weight;
+  const uint32_t w_usages = weight_usages(ctx, layer, r, training, dgrad);
+  return layer.options.weight_cache && cached && cached->state.dtype == r.dtype_for(OCTET_ROLE_WEIGHT) &&
+         cached->state.scaling_mode == r.scaling_mode_for(OCTET_ROLE_WEIGHT) &&
+         (cached->state.usages & w_usages) == w_usages;
+}
+
 }  // namespace
 
 uint32_t input_usages(const LayerState& layer, const Precision& precision, bool training) {
@@ -84,8 +96,15 @@ uint32_t input_usages(const LayerState& layer, const Precision& precision, bool 
   return usages;
 }
 
+bool forward_quantizes_weight(const LayerState& layer, const LinearUnit& linear, const Precision& precision,
+                              bool training) {
+  if (!precision.recipe || fp8_only(layer)) return false;
+  if (!(precision.fprop || (training && precision.dgrad))) return false;
+  return !cache_fits(*layer.ctx, layer, linear, *precision.recipe, training, precision.dgrad);
+}
+
 void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& precision, bool training, LinearInput x,
-                    TensorState& y, SavedLinear* saved_linear) {
+                    TensorState& y, SavedLinear* saved_linear, const ReducedAmaxes& reduced) {
   const ContextPtr& ctx = layer.ctx;
   const octet_tensor* bias = linear.bias >= 0 ? layer.params[size_t(linear.bias)].value.get() : nullptr;
   const TensorState* w_hp = weight_hp(layer, linear);
@@ -100,8 +119,22 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
   // Input: rowwise for this GEMM, columnwise kept for the weight gradient
   // (both from one fused cast+transpose pass where the backend has it).
   const uint32_t x_usages = input_usages(layer, precision, training);
-  if (!x.quantized && x_usages != 0) {
-    Quantized q = quantize_role(ctx, linear, OCTET_ROLE_INPUT, precision.recipe, *x.hp, x_usages);
+  // Current scaling with reduce_amax: x's and W's amaxes in one call.
+  const bool quantize_x = !x.quantized && x_usages != 0;
+  const bool quantize_w = forward_quantizes_weight(layer, linear, precision, training);
+  ReducedAmaxes amaxes = reduced;
+  std::vector<const TensorState*> pending;
+  if (quantize_x && !amaxes.has_x) pending.push_back(x.hp);
+  if (quantize_w && !amaxes.has_w) pending.push_back(w_hp);
+  const std::vector<float> batch = reduce_amaxes(ctx, *precision.recipe, pending);
+  if (!batch.empty()) {
+    size_t next = 0;
+    if (quantize_x && !amaxes.has_x) amaxes.has_x = true, amaxes.x = batch[next++];
+    if (quantize_w && !amaxes.has_w) amaxes.has_w = true, amaxes.w = batch[next++];
+  }
+  if (quantize_x) {
+    Quantized q = quantize_role(ctx, linear, OCTET_ROLE_INPUT, precision.recipe, *x.hp, x_usages, nullptr,
+                                amaxes.has_x ? &amaxes.x : nullptr);
     x.quantized = q.tensor;
     x.scale = q.scale;
   }
@@ -112,20 +145,17 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
   const RecipeState& r = *precision.recipe;
   if (precision.fprop || (training && precision.dgrad)) {
     const uint32_t w_usages = weight_usages(*ctx, layer, r, training, precision.dgrad);
-    const TensorPtr& cached = linear.cached_weight;
-    const bool cache_fits = cached && cached->state.dtype == r.dtype_for(OCTET_ROLE_WEIGHT) &&
-                            cached->state.scaling_mode == r.scaling_mode_for(OCTET_ROLE_WEIGHT) &&
-                            (cached->state.usages & w_usages) == w_usages;
     if (fp8_only(layer)) {
       w_q = layer.params[linear.weight].value;
       // Its scale stays where it is on the device path (kept from SCALE).
       w_scale.on_device = device_scaling(*ctx);
       if (!w_scale.on_device) w_scale.host = read_scalar(w_q->state, kScale);
-    } else if (layer.options.weight_cache && cache_fits) {
+    } else if (!quantize_w) {  // the cache fits
       w_q = linear.cached_weight;
       w_scale = linear.cached_scale;
     } else {
-      Quantized q = quantize_role(ctx, linear, OCTET_ROLE_WEIGHT, precision.recipe, *w_hp, w_usages);
+      Quantized q = quantize_role(ctx, linear, OCTET_ROLE_WEIGHT, precision.recipe, *w_hp, w_usages, nullptr,
+                                  amaxes.has_w ? &amaxes.w : nullptr);
       w_q = q.tensor;
       w_scale = q.scale;
       if (layer.options.weight_cache) {

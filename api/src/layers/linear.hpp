@@ -25,9 +25,25 @@ struct LinearInput {
 // Usages of the input's quantized copy in forward.
 uint32_t input_usages(const LayerState& layer, const Precision& precision, bool training);
 
-// y = x W^T (+ bias), keeping in `saved_linear` (training) what backward reads.
+// Whether a forward quantizes the linear's weight (not cached, not stored
+// in FP8).
+bool forward_quantizes_weight(const LayerState& layer, const LinearUnit& linear, const Precision& precision,
+                              bool training);
+
+// Amaxes of a forward's tensors already all-reduced, batched with other
+// tensors of the step into one communicator call (current scaling with
+// reduce_amax; reduce_amaxes).
+struct ReducedAmaxes {
+  bool has_x = false, has_w = false;
+  float x = 0.0f, w = 0.0f;
+};
+
+// y = x W^T (+ bias), keeping in `saved_linear` (training) what backward
+// reads. With current scaling and reduce_amax, the input's and the weight's
+// amaxes are all-reduced in one call before either is quantized, except
+// those `reduced` already holds.
 void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& precision, bool training, LinearInput x,
-                    TensorState& y, SavedLinear* saved_linear);
+                    TensorState& y, SavedLinear* saved_linear, const ReducedAmaxes& reduced = ReducedAmaxes{});
 
 // A linear's backward runs in three phases: dy's FP8 copies and the bias
 // column sums (the one phase that can fail after backward's checks passed:

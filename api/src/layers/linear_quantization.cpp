@@ -32,10 +32,11 @@ TensorPtr make_role(const ContextPtr& ctx, const RecipeState& r, int32_t role, i
 
 Quantized quantize_role(const ContextPtr& ctx, LinearUnit& linear, int32_t role,
                         const std::shared_ptr<const RecipeState>& r, const TensorState& in, uint32_t usages,
-                        TensorPtr into) {
+                        TensorPtr into, const float* reduced_amax) {
   Quantized out;
   out.tensor = into ? into : make_role(ctx, *r, role, in.rows, in.cols, usages);
-  out.scale = quantize_through(ctx, quantizer(linear, role), r, in, out.tensor->state, usages, true, nullptr);
+  out.scale =
+      quantize_through(ctx, quantizer(linear, role), r, in, out.tensor->state, usages, true, nullptr, reduced_amax);
   return out;
 }
 

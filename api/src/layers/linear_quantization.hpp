@@ -40,10 +40,11 @@ TensorPtr make_role(const ContextPtr& ctx, const RecipeState& r, int32_t role, i
 
 // Quantizes `in` for `usages` with role `role`'s quantizer (into `into` if
 // given, else a new tensor) and records the amax: the quantizer bookkeeping
-// octet_quantizer_quantize does (quantize_through).
+// octet_quantizer_quantize does (quantize_through). `reduced_amax`: in's
+// amax already all-reduced with others (reduce_amaxes).
 Quantized quantize_role(const ContextPtr& ctx, LinearUnit& linear, int32_t role,
                         const std::shared_ptr<const RecipeState>& r, const TensorState& in, uint32_t usages,
-                        TensorPtr into = nullptr);
+                        TensorPtr into = nullptr, const float* reduced_amax = nullptr);
 
 // Keeps the scale `t` was quantized with (see KeptScale): on the device
 // path a copy of its SCALE, made now because `t` may be freed before

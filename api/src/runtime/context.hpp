@@ -28,6 +28,12 @@ struct ContextUse {
   uint32_t depth = 0;                       // the owner's nested entries (callbacks)
 };
 
+// Calls and bytes sent through the communicator, per octet_collective_kind.
+struct CommunicationStats {
+  uint64_t calls[OCTET_COLLECTIVE_MAX_KINDS] = {};
+  uint64_t bytes_sent[OCTET_COLLECTIVE_MAX_KINDS] = {};
+};
+
 struct ContextState : std::enable_shared_from_this<ContextState> {
   std::shared_ptr<const Backend> backend;
   octet_backend_context* handle = nullptr;
@@ -39,6 +45,7 @@ struct ContextState : std::enable_shared_from_this<ContextState> {
   std::vector<std::shared_ptr<octet_recipe>> autocast_stack;  // handles owned by the scopes
   std::vector<std::shared_ptr<QuantizerState>> autocast_used;
   octet_communicator communicator{};
+  mutable CommunicationStats communication;  // what went through the communicator (bookkeeping)
   MemoryLedger memory;  // bytes held by the buffers of this context
   ContextUse use;
 

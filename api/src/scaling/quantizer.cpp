@@ -39,11 +39,6 @@ void require_output_format(const RecipeState& r, int32_t role, const TensorState
           " (see octet_recipe_tensor_format)");
 }
 
-// Current scaling with reduce_amax: the amax every process uses.
-bool reduces_amax(const ContextState& ctx, const RecipeState& r) {
-  return r.kind == OCTET_RECIPE_CURRENT && r.current.reduce_amax != 0 && has_communicator(ctx);
-}
-
 float allreduce_amax(const ContextState& ctx, float amax) {
   communicator_allreduce_max(ctx, &amax, 1, "nothing was quantized and the quantizer is unchanged");
   return amax;
@@ -51,8 +46,23 @@ float allreduce_amax(const ContextState& ctx, float amax) {
 
 }  // namespace
 
+bool reduces_amax(const ContextState& ctx, const RecipeState& r) {
+  return r.kind == OCTET_RECIPE_CURRENT && r.current.reduce_amax != 0 && has_communicator(ctx);
+}
+
+std::vector<float> reduce_amaxes(const std::shared_ptr<ContextState>& ctx, const RecipeState& r,
+                                 const std::vector<const TensorState*>& inputs) {
+  if (!reduces_amax(*ctx, r) || inputs.empty()) return {};
+  std::vector<float> amaxes;
+  amaxes.reserve(inputs.size());
+  for (const TensorState* in : inputs) amaxes.push_back(amax_on_backend(ctx, *in));
+  communicator_allreduce_max(*ctx, amaxes.data(), amaxes.size(),
+                             "nothing was quantized and the quantizers are unchanged");
+  return amaxes;
+}
+
 UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, QuantizerState& q, const RecipeState& r,
-                            const TensorState& in, TensorState& out) {
+                            const TensorState& in, TensorState& out, const float* reduced_amax) {
   const ContextState& ctx = *context;
   UsedScale used;
   if (device_path(ctx, r)) {
@@ -80,7 +90,7 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
       // floats), done before `out` is touched: a failing communicator
       // leaves the output as it was.
       used.amax_reduced = true;
-      used.reduced_amax = allreduce_amax(ctx, amax_on_backend(context, in));
+      used.reduced_amax = reduced_amax != nullptr ? *reduced_amax : allreduce_amax(ctx, amax_on_backend(context, in));
       out.scalars.copy_from_host(&used.reduced_amax, sizeof(float), sizeof(float) * kAmax);
     } else {
       require_entry(ctx, ctx.api().amax != nullptr, "amax");
@@ -103,10 +113,13 @@ UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& context, Quanti
   used.host = q.scale;
   if (r.kind == OCTET_RECIPE_STATIC) used.host = r.fixed.scale;
   if (r.kind == OCTET_RECIPE_CURRENT) {
-    float amax = amax_on_backend(context, in);
+    float amax = 0.0f;
     if (reduces_amax(ctx, r)) {
       used.amax_reduced = true;
-      used.reduced_amax = amax = allreduce_amax(ctx, amax);
+      used.reduced_amax = amax =
+          reduced_amax != nullptr ? *reduced_amax : allreduce_amax(ctx, amax_on_backend(context, in));
+    } else {
+      amax = amax_on_backend(context, in);
     }
     used.host = current_scale(amax, fp8_max_of(out.dtype), r.current.amax_epsilon, r.current.power_of_two_scales != 0);
   }
@@ -166,11 +179,11 @@ void quantizer_commit(const std::shared_ptr<ContextState>& context, const std::s
 
 UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
                            const std::shared_ptr<const RecipeState>& r, const TensorState& in, TensorState& out,
-                           uint32_t usages, bool saturate, octet_quantize_stats* stats) {
+                           uint32_t usages, bool saturate, octet_quantize_stats* stats, const float* reduced_amax) {
   const bool observe = r->observes();
   octet_quantize_stats collected{};
   collected.struct_size = sizeof(collected);
-  const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out);
+  const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out, reduced_amax);
   quantize_into(ctx, in, out, usages, saturate, r->block_params(),
                 (stats != nullptr || observe) ? &collected : nullptr);
   // Committed only once the quantize succeeded.

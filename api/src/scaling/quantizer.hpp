@@ -35,8 +35,11 @@ struct UsedScale {
 // reduce_amax and the context a communicator). Changes no quantizer state
 // beyond moving it to the host: a failure between the phases leaves the
 // quantizer as it was.
+// `reduced_amax`, when given, is in's amax already all-reduced (by
+// reduce_amaxes, batched with other tensors'): used instead of a call of
+// its own.
 UsedScale quantizer_prepare(const std::shared_ptr<ContextState>& ctx, QuantizerState& q, const RecipeState& r,
-                            const TensorState& in, TensorState& out);
+                            const TensorState& in, TensorState& out, const float* reduced_amax = nullptr);
 // Phase 2, after the kernel that wrote out's codes, SCALE_INV and AMAX
 // succeeded: records the quantize in the quantizer (amax into the history,
 // the scale, the observation counts of a static recipe with observe = 1)
@@ -51,7 +54,18 @@ void quantizer_commit(const std::shared_ptr<ContextState>& ctx, const std::share
 // collects them itself.
 UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::shared_ptr<QuantizerState>& q,
                            const std::shared_ptr<const RecipeState>& r, const TensorState& in, TensorState& out,
-                           uint32_t usages, bool saturate, octet_quantize_stats* stats);
+                           uint32_t usages, bool saturate, octet_quantize_stats* stats,
+                           const float* reduced_amax = nullptr);
+
+// Whether a quantize under `r` all-reduces its amax: current scaling with
+// reduce_amax, and a communicator on the context.
+bool reduces_amax(const ContextState& ctx, const RecipeState& r);
+// The amaxes of `inputs`, about to be quantized under `r` in this order,
+// all-reduced (MAX) in ONE allreduce_max call, for quantize_through's
+// reduced_amax; empty (no call) unless reduces_amax. Every process batches
+// the same tensors, so the calls still match across processes.
+std::vector<float> reduce_amaxes(const std::shared_ptr<ContextState>& ctx, const RecipeState& r,
+                                 const std::vector<const TensorState*>& inputs);
 
 }  // namespace octet::core
 

@@ -83,6 +83,8 @@ pub type octet_mx_rounding = i32;
 pub type octet_norm_kind = i32;
 pub type octet_activation_kind = i32;
 pub type octet_weight_storage = i32;
+pub type octet_reduce_op = i32;
+pub type octet_collective_kind = i32;
 
 pub type octet_amax_compute_fn = Option<
     unsafe extern "C" fn(
@@ -205,6 +207,17 @@ c_constants! {
     pub const OCTET_MEMORY_WORKSPACE: octet_memory_category = 4;
     pub const OCTET_MEMORY_CATEGORY_COUNT: octet_memory_category = 5;
     pub const OCTET_MEMORY_MAX_CATEGORIES: usize = 8;
+
+    pub const OCTET_REDUCE_SUM: octet_reduce_op = 0;
+    pub const OCTET_REDUCE_MAX: octet_reduce_op = 1;
+    pub const OCTET_COMM_HOST_MEMORY: u32 = 1;
+    pub const OCTET_COMM_DEVICE_MEMORY: u32 = 2;
+    pub const OCTET_COLLECTIVE_AMAX: octet_collective_kind = 0;
+    pub const OCTET_COLLECTIVE_ALLREDUCE: octet_collective_kind = 1;
+    pub const OCTET_COLLECTIVE_ALLGATHER: octet_collective_kind = 2;
+    pub const OCTET_COLLECTIVE_REDUCE_SCATTER: octet_collective_kind = 3;
+    pub const OCTET_COLLECTIVE_KIND_COUNT: octet_collective_kind = 4;
+    pub const OCTET_COLLECTIVE_MAX_KINDS: usize = 8;
 
     pub const OCTET_MAX_DIMS: usize = 8;
 
@@ -463,6 +476,49 @@ c_structs! {
             unsafe extern "C" fn(values: *mut f32, count: usize, user_data: *mut c_void) -> octet_status,
         >,
         pub user_data: *mut c_void,
+        pub rank: i32,
+        pub size: i32,
+        pub memory_kinds: u32,
+        pub reserved_padding: i32,
+        pub allreduce: Option<
+            unsafe extern "C" fn(
+                send: *const c_void,
+                recv: *mut c_void,
+                count: usize,
+                dtype: i32,
+                op: i32,
+                request: *mut *mut c_void,
+                user_data: *mut c_void,
+            ) -> octet_status,
+        >,
+        pub allgather: Option<
+            unsafe extern "C" fn(
+                send: *const c_void,
+                recv: *mut c_void,
+                send_count: usize,
+                dtype: i32,
+                request: *mut *mut c_void,
+                user_data: *mut c_void,
+            ) -> octet_status,
+        >,
+        pub reduce_scatter: Option<
+            unsafe extern "C" fn(
+                send: *const c_void,
+                recv: *mut c_void,
+                recv_count: usize,
+                dtype: i32,
+                op: i32,
+                request: *mut *mut c_void,
+                user_data: *mut c_void,
+            ) -> octet_status,
+        >,
+        pub wait: Option<unsafe extern "C" fn(request: *mut c_void, user_data: *mut c_void) -> octet_status>,
+    }
+
+    pub struct octet_communication_stats {
+        pub struct_size: usize,
+        pub calls: [u64; OCTET_COLLECTIVE_MAX_KINDS],
+        pub bytes_sent: [u64; OCTET_COLLECTIVE_MAX_KINDS],
     }
 
     pub struct octet_linear_options {
@@ -793,6 +849,28 @@ extern "C" {
         context: *mut octet_context,
         communicator: *const octet_communicator,
     ) -> octet_status;
+    pub fn octet_allreduce(
+        context: *mut octet_context,
+        input: *const octet_tensor,
+        output: *mut octet_tensor,
+        op: i32,
+    ) -> octet_status;
+    pub fn octet_allgather(
+        context: *mut octet_context,
+        input: *const octet_tensor,
+        output: *mut octet_tensor,
+    ) -> octet_status;
+    pub fn octet_reduce_scatter(
+        context: *mut octet_context,
+        input: *const octet_tensor,
+        output: *mut octet_tensor,
+        op: i32,
+    ) -> octet_status;
+    pub fn octet_context_get_communication_stats(
+        context: *const octet_context,
+        stats: *mut octet_communication_stats,
+    ) -> octet_status;
+    pub fn octet_context_reset_communication_stats(context: *mut octet_context) -> octet_status;
     pub fn octet_autocast_begin(
         context: *mut octet_context,
         recipe: *const octet_recipe,
