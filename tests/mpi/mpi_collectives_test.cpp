@@ -15,6 +15,8 @@
 #include <octet/octet.h>
 #include <octet/octet_mpi.h>
 
+#include "mpi_checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -24,28 +26,6 @@
 #include <vector>
 
 namespace {
-
-int g_rank = 0, g_size = 0, g_failures = 0;
-
-#define CHECK(cond, ...)                                                                              \
-  do {                                                                                                \
-    if (!(cond)) {                                                                                    \
-      ++g_failures;                                                                                   \
-      std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", g_rank, __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                                              \
-      std::fprintf(stderr, "\n");                                                                     \
-    }                                                                                                 \
-  } while (0)
-
-#define OK(call)                                                                                 \
-  do {                                                                                           \
-    octet_status s_ = (call);                                                                    \
-    if (s_ != OCTET_STATUS_SUCCESS) {                                                            \
-      std::fprintf(stderr, "[rank %d] %s:%d: %s -> %s: %s\n", g_rank, __FILE__, __LINE__, #call, \
-                   octet_status_name(s_), octet_last_error_message());                           \
-      MPI_Abort(MPI_COMM_WORLD, 2);                                                              \
-    }                                                                                            \
-  } while (0)
 
 // Expects `status` and a message containing `words`.
 #define EXPECT_FAIL(call, status, words)                                                                          \

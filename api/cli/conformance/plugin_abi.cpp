@@ -260,11 +260,10 @@ void check_table(Section& s, const std::string& path) {
   const bool memory = t.mem_alloc && t.mem_free && t.copy_from_host && t.copy_to_host;
   if (caps.memory_kind == OCTET_MEMORY_DEVICE)
     s.add("a device backend has mem_alloc, mem_free and both copies", memory ? Outcome::Pass : Outcome::Fail);
-  const uint32_t known_dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
-                                OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
-                                OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) |
-                                OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
+  const uint32_t known_dtypes =
+      OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
   s.add("dtypes are known dtype bits", (caps.dtypes & ~known_dtypes) == 0 ? Outcome::Pass : Outcome::Fail,
         "dtypes " + hex(caps.dtypes));
   s.add("dtypes include fp32", (caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)) ? Outcome::Pass : Outcome::Fail,
