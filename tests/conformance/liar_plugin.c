@@ -50,7 +50,7 @@ static int32_t liar_amax(octet_backend_context* context, const octet_matrix_view
   (void)input;
   (void)amax_out;
   host_services.report_error(host_services.host_data, OCTET_STATUS_UNSUPPORTED,
-                             "amax: not implemented yet, although the table provides it");
+                             "amax: this test plugin declares amax and refuses every call (it lies)");
   return OCTET_STATUS_UNSUPPORTED;
 #else
   float m = 0.0f;

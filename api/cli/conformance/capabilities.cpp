@@ -19,14 +19,10 @@
 
 #include "capability_words.hpp"
 #include "conformance/sections.hpp"
+#include "conformance/tensors.hpp"
 
 namespace octet_cli {
 namespace {
-
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
-using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
 
 // A capability probe: runs `body` on a context of the backend and on the
 // reference; "" when they agree, else what differs.
@@ -84,17 +80,7 @@ std::vector<float> values(size_t n, uint32_t seed, float range) {
 
 TensorPtr create(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
                  int32_t mode = 0) {
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = dtype;
-  desc.ndim = 2;
-  desc.shape[0] = rows;
-  desc.shape[1] = cols;
-  desc.usages = usages;
-  desc.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  octet::check(octet_tensor_create(ctx.get(), &desc, &t));
-  return TensorPtr(t);
+  return create_tensor_2d(ctx, dtype, rows, cols, usages, mode);
 }
 
 octet_tensor_info info_of(const octet_tensor* t) {

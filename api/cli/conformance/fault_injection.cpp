@@ -22,6 +22,7 @@
 
 #include "conformance/child_process.hpp"
 #include "conformance/sections.hpp"
+#include "conformance/tensors.hpp"
 
 namespace octet_cli {
 namespace {
@@ -33,24 +34,9 @@ struct Shim {
   int64_t (*live)() = nullptr;
 };
 
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
-using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
-
 // Throws octet::Error; maybe() below turns UNSUPPORTED into an empty pointer.
 TensorPtr make(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0, int32_t mode = 0) {
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = dtype;
-  desc.ndim = 2;
-  desc.shape[0] = rows;
-  desc.shape[1] = cols;
-  desc.usages = usages;
-  desc.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  octet::check(octet_tensor_create(ctx.get(), &desc, &t));
-  return TensorPtr(t);
+  return create_tensor_2d(ctx, dtype, rows, cols, usages, mode);
 }
 
 TensorPtr maybe(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
