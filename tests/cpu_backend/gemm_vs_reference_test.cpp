@@ -5,6 +5,7 @@
 // bit-identical results to native cpu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -182,15 +183,17 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 // Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
 // and the K slices of the sgemm path): decode kernel fused in registers
 // (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
-// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail);
+// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail), with K
+// padded to a multiple of 64 and to 64 plus a 32-code tail (the VBMI
+// decoder's chunk and tail);
 // blocked kernel with several K panels (k > 256), M blocks (m > 192), N
 // blocks (n > 1024) and edge tiles; m = 33 (just past the decode kernel).
 // Transposed B with small m goes to the blocked kernel too. Each layout,
 // both FP8 dtypes, FP32 and BF16 output.
 TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
-  const Dims dims[] = {{5, 9, 1100},  {9, 7, 70},    {20, 37, 2101},
-                       {32, 5, 300},  {33, 50, 40},  {200, 1100, 600}};
+  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},   {20, 37, 2101}, {16, 9, 1100},
+                       {1, 3, 64},   {32, 5, 300}, {33, 50, 40},   {200, 1100, 600}};
   uint32_t seed = 5000;
   int i = 0;
   for (Dims s : dims) {
@@ -416,6 +419,152 @@ TEST(CpuGemm, Fp8EdgeCasesKeepTheBound) {
         EXPECT_TRUE(std::isnan(r.cpu[i]) && std::isnan(r.ref[i])) << "element " << i;
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace cpu_test
+
+namespace cpu_test {
+namespace {
+
+// C = A' B'^T of raw FP8 codes (scales 1) on one context, FP32 out.
+std::vector<float> gemm_of_codes(octet_context* ctx, int32_t a_dtype, const std::vector<uint8_t>& a, int64_t m,
+                                 int32_t b_dtype, const std::vector<uint8_t>& b, int64_t n, int64_t k) {
+  Tensor ta = tensor(ctx, a_dtype, m, k, OCTET_USAGE_ROWWISE);
+  Tensor tb = tensor(ctx, b_dtype, n, k, OCTET_USAGE_ROWWISE);
+  Tensor td = tensor(ctx, OCTET_DTYPE_FP32, m, n);
+  const float one = 1.0f;
+  upload(ta.get(), OCTET_COMPONENT_DATA, a.data(), a.size());
+  upload(tb.get(), OCTET_COMPONENT_DATA, b.data(), b.size());
+  upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &one, 4);
+  upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &one, 4);
+  EXPECT_EQ(octet_gemm(ctx, ta.get(), tb.get(), td.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  const std::vector<uint8_t> raw = download(td.get(), OCTET_COMPONENT_DATA);
+  std::vector<float> out(static_cast<std::size_t>(m * n));
+  std::memcpy(out.data(), raw.data(), out.size() * 4);
+  return out;
+}
+
+// C[i][j] = sum over kk of A[i][kk] * B[j][kk] in double, from the ABI's
+// scalar codec: exact when every output has at most one non-zero product
+// (the tests below), NaN where an inf or NaN code meets a zero.
+std::vector<double> expected_of_codes(int32_t dtype, const std::vector<uint8_t>& a, int64_t m,
+                                      const std::vector<uint8_t>& b, int64_t n, int64_t k) {
+  std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        sum += double(octet_fp8_decode(a[std::size_t(i * k + kk)], dtype)) *
+               double(octet_fp8_decode(b[std::size_t(j * k + kk)], dtype));
+      }
+      c[std::size_t(i * n + j)] = sum;
+    }
+  }
+  return c;
+}
+
+void expect_codes_product(int32_t dtype, const std::vector<uint8_t>& a, int64_t m, const std::vector<uint8_t>& b,
+                          int64_t n, int64_t k, const std::vector<float>& got) {
+  const std::vector<double> want = expected_of_codes(dtype, a, m, b, n, k);
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    if (std::isnan(want[e])) {
+      EXPECT_TRUE(std::isnan(got[e])) << "row " << e / std::size_t(n) << " column " << e % std::size_t(n);
+    } else {
+      EXPECT_EQ(double(got[e]), want[e]) << "row " << e / std::size_t(n) << " column " << e % std::size_t(n);
+    }
+  }
+}
+
+// Every FP8 code at every K position of the decode kernel's chunks (both
+// operands, fused and buffered variants, whole chunks and the 32-code
+// tail). Finite codes fill one operand and the other holds one-hot rows of
+// 1.0, so each output is one code's value; each inf and NaN code sits
+// alone in its row (with zeros it gives NaN, with the 1.0 its own value).
+TEST(CpuGemm, DecodeKernelReadsEveryCodeAtEveryPosition) {
+  Context cpu = context("cpu");
+  for (int32_t dtype : {int32_t(OCTET_DTYPE_E4M3), int32_t(OCTET_DTYPE_E5M2)}) {
+    const uint8_t one = octet_fp8_encode(1.0f, dtype, 1);
+    std::vector<uint8_t> finite, non_finite;
+    for (int c = 0; c < 256; ++c) {
+      (std::isfinite(octet_fp8_decode(uint8_t(c), dtype)) ? finite : non_finite).push_back(uint8_t(c));
+    }
+    for (int64_t k : {int64_t(256), int64_t(160)}) {
+      std::vector<uint8_t> hot(static_cast<std::size_t>(k * k), 0);
+      for (int64_t j = 0; j < k; ++j) hot[std::size_t(j * k + j)] = one;
+      for (int64_t m : {int64_t(1), int64_t(9), int64_t(16), int64_t(32)}) {
+        SCOPED_TRACE(std::string(octet_dtype_name(dtype)) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        // Finite codes in A (m x k) against the one-hot B (k x k).
+        std::vector<uint8_t> codes(static_cast<std::size_t>(m * k));
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < k; ++j) {
+            codes[std::size_t(i * k + j)] = finite[std::size_t(j + 37 * i) % finite.size()];
+          }
+        }
+        expect_codes_product(dtype, codes, m, hot, k, k, gemm_of_codes(cpu.get(), dtype, codes, m, dtype, hot, k, k));
+        // Each inf/NaN code alone in an A row, at positions across the chunks.
+        std::vector<uint8_t> lone(static_cast<std::size_t>(m * k), 0);
+        for (int64_t i = 0; i < m; ++i) {
+          lone[std::size_t(i * k + (29 * i + 5) % k)] = non_finite[std::size_t(i) % non_finite.size()];
+        }
+        expect_codes_product(dtype, lone, m, hot, k, k, gemm_of_codes(cpu.get(), dtype, lone, m, dtype, hot, k, k));
+        // One-hot A (rows at positions p0 + i) against codes in B (8 x k):
+        // finite codes everywhere, then each non-finite code alone in a row.
+        const int64_t n = 8;
+        std::vector<uint8_t> bcodes(static_cast<std::size_t>(n * k)), blone(bcodes.size(), 0);
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t kk = 0; kk < k; ++kk) {
+            bcodes[std::size_t(j * k + kk)] = finite[std::size_t(3 * kk + 11 * j) % finite.size()];
+          }
+          blone[std::size_t(j * k + (41 * j + 7) % k)] = non_finite[std::size_t(j) % non_finite.size()];
+        }
+        for (int64_t p0 = 0; p0 < k; p0 += m) {
+          const int64_t rows = std::min<int64_t>(m, k - p0);
+          std::vector<uint8_t> ahot(static_cast<std::size_t>(rows * k), 0);
+          for (int64_t i = 0; i < rows; ++i) ahot[std::size_t(i * k + p0 + i)] = one;
+          expect_codes_product(dtype, ahot, rows, bcodes, n, k,
+                               gemm_of_codes(cpu.get(), dtype, ahot, rows, dtype, bcodes, n, k));
+          expect_codes_product(dtype, ahot, rows, blone, n, k,
+                               gemm_of_codes(cpu.get(), dtype, ahot, rows, dtype, blone, n, k));
+        }
+      }
+    }
+  }
+}
+
+// The decode kernel gives the same bits whichever way A is stored (A
+// transposed is gathered into rows, then decoded like a row).
+TEST(CpuGemm, DecodeKernelBitsDoNotDependOnTheLayoutOfA) {
+  Context cpu = context("cpu");
+  std::mt19937 rng(99);
+  for (int64_t m : {int64_t(3), int64_t(10), int64_t(24)}) {
+    const int64_t n = 13, k = 1100;
+    const Operand a = make_operand(OCTET_DTYPE_E4M3, m, k, rng);
+    const Operand b = make_operand(OCTET_DTYPE_E5M2, n, k, rng);
+    std::vector<uint8_t> at(a.raw.size());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t kk = 0; kk < k; ++kk) at[std::size_t(kk * m + i)] = a.raw[std::size_t(i * k + kk)];
+    }
+    std::vector<uint8_t> out[2];
+    for (int32_t trans_a = 0; trans_a < 2; ++trans_a) {
+      Tensor ta = trans_a ? tensor(cpu.get(), OCTET_DTYPE_E4M3, k, m, OCTET_USAGE_ROWWISE)
+                          : tensor(cpu.get(), OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE);
+      Tensor tb = tensor(cpu.get(), OCTET_DTYPE_E5M2, n, k, OCTET_USAGE_ROWWISE);
+      Tensor td = tensor(cpu.get(), OCTET_DTYPE_FP32, m, n);
+      const float sa = 0.25f, sb = 3.0f;
+      upload(ta.get(), OCTET_COMPONENT_DATA, trans_a ? at.data() : a.raw.data(), at.size());
+      upload(tb.get(), OCTET_COMPONENT_DATA, b.raw.data(), b.raw.size());
+      upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &sa, 4);
+      upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &sb, 4);
+      octet_gemm_options o{};
+      o.struct_size = sizeof o;
+      o.trans_a = trans_a;
+      ASSERT_EQ(octet_gemm(cpu.get(), ta.get(), tb.get(), td.get(), &o), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      out[trans_a] = download(td.get(), OCTET_COMPONENT_DATA);
+    }
+    EXPECT_EQ(first_difference(out[0], out[1], 4), -1) << "m " << m;
   }
 }
 

@@ -14,12 +14,12 @@
 //   (MC); B' is widened into [kc/2][32] BF16-pair panels (L1/L2 sized), A'
 //   into [kc/2][12] panels, and a 12 x 32 register micro-kernel (24 zmm
 //   accumulators) does one VDPBF16PS per 2 x 16 products with A broadcast.
-// - decode (m <= 32, B' rows contiguous, the LLM weight case): B is read
-//   once, 32 FP8 codes at a time, decoded to BF16 in registers (two 64-entry
-//   VPERMI2W lookups), and dotted with the m activation rows (widened once to
-//   BF16, small); one FP32 vector of 16 partial sums per (row, column),
-//   reduced at the end. Threads share N.
-// The blocking depends only on m, n, k and the thread count, never on the
+// - decode (m <= 32, B' rows contiguous, the LLM weight case;
+//   gemm_fp8_decode.hpp): B is read once and decoded to BF16 in registers,
+//   here 32 FP8 codes at a time with two 64-entry VPERMI2W lookups, at level
+//   avx512_bf16_vbmi 64 at a time with VPERMI2B (gemm_fp8_decode_vbmi.cpp).
+// The blocking depends only on m, n, k, the thread count and the ISA level
+// (the decoders put the codes of a chunk in different lanes), never on the
 // operands' layout, so every layout gives the same bits.
 #include "gemm_fp8.hpp"
 
@@ -34,15 +34,14 @@
 #include <octet/octet_types.h>
 
 #include "errors.hpp"
+#include "gemm_fp8_codes.hpp"
+#include "gemm_fp8_decode_vbmi.hpp"
+#include "isa.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
-namespace {
 
-// BF16 bits of the 128 non-negative FP8 codes (the sign is bit 7 -> bit 15).
-struct Bf16Codes {
-  alignas(64) uint16_t v[128];
-};
+namespace {
 
 Bf16Codes make_codes(int32_t dtype) {
   Bf16Codes c{};
@@ -57,18 +56,17 @@ Bf16Codes make_codes(int32_t dtype) {
   return c;
 }
 
-const Bf16Codes& codes(int32_t dtype) {
+}  // namespace
+
+const Bf16Codes& fp8_bf16_codes(int32_t dtype) {
   static const Bf16Codes e4m3 = make_codes(OCTET_DTYPE_E4M3);
   static const Bf16Codes e5m2 = make_codes(OCTET_DTYPE_E5M2);
   return dtype == OCTET_DTYPE_E4M3 ? e4m3 : e5m2;
 }
 
-inline uint16_t bf16_of(const Bf16Codes& t, uint8_t c) {
-  return static_cast<uint16_t>(t.v[c & 0x7F] | ((c & 0x80u) << 8));
-}
+namespace {
 
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+const Bf16Codes& codes(int32_t dtype) { return fp8_bf16_codes(dtype); }
 
 // Blocking of the blocked kernel.
 constexpr int kMR = 12;    // rows per micro-kernel (12 x 2 accumulators)
@@ -76,10 +74,6 @@ constexpr int kNR = 32;    // columns per micro-kernel (2 zmm of 16 lanes)
 constexpr int64_t kKC = 256;   // K per panel (even): B micro-panel 16 KiB (L1)
 constexpr int64_t kMC = 192;   // rows per A block (96 KiB, L2)
 constexpr int64_t kNC = 1024;  // columns per B block (512 KiB, L2)
-
-// Decode kernel.
-constexpr int64_t kDecodeMaxM = 32;
-constexpr int64_t kKB = 1024;  // K per weight block (decode path with a buffer)
 
 }  // namespace
 }  // namespace octet_cpu
@@ -90,6 +84,8 @@ constexpr int64_t kKB = 1024;  // K per weight block (decode path with a buffer)
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
 // GCC 12 warns about the undefined vectors inside its own AVX-512 headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm_fp8_decode.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -332,158 +328,27 @@ void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int
 
 // ---------------------------------------------------------------- decode
 
-// Partial sums of MB activation rows x NG weight rows over k in [0, len)
-// (len a multiple of 32): acc[r][g] += A[r][kk..] . W[g][kk..], 16 lanes.
-// Weights come as FP8 codes (decoded here, in registers) or as BF16 from a
-// buffer.
-template <int MB, int NG, bool kFromCodes>
-void decode_micro(const uint16_t* arows, int64_t lda, const void* const* w, int64_t len,
-                  int64_t valid, const Table& t, float* part /*[MB][NG][16]*/, bool first) {
-  __m512 acc[MB][NG];
-#pragma GCC unroll 12
-  for (int r = 0; r < MB; ++r) {
-#pragma GCC unroll 4
-    for (int g = 0; g < NG; ++g) {
-      acc[r][g] = first ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * NG + g) * 16);
-    }
+// The decode kernel on the VPERMI2W table decoder (gemm_fp8_decode.hpp).
+struct Perm16Decoder {
+  static constexpr int64_t kChunk = 32;
+  using Tab = Table;
+  static Tab load(int32_t dtype) { return load_table(codes(dtype)); }
+  static void chunk(const uint8_t* p, int64_t count, const Tab& t, __m512i* out) {
+    out[0] = decode32(load_bytes(p, count), t);
   }
-  for (int64_t kk = 0; kk < len; kk += 32) {
-    __m512bh wv[NG];
-#pragma GCC unroll 4
-    for (int g = 0; g < NG; ++g) {
-      if (kFromCodes) {
-        const uint8_t* p = static_cast<const uint8_t*>(w[g]) + kk;
-        wv[g] = (__m512bh)decode32(load_bytes(p, valid - kk), t);
-      } else {
-        wv[g] = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(w[g]) + kk);
-      }
-    }
-#pragma GCC unroll 12
-    for (int r = 0; r < MB; ++r) {
-      const __m512bh av = (__m512bh)_mm512_loadu_si512(arows + r * lda + kk);
-#pragma GCC unroll 4
-      for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], av, wv[g]);
-    }
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < MB; ++r) {
-#pragma GCC unroll 4
-    for (int g = 0; g < NG; ++g) _mm512_store_ps(part + (r * NG + g) * 16, acc[r][g]);
-  }
-}
-
-using DecodeMicro = void (*)(const uint16_t*, int64_t, const void* const*, int64_t, int64_t,
-                             const Table&, float*, bool);
-
-template <int NG, bool kFromCodes, int... MB>
-struct MicroTable {
-  static constexpr DecodeMicro entries[sizeof...(MB)] = {&decode_micro<MB, NG, kFromCodes>...};
+  static __m512i tail(const uint8_t* p, int64_t count, const Tab& t) { return decode32(load_bytes(p, count), t); }
 };
-
-// mb in 1..12 for NG 1 and 2, 1..6 for NG 4.
-template <int NG, bool kFromCodes>
-DecodeMicro pick_micro(int64_t mb) {
-  if constexpr (NG == 4) {
-    return MicroTable<4, kFromCodes, 1, 2, 3, 4, 5, 6>::entries[mb - 1];
-  } else {
-    return MicroTable<NG, kFromCodes, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>::entries[mb - 1];
-  }
-}
-
-void decode_gemm(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k,
-                 float* c, int64_t ldc) {
-  const int64_t kpad = round_up(k, 32);
-  const int threads = omp_get_max_threads();
-  // Activations widened once: m rows of kpad BF16 (at most 32 x kpad).
-  Buffer<uint16_t> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));
-  // Per thread: a weight block of 4 x kKB BF16 and the partial sums.
-  const std::size_t per_thread = 4 * kKB * 2 + kDecodeMaxM * 4 * 64 + 64;
-  Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
-  {
-    const Bf16Codes& ca = codes(a.dtype);
-    const Table ta = load_table(ca);
-    for (int64_t i = 0; i < m; ++i) {
-      uint16_t* row = arows.get() + i * kpad;
-      if (!a.trans) {
-        decode_row(a.data + i * a.ld, k, kpad, ta, row);
-      } else {
-        for (int64_t kk = 0; kk < k; ++kk) row[kk] = bf16_of(ca, a.data[kk * a.ld + i]);
-        for (int64_t kk = k; kk < kpad; ++kk) row[kk] = 0;
-      }
-    }
-  }
-  // Fused (decode in registers): m <= 12, 4 weight rows at a time when
-  // m <= 6, else 2. Otherwise weights are decoded once per block of kKB
-  // into a buffer and reused for chunks of 6 activation rows x 4 weights.
-  const bool fused = m <= 12;
-  const int64_t ng = fused ? (m <= 6 ? 4 : 2) : 4;
-  const int64_t mb_max = fused ? m : 6;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
-    float* part = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
-    uint16_t* wbuf = reinterpret_cast<uint16_t*>(part + kDecodeMaxM * 4 * 16);
-    const Table tb = load_table(codes(b.dtype));
-    // Column groups of ng rows of B shared evenly.
-    const int64_t groups = (n + ng - 1) / ng;
-    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-    for (int64_t grp = g0; grp < g1; ++grp) {
-      const int64_t j = grp * ng, gw = min64(ng, n - j);
-      if (fused) {
-        const void* w[4];
-        for (int64_t g = 0; g < gw; ++g) w[g] = b.data + (j + g) * b.ld;
-        if (gw == ng) {
-          DecodeMicro f = ng == 4 ? pick_micro<4, true>(m) : pick_micro<2, true>(m);
-          f(arows.get(), kpad, w, kpad, k, tb, part, true);
-        } else {
-          DecodeMicro f = pick_micro<1, true>(m);
-          for (int64_t g = 0; g < gw; ++g) {
-            f(arows.get(), kpad, w + g, kpad, k, tb, part + g * m * 16, true);
-          }
-        }
-        for (int64_t r = 0; r < m; ++r) {
-          for (int64_t g = 0; g < gw; ++g) {
-            const float* p = gw == ng ? part + (r * ng + g) * 16 : part + (g * m + r) * 16;
-            c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(p));
-          }
-        }
-        continue;
-      }
-      // Buffered: weights [4][kKB] BF16; partials [m][4][16] by chunk.
-      for (int64_t kb = 0; kb < kpad; kb += kKB) {
-        const int64_t len = min64(kKB, kpad - kb);
-        const void* w[4];
-        for (int64_t g = 0; g < 4; ++g) {
-          uint16_t* dst = wbuf + g * kKB;
-          if (g < gw) {
-            decode_row(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst);
-          } else {
-            std::memset(dst, 0, static_cast<std::size_t>(len) * 2);
-          }
-          w[g] = dst;
-        }
-        for (int64_t r0 = 0; r0 < m; r0 += mb_max) {
-          const int64_t mb = min64(mb_max, m - r0);
-          pick_micro<4, false>(mb)(arows.get() + r0 * kpad + kb, kpad, w, len, len, tb,
-                                   part + r0 * 4 * 16, kb == 0);
-        }
-      }
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t g = 0; g < gw; ++g) {
-          c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * 4 + g) * 16));
-        }
-      }
-    }
-  }
-}
 
 }  // namespace
 
 void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n,
                         int64_t k, float* acc, int64_t ldc) {
   if (m <= kDecodeMaxM && !b.trans) {
-    decode_gemm(a, b, m, n, k, acc, ldc);
+    if (cpu_isa() >= Isa::Avx512Bf16Vbmi && fp8_decode_vbmi_built()) {
+      fp8_decode_gemm_vbmi(a, b, m, n, k, acc, ldc);
+    } else {
+      decode_gemm_with<Perm16Decoder>(a, b, m, n, k, acc, ldc);
+    }
   } else {
     blocked(a, b, m, n, k, acc, ldc);
   }
@@ -508,7 +373,7 @@ void fp8_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t 
                    float* acc, int64_t ldc) {
 #if defined(OCTET_CPU_HAVE_BF16_PATH)
   // Build both code tables before any thread needs them.
-  (void)codes(OCTET_DTYPE_E4M3);
+  (void)fp8_bf16_codes(OCTET_DTYPE_E4M3);
   fp8_gemm_bf16_impl(a, b, m, n, k, acc, ldc);
 #else
   (void)a, (void)b, (void)m, (void)n, (void)k, (void)acc, (void)ldc;

@@ -47,6 +47,7 @@ CpuFeatures detect() {
     f.avx512bw = (b >> 30) & 1;
     f.avx512vl = (b >> 31) & 1;
     f.avx512_vnni = (c >> 11) & 1;
+    f.avx512_vbmi = (c >> 1) & 1;
   }
   f.amx_bf16 = tile_state && ((d >> 22) & 1);
   f.amx_tile = tile_state && ((d >> 24) & 1);
@@ -65,7 +66,8 @@ Isa level_of(const CpuFeatures& f) {
   if (!(f.avx2 && f.f16c && f.fma)) return Isa::Portable;
   if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return Isa::Avx2;
   if (!f.avx512_bf16) return Isa::Avx512;
-  return Isa::Avx512Bf16;
+  if (!f.avx512_vbmi) return Isa::Avx512Bf16;
+  return Isa::Avx512Bf16Vbmi;
 }
 
 bool parse_isa(const char* s, Isa* out) {
@@ -74,7 +76,8 @@ bool parse_isa(const char* s, Isa* out) {
     Isa isa;
   } names[] = {{"portable", Isa::Portable},     {"avx2", Isa::Avx2},
                {"avx512", Isa::Avx512},         {"avx512_bf16", Isa::Avx512Bf16},
-               {"avx512bf16", Isa::Avx512Bf16}, {"best", Isa::Avx512Bf16}};
+               {"avx512bf16", Isa::Avx512Bf16}, {"avx512_bf16_vbmi", Isa::Avx512Bf16Vbmi},
+               {"best", Isa::Avx512Bf16Vbmi}};
   for (const auto& n : names) {
     if (std::strcmp(s, n.name) == 0) {
       *out = n.isa;
@@ -116,6 +119,8 @@ const char* isa_name(Isa isa) {
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
     case Isa::Avx512Bf16: return "avx512_bf16";
+    case Isa::Avx512Bf16Vbmi:
+      return "avx512_bf16_vbmi";
   }
   return "?";
 }
@@ -136,6 +141,7 @@ std::string isa_description() {
   }
   if (f.avx512_bf16) s += " avx512_bf16";
   if (f.avx512_vnni) s += " avx512_vnni";
+  if (f.avx512_vbmi) s += " avx512_vbmi";
   if (f.avx_vnni) s += " avx_vnni";
   s += f.amx_bf16 ? " amx_bf16 (unused)" : " no amx";
   return s;

@@ -10,16 +10,17 @@ namespace octet_cpu {
 
 // Ordered levels: a kernel written for one level runs on every higher one.
 enum class Isa : int {
-  Portable = 0,    // plain C++ (compiled for the baseline x86-64 target)
-  Avx2 = 1,        // AVX2 + F16C + FMA
-  Avx512 = 2,      // + AVX-512 F/BW/VL/DQ
-  Avx512Bf16 = 3,  // + AVX512_BF16 (VDPBF16PS)
+  Portable = 0,        // plain C++ (compiled for the baseline x86-64 target)
+  Avx2 = 1,            // AVX2 + F16C + FMA
+  Avx512 = 2,          // + AVX-512 F/BW/VL/DQ
+  Avx512Bf16 = 3,      // + AVX512_BF16 (VDPBF16PS)
+  Avx512Bf16Vbmi = 4,  // + AVX512_VBMI (VPERMI2B: the FP8 GEMM's 64-code decode)
 };
 
 struct CpuFeatures {
   bool avx2 = false, f16c = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
-  bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+  bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false, avx512_vbmi = false;
   bool amx_tile = false, amx_bf16 = false;  // CPU flags and XCR0 tile state
 };
 
@@ -30,7 +31,8 @@ const CpuFeatures& cpu_features();
 Isa best_isa();
 
 // The level in use: best_isa(), lowered by the environment:
-//   OCTET_CPU_ISA=portable|avx2|avx512|avx512_bf16 forces that level (or the
+//   OCTET_CPU_ISA=portable|avx2|avx512|avx512_bf16|avx512_bf16_vbmi forces
+//     that level (or the
 //     best one below it that the CPU has: never a higher one);
 //   OCTET_CPU_DISABLE_SIMD set to a non-empty value other than "0" forces
 //     portable (the older switch, kept).

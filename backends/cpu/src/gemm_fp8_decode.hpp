@@ -1,0 +1,232 @@
+// The FP8 GEMM's decode kernel (m <= kDecodeMaxM, B' rows contiguous: the
+// LLM weight case), written once over a Decoder that turns FP8 codes into
+// BF16 vectors. Included by gemm_fp8_avx512.cpp (Perm16Decoder: VPERMI2W
+// tables, AVX512_BF16) and gemm_fp8_decode_vbmi.cpp (VbmiDecoder: VPERMI2B
+// byte planes, + AVX512_VBMI), each inside its own target pragma, so each
+// translation unit gets its own copy compiled for its own instructions:
+// the contents are in an anonymous namespace on purpose (no instantiation
+// may be shared between the two targets).
+//
+// B is read once, a chunk of codes at a time, decoded in registers, and
+// dotted with the m activation rows (widened once to BF16, small); one FP32
+// vector of 16 partial sums per (row, column), reduced at the end. Threads
+// share N.
+//
+// A Decoder has:
+//   kChunk: 32 or 64 codes decoded at once (kChunk / 32 vectors);
+//   Tab load(int32_t dtype): its tables;
+//   chunk(p, count, tab, out): codes p[0..count) (count may be < kChunk or
+//     <= 0: missing codes read as 0) -> out[0 .. kChunk / 32);
+//   tail(p, count, tab): 32 codes -> one vector (the last 32 of a row whose
+//     padded length is not a multiple of kChunk).
+// The BF16 values a chunk yields may come in any fixed order of its codes,
+// provided adjacent pairs stay adjacent (VDPBF16PS sums each 32-bit pair):
+// both operands go through the same Decoder at the same offsets, so every
+// product pairs the codes of the same k.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include <immintrin.h>
+
+#include "errors.hpp"
+#include "gemm_fp8.hpp"
+#include "gemm_fp8_codes.hpp"
+
+namespace octet_cpu {
+namespace {
+
+constexpr int64_t kKB = 1024;  // K per weight block (decode path with a buffer)
+static_assert(kKB % 64 == 0, "weight blocks start on a chunk of every decoder");
+
+// dst[0..padded_len) = BF16 of codes src[0..len) (zeros past len), in the
+// Decoder's order; padded_len is a multiple of 32.
+template <class D>
+void decode_row_in(const uint8_t* src, int64_t len, int64_t padded_len, const typename D::Tab& t, uint16_t* dst) {
+  int64_t i = 0;
+  for (; i + D::kChunk <= padded_len; i += D::kChunk) {
+    __m512i v[D::kChunk / 32];
+    D::chunk(src + i, len - i, t, v);
+    for (int64_t h = 0; h < D::kChunk / 32; ++h) _mm512_storeu_si512(dst + i + 32 * h, v[h]);
+  }
+  if (i < padded_len) _mm512_storeu_si512(dst + i, D::tail(src + i, len - i, t));
+}
+
+// Partial sums of MB activation rows x NG weight rows over k in [0, len)
+// (len a multiple of 32): acc[r][g] += A[r][kk..] . W[g][kk..], 16 lanes.
+// Weights come as FP8 codes (decoded here, in registers) or as BF16 from a
+// buffer decoded by decode_row_in<D>.
+template <class D, int MB, int NG, bool kFromCodes>
+void decode_micro(const uint16_t* arows, int64_t lda, const void* const* w, int64_t len, int64_t valid,
+                  const typename D::Tab& t, float* part /*[MB][NG][16]*/, bool first) {
+  __m512 acc[MB][NG];
+#pragma GCC unroll 12
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) {
+      acc[r][g] = first ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * NG + g) * 16);
+    }
+  }
+  int64_t kk = 0;
+  if (kFromCodes) {
+    constexpr int V = static_cast<int>(D::kChunk / 32);
+    for (; kk + D::kChunk <= len; kk += D::kChunk) {
+      __m512i wv[NG][V];
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) D::chunk(static_cast<const uint8_t*>(w[g]) + kk, valid - kk, t, wv[g]);
+#pragma GCC unroll 2
+      for (int h = 0; h < V; ++h) {
+#pragma GCC unroll 12
+        for (int r = 0; r < MB; ++r) {
+          const __m512bh av = (__m512bh)_mm512_loadu_si512(arows + r * lda + kk + 32 * h);
+#pragma GCC unroll 4
+          for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], av, (__m512bh)wv[g][h]);
+        }
+      }
+    }
+    if (kk < len) {  // the last 32 codes when len is not a multiple of kChunk
+      __m512i wv[NG];
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) wv[g] = D::tail(static_cast<const uint8_t*>(w[g]) + kk, valid - kk, t);
+#pragma GCC unroll 12
+      for (int r = 0; r < MB; ++r) {
+        const __m512bh av = (__m512bh)_mm512_loadu_si512(arows + r * lda + kk);
+#pragma GCC unroll 4
+        for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], av, (__m512bh)wv[g]);
+      }
+    }
+  } else {
+    for (; kk < len; kk += 32) {
+      __m512bh wv[NG];
+#pragma GCC unroll 4
+      for (int g = 0; g < NG; ++g) {
+        wv[g] = (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(w[g]) + kk);
+      }
+#pragma GCC unroll 12
+      for (int r = 0; r < MB; ++r) {
+        const __m512bh av = (__m512bh)_mm512_loadu_si512(arows + r * lda + kk);
+#pragma GCC unroll 4
+        for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], av, wv[g]);
+      }
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 4
+    for (int g = 0; g < NG; ++g) _mm512_store_ps(part + (r * NG + g) * 16, acc[r][g]);
+  }
+}
+
+template <class D>
+using DecodeMicro = void (*)(const uint16_t*, int64_t, const void* const*, int64_t, int64_t, const typename D::Tab&,
+                             float*, bool);
+
+template <class D, int NG, bool kFromCodes, int... MB>
+struct MicroTable {
+  static constexpr DecodeMicro<D> entries[sizeof...(MB)] = {&decode_micro<D, MB, NG, kFromCodes>...};
+};
+
+// mb in 1..12 for NG 1 and 2, 1..6 for NG 4.
+template <class D, int NG, bool kFromCodes>
+DecodeMicro<D> pick_micro(int64_t mb) {
+  if constexpr (NG == 4) {
+    return MicroTable<D, 4, kFromCodes, 1, 2, 3, 4, 5, 6>::entries[mb - 1];
+  } else {
+    return MicroTable<D, NG, kFromCodes, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12>::entries[mb - 1];
+  }
+}
+
+template <class D>
+void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
+                      int64_t ldc) {
+  const int64_t kpad = round_up(k, 32);
+  const int threads = omp_get_max_threads();
+  // Activations widened once: m rows of kpad BF16 (at most 32 x kpad), in
+  // the Decoder's order, like the weights.
+  Buffer<uint16_t> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));
+  // Per thread: a weight block of 4 x kKB BF16 and the partial sums.
+  const std::size_t per_thread = 4 * kKB * 2 + kDecodeMaxM * 4 * 64 + 64;
+  Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
+  {
+    const typename D::Tab ta = D::load(a.dtype);
+    Buffer<uint8_t> gathered;
+    if (a.trans) gathered.reset(static_cast<std::size_t>(k));
+    for (int64_t i = 0; i < m; ++i) {
+      const uint8_t* src = a.data + i * a.ld;
+      if (a.trans) {  // stored [k, m]: gather the row's codes first
+        for (int64_t kk = 0; kk < k; ++kk) gathered.get()[kk] = a.data[kk * a.ld + i];
+        src = gathered.get();
+      }
+      decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad);
+    }
+  }
+  // Fused (decode in registers): m <= 12, 4 weight rows at a time when
+  // m <= 6, else 2. Otherwise weights are decoded once per block of kKB
+  // into a buffer and reused for chunks of 6 activation rows x 4 weights.
+  const bool fused = m <= 12;
+  const int64_t ng = fused ? (m <= 6 ? 4 : 2) : 4;
+  const int64_t mb_max = fused ? m : 6;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
+    float* part = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
+    uint16_t* wbuf = reinterpret_cast<uint16_t*>(part + kDecodeMaxM * 4 * 16);
+    const typename D::Tab tb = D::load(b.dtype);
+    // Column groups of ng rows of B shared evenly.
+    const int64_t groups = (n + ng - 1) / ng;
+    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+    for (int64_t grp = g0; grp < g1; ++grp) {
+      const int64_t j = grp * ng, gw = min64(ng, n - j);
+      if (fused) {
+        const void* w[4];
+        for (int64_t g = 0; g < gw; ++g) w[g] = b.data + (j + g) * b.ld;
+        if (gw == ng) {
+          DecodeMicro<D> f = ng == 4 ? pick_micro<D, 4, true>(m) : pick_micro<D, 2, true>(m);
+          f(arows.get(), kpad, w, kpad, k, tb, part, true);
+        } else {
+          DecodeMicro<D> f = pick_micro<D, 1, true>(m);
+          for (int64_t g = 0; g < gw; ++g) {
+            f(arows.get(), kpad, w + g, kpad, k, tb, part + g * m * 16, true);
+          }
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t g = 0; g < gw; ++g) {
+            const float* p = gw == ng ? part + (r * ng + g) * 16 : part + (g * m + r) * 16;
+            c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(p));
+          }
+        }
+        continue;
+      }
+      // Buffered: weights [4][kKB] BF16; partials [m][4][16] by chunk.
+      for (int64_t kb = 0; kb < kpad; kb += kKB) {
+        const int64_t len = min64(kKB, kpad - kb);
+        const void* w[4];
+        for (int64_t g = 0; g < 4; ++g) {
+          uint16_t* dst = wbuf + g * kKB;
+          if (g < gw) {
+            decode_row_in<D>(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst);
+          } else {
+            std::memset(dst, 0, static_cast<std::size_t>(len) * 2);
+          }
+          w[g] = dst;
+        }
+        for (int64_t r0 = 0; r0 < m; r0 += mb_max) {
+          const int64_t mb = min64(mb_max, m - r0);
+          pick_micro<D, 4, false>(mb)(arows.get() + r0 * kpad + kb, kpad, w, len, len, tb, part + r0 * 4 * 16, kb == 0);
+        }
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t g = 0; g < gw; ++g) {
+          c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * 4 + g) * 16));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace octet_cpu

@@ -1,0 +1,20 @@
+// The decode kernel on AVX512_VBMI byte-plane decoding
+// (gemm_fp8_decode_vbmi.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "gemm_fp8.hpp"
+
+namespace octet_cpu {
+
+// acc = A' x B'^T like fp8_gemm_bf16, for m <= kDecodeMaxM and !b.trans,
+// decoding 64 codes with two VPERMI2B. Call only when cpu_isa() >=
+// Isa::Avx512Bf16Vbmi and fp8_decode_vbmi_built().
+void fp8_decode_gemm_vbmi(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
+                          int64_t ldc);
+
+// True when this build contains the kernel.
+bool fp8_decode_vbmi_built();
+
+}  // namespace octet_cpu
