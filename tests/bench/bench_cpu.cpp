@@ -329,6 +329,68 @@ BENCHMARK(BM_BlockQuantize)->Arg(OCTET_SCALING_MXFP8_1X32)->Arg(OCTET_SCALING_BL
     ->Arg(OCTET_SCALING_BLOCK_128X128)
     ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
+// Block-scaled FP8 GEMM, 2048^3 (E4M3 x E4M3 -> FP32): range(0) =
+// OCTET_SCALING_MXFP8_1X32 (both operands 1x32) or
+// OCTET_SCALING_BLOCK_1X128 (A 1x128, B 128x128), against the per-tensor
+// FP8 GEMM of the same shape timed in the same iterations.
+void BM_BlockGemmVsPerTensor(benchmark::State& state) {
+  const int64_t m = 2048, n = 2048, k = 2048;
+  const int32_t mode_a = static_cast<int32_t>(state.range(0));
+  const int32_t mode_b = mode_a == OCTET_SCALING_BLOCK_1X128 ? OCTET_SCALING_BLOCK_128X128 : mode_a;
+  octet_context* ctx = context("cpu", OCTET_PROFILE_NATIVE);
+  octet_tensor* q[2] = {nullptr, nullptr};
+  const int64_t rows[2] = {m, n};
+  const int32_t modes[2] = {mode_a, mode_b};
+  for (int i = 0; i < 2; ++i) {
+    octet_tensor_desc d{};
+    d.struct_size = sizeof d;
+    d.dtype = OCTET_DTYPE_E4M3;
+    d.ndim = 2;
+    d.shape[0] = rows[i];
+    d.shape[1] = k;
+    d.usages = OCTET_USAGE_ROWWISE;
+    d.scaling_mode = modes[i];
+    if (octet_tensor_create(ctx, &d, &q[i]) != OCTET_STATUS_SUCCESS) std::abort();
+    octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows[i], k, 0);
+    const std::vector<float> x = random_floats(std::size_t(rows[i] * k), 1.0f);
+    octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+    if (octet_quantize(ctx, hp, q[i], nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    octet_tensor_destroy(hp);
+  }
+  octet_tensor* out = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
+  auto block = [&] {
+    if (octet_gemm(ctx, q[0], q[1], out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+  };
+  Fp8Gemm per_tensor("cpu", m, n, k);
+  block();
+  per_tensor.run();  // warm up
+  double t_blk = 0, t_pt = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    per_tensor.run();
+    auto b = Clock::now();
+    block();
+    auto c = Clock::now();
+    t_pt += seconds(a, b);
+    t_blk += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_blk / 1e9;
+  state.counters["per_tensor_GFLOP/s"] = flops / t_pt / 1e9;
+  state.counters["ratio_vs_per_tensor"] = t_pt / t_blk;
+  octet_tensor_destroy(out);
+  octet_tensor_destroy(q[0]);
+  octet_tensor_destroy(q[1]);
+  octet_context_destroy(ctx);
+}
+BENCHMARK(BM_BlockGemmVsPerTensor)
+    ->Arg(OCTET_SCALING_MXFP8_1X32)
+    ->Arg(OCTET_SCALING_BLOCK_1X128)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -601,9 +601,9 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     int trans_a, trans_b;
   };
   const std::vector<Case> cases = {
-      {0, 0, 5, 7, 70, 0, 0},       {1, 0, 33, 17, 96, 1, 0},   {0, 1, 130, 300, 257, 0, 1},
-      {0, 0, 64, 64, 1000, 1, 1},   {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0},
-      {2, 2, 3, 5, 129, 1, 0},      {4, 4, 200, 131, 260, 0, 1}, {2, 5, 1, 1, 1, 0, 0}};
+      {0, 0, 5, 7, 70, 0, 0},    {1, 0, 33, 17, 96, 1, 0},    {0, 1, 130, 300, 257, 0, 1}, {0, 0, 64, 64, 1000, 1, 1},
+      {2, 4, 6, 130, 300, 0, 0}, {3, 5, 129, 260, 384, 0, 0}, {2, 2, 3, 5, 129, 1, 0},     {4, 4, 200, 131, 260, 0, 1},
+      {2, 5, 1, 1, 1, 0, 0},     {0, 0, 70, 1100, 520, 0, 0}, {3, 5, 26, 1040, 300, 0, 0}};
   for (const Case& g : cases) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];

@@ -12,11 +12,14 @@
 // as x / 2^e) or x * scale (FP32 blocks). Regions are shared by OpenMP
 // threads with a static schedule.
 //
-// The block GEMM keeps the documented order between k-blocks: for each
-// output tile, each k-block's partial products come from one oneDNN sgemm
-// over that block (only the order inside a block differs from the
-// reference), then acc = acc + partial * (sa * sb) element by element, then
-// the epilogue of section 8.
+// The block GEMM keeps the documented order between k-blocks: each
+// k-block's partial products, then acc = acc + partial * (sa * sb) element
+// by element, then the epilogue of section 8. At level avx512_bf16 and
+// above, with k-blocks of 32, 64, 128 or 256 (MXFP8, 1x128, 128x128), the
+// partial products come from VDPBF16PS on BF16 panels packed in cache
+// (fp8_block_gemm_bf16, gemm_fp8.hpp); otherwise, for each output tile,
+// from one oneDNN sgemm over the block on FP32 panels of the whole
+// operands. Only the order inside a block differs from the reference.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -29,6 +32,8 @@
 
 #include "checks.hpp"
 #include "errors.hpp"
+#include "gemm_fp8.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
@@ -425,6 +430,61 @@ int32_t check_block_gemm(const octet_block_gemm_args* args) {
   return OCTET_STATUS_SUCCESS;
 }
 
+bool is_ocp_fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
+
+// The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
+// from fp8_block_gemm_bf16, then the epilogue of section 8 row by row.
+int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  const int64_t m = args->m, n = args->n, k = args->k;
+  const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
+  const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  const RowKernels& rk = row_kernels();
+  const int64_t a_grid = ceil_div(m, bra) * k_blocks, b_grid = ceil_div(n, brb) * k_blocks;
+  float* sa = ws.a.get(static_cast<std::size_t>(a_grid));
+  float* sb = ws.b.get(static_cast<std::size_t>(b_grid));
+  for (int64_t i = 0; i < a_grid; ++i) {
+    sa[i] = scale_value(args->a_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
+  }
+  for (int64_t i = 0; i < b_grid; ++i) {
+    sb[i] = scale_value(args->b_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
+  }
+  float* acc = ws.acc.get(element_count(m, n));
+  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
+  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
+  fp8_block_gemm_bf16(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc,
+                      n);
+  const octet_matrix_view d = args->d;
+  const float alpha = args->alpha, beta = args->beta;
+  std::vector<float> bias_values;
+  if (args->bias.data != nullptr) {
+    bias_values.resize(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
+  }
+  const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
+  std::vector<float> old_rows(beta != 0.0f ? element_count(omp_get_max_threads(), n) : 0);
+#pragma omp parallel if (m * n >= 16384)
+  {
+    float* old = beta != 0.0f ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      float* v = acc + i * n;
+      for (int64_t j = 0; j < n; ++j) v[j] = alpha * v[j];
+      if (beta != 0.0f) {
+        rk.widen(element_ptr(d, i, 0), d.dtype, n, old);
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[j];
+      }
+      if (!bias_values.empty()) {
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values[static_cast<std::size_t>(j)];
+      }
+      if (has_gelu) {
+        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+      }
+      rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) {
@@ -434,6 +494,10 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   const RowKernels& rk = row_kernels();
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
   const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  if (k > 0 && fp8_block_gemm_bf16_takes(bk) && is_ocp_fp8(args->a.dtype) && is_ocp_fp8(args->b.dtype) &&
+      cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built()) {
+    return block_gemm_bf16(args, ws);
+  }
   const octet_matrix_view d = args->d;
   const float alpha = args->alpha, beta = args->beta;
   const bool has_bias = args->bias.data != nullptr;

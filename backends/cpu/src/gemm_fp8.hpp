@@ -24,6 +24,31 @@ struct Fp8Operand {
 void fp8_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k,
                    float* acc, int64_t ldc);
 
+// The scale_inv of each (row block, k-block) of one operand of a block
+// GEMM, decoded to FP32: at(row, kb) = values[(row / block_rows) * k_blocks
+// + kb].
+struct BlockScaleTable {
+  const float* values;
+  int64_t block_rows;
+  int64_t k_blocks;
+  float at(int64_t row, int64_t kb) const { return values[(row / block_rows) * k_blocks + kb]; }
+};
+
+// acc[i * ldc + j] = sum over k-blocks kb (ascending) of
+//   P_kb[i, j] * (sa.at(i, kb) * sb.at(j, kb)), P_kb the sum of the products
+// of k-block kb ([kb * bk, (kb + 1) * bk), bk even), each term added to the
+// running FP32 sum in numerics.md section 12's order; A' and B' rows
+// contiguous (!trans). P_kb is summed on VDPBF16PS like fp8_gemm_bf16
+// (ascending pairs, one lane per output), from packed BF16 panels; no
+// whole-operand copy. Call only when cpu_isa() >= Isa::Avx512Bf16.
+// bk must be one fp8_block_gemm_bf16_takes.
+void fp8_block_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                         const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc);
+
+// The k-block extents fp8_block_gemm_bf16 handles: 32, 64, 128 and 256
+// (whole blocks in each of its 256-k panels; MXFP8 and 1x128 / 128x128).
+inline bool fp8_block_gemm_bf16_takes(int64_t bk) { return bk >= 32 && bk <= 256 && 256 % bk == 0; }
+
 // True when this build contains the AVX-512 BF16 kernels.
 bool fp8_gemm_bf16_built();
 

@@ -326,6 +326,128 @@ void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int
   }
 }
 
+// ---------------------------------------------------------------- block scaled
+
+// c[r * ldc + j] = c[r * ldc + j] + P[r][j] * (sa[r] * sb[j]) for the 12 x 32
+// tile, P the sum over pairs q in [q0, q1) (one k-block), in registers;
+// multiplications and the addition are separate FP32 operations (the plugin
+// is built with -ffp-contract=off), in numerics.md section 12's order.
+__attribute__((noinline)) void micro_block_12x32(int64_t q0, int64_t q1, const uint32_t* a, const uint32_t* b,
+                                                 const float* sa, const float* sb, float* c, int64_t ldc) {
+  __m512 acc[kMR][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    acc[r][0] = _mm512_setzero_ps();
+    acc[r][1] = _mm512_setzero_ps();
+  }
+  for (int64_t q = q0; q < q1; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
+    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMR; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * kMR + r]));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+    }
+  }
+  const __m512 sb0 = _mm512_loadu_ps(sb), sb1 = _mm512_loadu_ps(sb + 16);
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    const __m512 s = _mm512_set1_ps(sa[r]);
+    const __m512 c0 = _mm512_loadu_ps(c + r * ldc), c1 = _mm512_loadu_ps(c + r * ldc + 16);
+    _mm512_storeu_ps(c + r * ldc, _mm512_add_ps(c0, _mm512_mul_ps(acc[r][0], _mm512_mul_ps(s, sb0))));
+    _mm512_storeu_ps(c + r * ldc + 16, _mm512_add_ps(c1, _mm512_mul_ps(acc[r][1], _mm512_mul_ps(s, sb1))));
+  }
+}
+
+constexpr int64_t kMaxBlocksPerPanel = kKC / 32;  // the smallest k-block is 32 (MXFP8)
+static_assert(kKC == 256, "fp8_block_gemm_bf16_takes (gemm_fp8.hpp) assumes 256-k panels");
+
+void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk, const BlockScaleTable& sa,
+                 const BlockScaleTable& sb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* c, int64_t ldc,
+                 const BlockedBuffers& buf, float* sa_panel /*[kMC][kMaxBlocksPerPanel]*/,
+                 float* sb_panel /*[kMaxBlocksPerPanel][kNC]*/) {
+  const Bf16Codes& ca = codes(a.dtype);
+  const Table ta = load_table(ca), tb = load_table(codes(b.dtype));
+  for (int64_t jc = n0; jc < n1; jc += kNC) {
+    const int64_t nc = min64(kNC, n1 - jc);
+    for (int64_t pc = 0; pc < k; pc += kKC) {
+      const int64_t kc = min64(kKC, k - pc), kp = (kc + 1) / 2;
+      const int64_t kb0 = pc / bk, nkb = (kc + bk - 1) / bk;  // k-blocks of this panel
+      pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
+      for (int64_t t = 0; t < nkb; ++t) {
+        for (int64_t jj = 0; jj < round_up(nc, kNR); ++jj) {
+          sb_panel[t * kNC + jj] = jj < nc ? sb.at(jc + jj, kb0 + t) : 0.0f;
+        }
+      }
+      for (int64_t ic = m0; ic < m1; ic += kMC) {
+        const int64_t mc = min64(kMC, m1 - ic);
+        pack_a(a, ca, ta, ic, mc, pc, kc, buf.a, buf.rows);
+        for (int64_t ii = 0; ii < round_up(mc, kMR); ++ii) {
+          for (int64_t t = 0; t < nkb; ++t) {
+            sa_panel[t * kMC + ii] = ii < mc ? sa.at(ic + ii, kb0 + t) : 0.0f;
+          }
+        }
+        for (int64_t jr = 0; jr < nc; jr += kNR) {
+          const uint32_t* bp = buf.b + (jr / kNR) * kp * kNR;
+          const int64_t w = min64(kNR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
+            const int64_t h = min64(kMR, mc - ir);
+            float* cp = c + (ic + ir) * ldc + (jc + jr);
+            const bool full = h == kMR && w == kNR;
+            float* tile = full ? cp : buf.tile;
+            const int64_t ldt = full ? ldc : kNR;
+            if (!full) {  // edge tile: through a 12 x 32 buffer, same order of sums
+              std::memset(tile, 0, sizeof(float) * kMR * kNR);
+              for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
+            }
+            for (int64_t t = 0; t < nkb; ++t) {
+              const int64_t q0 = t * bk / 2, q1 = min64(kp, (t + 1) * bk / 2);
+              micro_block_12x32(q0, q1, ap, bp, sa_panel + t * kMC + ir, sb_panel + t * kNC + jr, tile, ldt);
+            }
+            if (!full) {
+              for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void block_scaled(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                  const BlockScaleTable& sa, const BlockScaleTable& sb, float* c, int64_t ldc) {
+  const int threads = omp_get_max_threads();
+  const std::size_t panels = static_cast<std::size_t>(kMaxBlocksPerPanel * (kMC + kNC)) * 4 + 64;
+  const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes) + panels;
+  Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
+  for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * 4);
+  const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
+  const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = memory.get() + per_thread * static_cast<std::size_t>(t);
+    BlockedBuffers buf;
+    buf.a = reinterpret_cast<uint32_t*>(base);
+    buf.b = reinterpret_cast<uint32_t*>(base + kAPairs * 4);
+    buf.rows = reinterpret_cast<uint16_t*>(base + kAPairs * 4 + kBPairs * 4);
+    buf.tile = reinterpret_cast<float*>(base + kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 + 64);
+    float* sa_panel = reinterpret_cast<float*>(base + kPerThreadBytes);
+    float* sb_panel = sa_panel + kMaxBlocksPerPanel * kMC;
+    const int64_t units = split_n ? n_panels : m_panels;
+    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    if (u1 > u0) {
+      if (split_n) {
+        block_range(a, b, k, bk, sa, sb, 0, m, u0 * kNR, min64(n, u1 * kNR), c, ldc, buf, sa_panel, sb_panel);
+      } else {
+        block_range(a, b, k, bk, sa, sb, u0 * kMR, min64(m, u1 * kMR), 0, n, c, ldc, buf, sa_panel, sb_panel);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- decode
 
 // The decode kernel on the VPERMI2W table decoder (gemm_fp8_decode.hpp).
@@ -340,6 +462,11 @@ struct Perm16Decoder {
 };
 
 }  // namespace
+
+void fp8_block_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                              const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
+  block_scaled(a, b, m, n, k, bk, sa, sb, acc, ldc);
+}
 
 void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n,
                         int64_t k, float* acc, int64_t ldc) {
@@ -366,6 +493,16 @@ bool fp8_gemm_bf16_built() {
   return true;
 #else
   return false;
+#endif
+}
+
+void fp8_block_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                         const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
+#if defined(OCTET_CPU_HAVE_BF16_PATH)
+  (void)fp8_bf16_codes(OCTET_DTYPE_E4M3);
+  fp8_block_gemm_bf16_impl(a, b, m, n, k, bk, sa, sb, acc, ldc);
+#else
+  (void)a, (void)b, (void)m, (void)n, (void)k, (void)bk, (void)sa, (void)sb, (void)acc, (void)ldc;
 #endif
 }
 
