@@ -55,9 +55,9 @@ uint round_to_format(uint abs_bits, int man_bits, int bias) {
     steps = 0;
   } else {
     uint remainder = significand & ((1u << shift) - 1u);
-    uint half = 1u << (shift - 1);
+    uint halfway = 1u << (shift - 1);
     steps = significand >> shift;
-    if (remainder > half || (remainder == half && (steps & 1u))) steps += 1;
+    if (remainder > halfway || (remainder == halfway && (steps & 1u))) steps += 1;
   }
   if (steps < (1u << man_bits)) return steps;
   if (steps >= (2u << man_bits)) {
