@@ -21,9 +21,9 @@
 OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor,
                                                  const octet_backend_api** api_out);
 
-static const char* const kernel_names[KERNEL_COUNT] = {
-    "octet_convert", "octet_quantize", "octet_dequantize", "octet_transpose",
-    "octet_reciprocal", "octet_amax", "octet_gemm"};
+static const char* const kernel_names[KERNEL_COUNT] = {"octet_convert",   "octet_quantize",   "octet_dequantize",
+                                                       "octet_transpose", "octet_reciprocal", "octet_amax",
+                                                       "octet_gemm"};
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -44,26 +44,40 @@ int32_t opencl_report(int32_t status, const char* format, ...) {
 
 const char* opencl_error_name(cl_int error) {
   switch (error) {
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_CONTEXT: return "CL_INVALID_CONTEXT";
-    case CL_INVALID_COMMAND_QUEUE: return "CL_INVALID_COMMAND_QUEUE";
-    case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
-    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
-    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
-    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
-    default: return "an OpenCL error";
+    case CL_DEVICE_NOT_FOUND:
+      return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE:
+      return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES:
+      return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+      return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE:
+      return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+      return "CL_INVALID_VALUE";
+    case CL_INVALID_CONTEXT:
+      return "CL_INVALID_CONTEXT";
+    case CL_INVALID_COMMAND_QUEUE:
+      return "CL_INVALID_COMMAND_QUEUE";
+    case CL_INVALID_MEM_OBJECT:
+      return "CL_INVALID_MEM_OBJECT";
+    case CL_INVALID_KERNEL_ARGS:
+      return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_GROUP_SIZE:
+      return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_BUFFER_SIZE:
+      return "CL_INVALID_BUFFER_SIZE";
+    default:
+      return "an OpenCL error";
   }
 }
 
 int32_t opencl_fail(const char* op, const char* call, cl_int error) {
-  const int memory = error == CL_MEM_OBJECT_ALLOCATION_FAILURE || error == CL_OUT_OF_RESOURCES ||
-                     error == CL_OUT_OF_HOST_MEMORY;
+  const int memory =
+      error == CL_MEM_OBJECT_ALLOCATION_FAILURE || error == CL_OUT_OF_RESOURCES || error == CL_OUT_OF_HOST_MEMORY;
   return opencl_report(memory ? OCTET_STATUS_OUT_OF_MEMORY : OCTET_STATUS_BACKEND_ERROR,
                        "opencl %s: %s failed with %s (%d)", op, call, opencl_error_name(error), (int)error);
 }
@@ -116,8 +130,8 @@ static int32_t program_for(cl_context context, const char* op, cl_program* out) 
   }
   if (program_count == MAX_PROGRAMS) {
     pthread_mutex_unlock(&program_lock);
-    return opencl_report(OCTET_STATUS_UNSUPPORTED, "opencl %s: stream: queues of more than %d OpenCL contexts",
-                         op, MAX_PROGRAMS);
+    return opencl_report(OCTET_STATUS_UNSUPPORTED, "opencl %s: stream: queues of more than %d OpenCL contexts", op,
+                         MAX_PROGRAMS);
   }
   program = clCreateProgramWithSource(context, 1, &source, NULL, &error);
   if (error != CL_SUCCESS) {
@@ -266,7 +280,8 @@ static int32_t opencl_context_create(void* stream, octet_backend_context** out) 
     cl_device_id queue_device = NULL;
     cl_command_queue_properties properties = 0;
     error = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device, NULL);
-    if (error == CL_SUCCESS) error = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof context->cl, &context->cl, NULL);
+    if (error == CL_SUCCESS)
+      error = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof context->cl, &context->cl, NULL);
     if (error == CL_SUCCESS) {
       error = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof properties, &properties, NULL);
     }
@@ -455,9 +470,7 @@ int32_t opencl_check_scalar(octet_backend_context* context, const char* op, cons
   return OCTET_STATUS_SUCCESS;
 }
 
-size_t opencl_round_up(cl_long n, size_t multiple) {
-  return ((size_t)n + multiple - 1) / multiple * multiple;
-}
+size_t opencl_round_up(cl_long n, size_t multiple) { return ((size_t)n + multiple - 1) / multiple * multiple; }
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */

@@ -29,7 +29,7 @@ enum {
  * own) and its own kernel objects (clSetKernelArg is not thread safe, and
  * contexts may run on different threads at once). */
 struct octet_backend_context {
-  cl_context cl;           /* the queue's OpenCL context */
+  cl_context cl; /* the queue's OpenCL context */
   cl_command_queue queue;
   cl_kernel kernels[KERNEL_COUNT];
 };
@@ -65,9 +65,8 @@ typedef struct device_scalar {
   cl_ulong offset;
 } device_scalar;
 
-#define HIGH_PRECISION_DTYPES                                              \
-  (OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | \
-   OCTET_DTYPE_BIT(OCTET_DTYPE_FP16))
+#define HIGH_PRECISION_DTYPES \
+  (OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | OCTET_DTYPE_BIT(OCTET_DTYPE_FP16))
 #define FP8_DTYPES (OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2))
 #define ALL_DTYPES (HIGH_PRECISION_DTYPES | FP8_DTYPES)
 
@@ -79,8 +78,8 @@ int32_t opencl_check_view(octet_backend_context* context, const char* op, const 
 
 /* Checks that `pointer` (named arg) holds one float of device memory of the
  * context's OpenCL context and resolves it. */
-int32_t opencl_check_scalar(octet_backend_context* context, const char* op, const char* arg,
-                            const void* pointer, device_scalar* out);
+int32_t opencl_check_scalar(octet_backend_context* context, const char* op, const char* arg, const void* pointer,
+                            device_scalar* out);
 
 /* The placeholder buffer bound where a kernel argument is absent. */
 cl_mem opencl_placeholder(void);
@@ -89,10 +88,9 @@ cl_mem opencl_placeholder(void);
 size_t opencl_round_up(cl_long n, size_t multiple);
 
 /* Kernel entries of opencl_ops.c. */
-int32_t opencl_convert(octet_backend_context* context, const octet_matrix_view* input,
-                       const octet_matrix_view* output, int32_t saturate);
-int32_t opencl_amax(octet_backend_context* context, const octet_matrix_view* input,
-                    float* amax_out);
+int32_t opencl_convert(octet_backend_context* context, const octet_matrix_view* input, const octet_matrix_view* output,
+                       int32_t saturate);
+int32_t opencl_amax(octet_backend_context* context, const octet_matrix_view* input, float* amax_out);
 int32_t opencl_quantize(octet_backend_context* context, const octet_quantize_args* args);
 int32_t opencl_transpose(octet_backend_context* context, const octet_matrix_view* input,
                          const octet_matrix_view* output);

@@ -82,8 +82,7 @@ int opencl_memory_release(const void* address) {
   return 1;
 }
 
-int opencl_memory_find(const void* address, size_t bytes, cl_mem* mem, size_t* offset,
-                       cl_context* context) {
+int opencl_memory_find(const void* address, size_t bytes, cl_mem* mem, size_t* offset, cl_context* context) {
   const uintptr_t at = (uintptr_t)address;
   size_t index;
   int ok = 0;

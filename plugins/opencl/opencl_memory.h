@@ -29,7 +29,6 @@ int opencl_memory_release(const void* address);
 /* The buffer holding [address, address + bytes): its cl_mem, the offset of
  * `address` in it and its cl_context. Returns 0 when no live range holds all
  * of it. bytes may be 0 (then `address` must still lie in a range). */
-int opencl_memory_find(const void* address, size_t bytes, cl_mem* mem, size_t* offset,
-                       cl_context* context);
+int opencl_memory_find(const void* address, size_t bytes, cl_mem* mem, size_t* offset, cl_context* context);
 
 #endif /* OCTET_OPENCL_MEMORY_H */

@@ -84,8 +84,8 @@ static int32_t check_codes(octet_backend_context* context, const char* op, const
   return opencl_check_view(context, op, arg_name, &view, FP8_DTYPES, out);
 }
 
-int32_t opencl_convert(octet_backend_context* context, const octet_matrix_view* input,
-                       const octet_matrix_view* output, int32_t saturate) {
+int32_t opencl_convert(octet_backend_context* context, const octet_matrix_view* input, const octet_matrix_view* output,
+                       int32_t saturate) {
   device_view in, out;
   arguments a;
   int32_t status;
@@ -133,8 +133,7 @@ int32_t opencl_quantize(octet_backend_context* context, const octet_quantize_arg
   if (given == NULL) return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl quantize: args is NULL");
   if (given->struct_size < offsetof(octet_quantize_args, scale) + sizeof given->scale) {
     return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
-                         "opencl quantize: args->struct_size (%zu) is too small to hold the scale",
-                         given->struct_size);
+                         "opencl quantize: args->struct_size (%zu) is too small to hold the scale", given->struct_size);
   }
   /* Output pointers beyond the caller's struct_size count as NULL. */
   memset(&args, 0, sizeof args);
@@ -147,20 +146,17 @@ int32_t opencl_quantize(octet_backend_context* context, const octet_quantize_arg
                          (int)args.out_dtype);
   }
   if ((status = opencl_check_scalar(context, "quantize", "args->scale", args.scale, &scale)) != 0) return status;
-  if (args.rowwise_out == NULL && args.columnwise_out == NULL && args.scale_inv_out == NULL &&
-      args.amax_out == NULL) {
+  if (args.rowwise_out == NULL && args.columnwise_out == NULL && args.scale_inv_out == NULL && args.amax_out == NULL) {
     return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
                          "opencl quantize: args asks for no output (rowwise_out, columnwise_out, scale_inv_out and "
                          "amax_out are all NULL)");
   }
-  if (args.rowwise_out != NULL &&
-      (status = check_codes(context, "quantize", "args->rowwise_out", args.rowwise_out, in.rows, in.cols, &rowwise)) !=
-          0) {
+  if (args.rowwise_out != NULL && (status = check_codes(context, "quantize", "args->rowwise_out", args.rowwise_out,
+                                                        in.rows, in.cols, &rowwise)) != 0) {
     return status;
   }
-  if (args.columnwise_out != NULL &&
-      (status = check_codes(context, "quantize", "args->columnwise_out", args.columnwise_out, in.cols, in.rows,
-                            &columnwise)) != 0) {
+  if (args.columnwise_out != NULL && (status = check_codes(context, "quantize", "args->columnwise_out",
+                                                           args.columnwise_out, in.cols, in.rows, &columnwise)) != 0) {
     return status;
   }
   if (args.scale_inv_out != NULL &&
@@ -245,8 +241,8 @@ int32_t opencl_dequantize(octet_backend_context* context, const octet_dequantize
   if ((status = opencl_check_view(context, "dequantize", "args->input", &args->input, FP8_DTYPES, &in)) != 0) {
     return status;
   }
-  if ((status = opencl_check_view(context, "dequantize", "args->output", &args->output, HIGH_PRECISION_DTYPES,
-                                  &out)) != 0) {
+  if ((status = opencl_check_view(context, "dequantize", "args->output", &args->output, HIGH_PRECISION_DTYPES, &out)) !=
+      0) {
     return status;
   }
   if ((status = check_same_shape("dequantize", &in, &out, "args->input and args->output")) != 0) return status;
@@ -308,29 +304,32 @@ int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* given
                          "(caps.fp8_gemm_output is 0)");
   }
   if (args.epilogue != OCTET_EPILOGUE_NONE) {
-    return opencl_report(args.epilogue == OCTET_EPILOGUE_GELU ? OCTET_STATUS_UNSUPPORTED
-                                                              : OCTET_STATUS_INVALID_ARGUMENT,
-                         "opencl gemm: args->epilogue (%d) must be OCTET_EPILOGUE_NONE: this backend has no GELU "
-                         "epilogue",
-                         (int)args.epilogue);
+    return opencl_report(
+        args.epilogue == OCTET_EPILOGUE_GELU ? OCTET_STATUS_UNSUPPORTED : OCTET_STATUS_INVALID_ARGUMENT,
+        "opencl gemm: args->epilogue (%d) must be OCTET_EPILOGUE_NONE: this backend has no GELU "
+        "epilogue",
+        (int)args.epilogue);
   }
   a_rows = args.trans_a ? args.k : args.m;
   a_cols = args.trans_a ? args.m : args.k;
   b_rows = args.trans_b ? args.k : args.n;
   b_cols = args.trans_b ? args.n : args.k;
   if (A.rows != a_rows || A.cols != a_cols) {
-    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl gemm: args->a must be %lld x %lld (m %lld, k %lld%s), not %lld x %lld",
+    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
+                         "opencl gemm: args->a must be %lld x %lld (m %lld, k %lld%s), not %lld x %lld",
                          (long long)a_rows, (long long)a_cols, (long long)args.m, (long long)args.k,
                          args.trans_a ? ", trans_a" : "", (long long)A.rows, (long long)A.cols);
   }
   if (B.rows != b_rows || B.cols != b_cols) {
-    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl gemm: args->b must be %lld x %lld (n %lld, k %lld%s), not %lld x %lld",
+    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
+                         "opencl gemm: args->b must be %lld x %lld (n %lld, k %lld%s), not %lld x %lld",
                          (long long)b_rows, (long long)b_cols, (long long)args.n, (long long)args.k,
                          args.trans_b ? ", trans_b" : "", (long long)B.rows, (long long)B.cols);
   }
   if (D.rows != args.m || D.cols != args.n) {
-    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl gemm: args->d must be m x n (%lld x %lld), not %lld x %lld",
-                         (long long)args.m, (long long)args.n, (long long)D.rows, (long long)D.cols);
+    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
+                         "opencl gemm: args->d must be m x n (%lld x %lld), not %lld x %lld", (long long)args.m,
+                         (long long)args.n, (long long)D.rows, (long long)D.cols);
   }
   bias.mem = opencl_placeholder();
   bias.offset = 0;
@@ -340,8 +339,9 @@ int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* given
       return status;
     }
     if (bias.rows != 1 || bias.cols != args.n) {
-      return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl gemm: args->bias must be 1 x n (1 x %lld), not %lld x %lld",
-                           (long long)args.n, (long long)bias.rows, (long long)bias.cols);
+      return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
+                           "opencl gemm: args->bias must be 1 x n (1 x %lld), not %lld x %lld", (long long)args.n,
+                           (long long)bias.rows, (long long)bias.cols);
     }
   }
   sa.mem = sb.mem = opencl_placeholder();

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <octet/octet.h>
 #include <octet/octet_backend.h>
+#include <octet/octet_dlpack.h>
 
 #include <cmath>
 #include <cstdint>
@@ -39,7 +40,8 @@ Context make_context(const char* backend, void* stream = nullptr) {
   options.backend = backend;
   options.stream = stream;
   octet_context* raw = nullptr;
-  EXPECT_EQ(octet_context_create(&options, &raw), OCTET_STATUS_SUCCESS) << backend << ": " << octet_last_error_message();
+  EXPECT_EQ(octet_context_create(&options, &raw), OCTET_STATUS_SUCCESS)
+      << backend << ": " << octet_last_error_message();
   return Context(raw);
 }
 
@@ -77,8 +79,7 @@ float read_float(const octet_tensor* t, int32_t component) {
 }
 
 void write(octet_tensor* t, int32_t component, const void* src, size_t bytes) {
-  ASSERT_EQ(octet_tensor_copy_from_host(t, component, src, bytes), OCTET_STATUS_SUCCESS)
-      << octet_last_error_message();
+  ASSERT_EQ(octet_tensor_copy_from_host(t, component, src, bytes), OCTET_STATUS_SUCCESS) << octet_last_error_message();
 }
 
 float from_bits(uint32_t bits) {
@@ -231,6 +232,11 @@ TEST_F(OpenclBackend, ComponentsAtOffsetsOfDeviceBuffers) {
   EXPECT_EQ(read_float(q.get(), OCTET_COMPONENT_SCALE_INV), 0.25f);
   EXPECT_EQ(read_float(q.get(), OCTET_COMPONENT_AMAX), 123.0f);
   EXPECT_EQ(read(q.get(), OCTET_COMPONENT_DATA, x.size()), codes);
+  // DLPack has no name for this memory: exporting it is refused.
+  octet_dlpack_managed_tensor_versioned* managed = nullptr;
+  EXPECT_EQ(octet_tensor_to_dlpack(q.get(), OCTET_COMPONENT_DATA, &managed), OCTET_STATUS_UNSUPPORTED);
+  EXPECT_EQ(managed, nullptr);
+  EXPECT_THAT(octet_last_error_message(), HasSubstr("cannot describe in DLPack"));
 }
 
 // Every FP32 class, quantized into both formats, both overflow modes, both
@@ -352,7 +358,8 @@ TEST_F(OpenclBackend, Fp8GemmEveryLayoutWithinTheBound) {
     ASSERT_EQ(octet_tensor_copy_to_host(d.get(), OCTET_COMPONENT_DATA, got.data(), got.size() * 4),
               OCTET_STATUS_SUCCESS);
     // The operands' values: their codes decoded by the reference, times scale_inv.
-    Tensor da = make_tensor(ref_.get(), OCTET_DTYPE_FP32, ar, ac), db = make_tensor(ref_.get(), OCTET_DTYPE_FP32, br, bc);
+    Tensor da = make_tensor(ref_.get(), OCTET_DTYPE_FP32, ar, ac),
+           db = make_tensor(ref_.get(), OCTET_DTYPE_FP32, br, bc);
     Tensor ra = make_tensor(ref_.get(), OCTET_DTYPE_E4M3, ar, ac, OCTET_USAGE_ROWWISE);
     Tensor rb = make_tensor(ref_.get(), OCTET_DTYPE_E5M2, br, bc, OCTET_USAGE_ROWWISE);
     const std::vector<uint8_t> ca = read(qa.get(), OCTET_COMPONENT_DATA, a.size());
@@ -365,8 +372,10 @@ TEST_F(OpenclBackend, Fp8GemmEveryLayoutWithinTheBound) {
     ASSERT_EQ(octet_dequantize(ref_.get(), ra.get(), da.get()), OCTET_STATUS_SUCCESS);
     ASSERT_EQ(octet_dequantize(ref_.get(), rb.get(), db.get()), OCTET_STATUS_SUCCESS);
     std::vector<float> va(a.size()), vb(b.size());
-    ASSERT_EQ(octet_tensor_copy_to_host(da.get(), OCTET_COMPONENT_DATA, va.data(), va.size() * 4), OCTET_STATUS_SUCCESS);
-    ASSERT_EQ(octet_tensor_copy_to_host(db.get(), OCTET_COMPONENT_DATA, vb.data(), vb.size() * 4), OCTET_STATUS_SUCCESS);
+    ASSERT_EQ(octet_tensor_copy_to_host(da.get(), OCTET_COMPONENT_DATA, va.data(), va.size() * 4),
+              OCTET_STATUS_SUCCESS);
+    ASSERT_EQ(octet_tensor_copy_to_host(db.get(), OCTET_COMPONENT_DATA, vb.data(), vb.size() * 4),
+              OCTET_STATUS_SUCCESS);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double exact = 0.0, magnitude = 0.0;
