@@ -21,9 +21,9 @@
 OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor,
                                                  const octet_backend_api** api_out);
 
-static const char* const kernel_names[KERNEL_COUNT] = {"octet_convert",   "octet_quantize",   "octet_dequantize",
-                                                       "octet_transpose", "octet_reciprocal", "octet_amax",
-                                                       "octet_gemm"};
+static const char* const kernel_names[KERNEL_COUNT] = {"octet_convert",   "octet_quantize",    "octet_dequantize",
+                                                       "octet_transpose", "octet_reciprocal",  "octet_amax",
+                                                       "octet_gemm",      "octet_column_sums", "octet_accumulate"};
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -497,9 +497,11 @@ static const octet_backend_api opencl_api = {
     .transpose = opencl_transpose,
     .dequantize = opencl_dequantize,
     .gemm = opencl_gemm,
-    /* Left NULL: statistics, block scaling, norms, activations, bias
-     * gradients, accumulate and the scaling kernels. The core answers
-     * UNSUPPORTED naming the entry (or keeps scaling state on the host). */
+    .bias_gradient = opencl_bias_gradient,
+    .accumulate = opencl_accumulate,
+    /* Left NULL: statistics, block scaling, norms, activations and the
+     * scaling kernels. The core answers UNSUPPORTED naming the entry (or
+     * keeps scaling state on the host). */
 };
 
 int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const octet_backend_api** api_out) {

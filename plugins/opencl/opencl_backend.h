@@ -20,6 +20,8 @@ enum {
   KERNEL_RECIPROCAL,
   KERNEL_AMAX,
   KERNEL_GEMM,
+  KERNEL_COLUMN_SUMS,
+  KERNEL_ACCUMULATE,
   KERNEL_COUNT
 };
 #define AMAX_GROUP 256 /* as in opencl_kernels.cl */
@@ -96,5 +98,8 @@ int32_t opencl_transpose(octet_backend_context* context, const octet_matrix_view
                          const octet_matrix_view* output);
 int32_t opencl_dequantize(octet_backend_context* context, const octet_dequantize_args* args);
 int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* args);
+int32_t opencl_bias_gradient(octet_backend_context* context, const octet_bias_gradient_args* args);
+int32_t opencl_accumulate(octet_backend_context* context, const octet_matrix_view* x, const octet_matrix_view* y,
+                          int32_t accumulate);
 
 #endif /* OCTET_OPENCL_BACKEND_H */

@@ -312,3 +312,29 @@ __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1))) void octet_gemm(
     store_element(d + d_offset, d_dtype, row * d_ld + col, v, 1);
   }
 }
+
+/* ---- Layer helpers ------------------------------------------------------ */
+
+float add_rule(float a, float b) { return nan_rule(a, b, a + b); }
+
+/* sums[c] = dy[0, c] + dy[1, c] + ... in row order, from 0.0f: one
+ * work-item per column. */
+__kernel void octet_column_sums(cmem_t dy, ulong dy_offset, long dy_ld, int dy_dtype, long rows, long cols,
+                                mem_t sums, ulong sums_offset) {
+  long c = get_global_id(0), r;
+  float sum = 0.0f;
+  if (c >= cols) return;
+  for (r = 0; r < rows; ++r) sum = add_rule(sum, load_element(dy + dy_offset, dy_dtype, r * dy_ld + c));
+  store_u32(sums + sums_offset + c * 4, as_uint(sum));
+}
+
+/* y = x + y (accumulate) or y = x, in FP32, rounded to y's dtype. */
+__kernel void octet_accumulate(cmem_t x, ulong x_offset, long x_ld, int x_dtype, mem_t y, ulong y_offset, long y_ld,
+                               int y_dtype, long rows, long cols, int accumulate) {
+  long c = get_global_id(0), r = get_global_id(1);
+  float v;
+  if (r >= rows || c >= cols) return;
+  v = load_element(x + x_offset, x_dtype, r * x_ld + c);
+  if (accumulate) v = add_rule(v, load_element(y + y_offset, y_dtype, r * y_ld + c));
+  store_element(y + y_offset, y_dtype, r * y_ld + c, v, 1);
+}

@@ -378,3 +378,74 @@ int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* given
   global[1] = opencl_round_up(args.m, GEMM_TILE);
   return launch(context, "gemm", &a, 2, global, local);
 }
+
+/* Column sums of dy into sums_out; with args->quantize, dy's codes too. */
+int32_t opencl_bias_gradient(octet_backend_context* context, const octet_bias_gradient_args* args) {
+  device_view dy, sums;
+  size_t global;
+  arguments a;
+  int32_t status;
+  octet_matrix_view sums_view;
+  if ((status = check_context(context, "bias_gradient")) != 0) return status;
+  if (args == NULL) return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl bias_gradient: args is NULL");
+  if (args->struct_size < sizeof *args) {
+    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT,
+                         "opencl bias_gradient: args->struct_size (%zu) is smaller than octet_bias_gradient_args (%zu)",
+                         args->struct_size, sizeof *args);
+  }
+  if ((status = opencl_check_view(context, "bias_gradient", "args->grad_output", &args->grad_output,
+                                  HIGH_PRECISION_DTYPES, &dy)) != 0) {
+    return status;
+  }
+  if (args->sums_out == NULL) {
+    return opencl_report(OCTET_STATUS_INVALID_ARGUMENT, "opencl bias_gradient: args->sums_out is NULL");
+  }
+  memset(&sums_view, 0, sizeof sums_view);
+  sums_view.data = args->sums_out;
+  sums_view.dtype = OCTET_DTYPE_FP32;
+  sums_view.rows = 1;
+  sums_view.cols = dy.cols;
+  sums_view.ld = dy.cols;
+  if ((status = opencl_check_view(context, "bias_gradient", "args->sums_out", &sums_view, HIGH_PRECISION_DTYPES,
+                                  &sums)) != 0) {
+    return status;
+  }
+  if (args->quantize != NULL) {
+    /* The fused pass: quantize() of dy (its own checks run before it queues
+     * anything; every check of this call has passed already). */
+    octet_quantize_args q;
+    const size_t given = args->quantize->struct_size;
+    memset(&q, 0, sizeof q);
+    memcpy(&q, args->quantize, given < sizeof q ? given : sizeof q);
+    q.struct_size = given < sizeof q ? given : sizeof q;
+    q.input = args->grad_output;
+    if ((status = opencl_quantize(context, &q)) != 0) return status;
+  }
+  if (dy.cols == 0) return OCTET_STATUS_SUCCESS;
+  a = start(context, KERNEL_COLUMN_SUMS);
+  arg_view(&a, &dy, 1);
+  arg_long(&a, dy.rows);
+  arg_long(&a, dy.cols);
+  arg(&a, sizeof sums.mem, &sums.mem);
+  arg(&a, sizeof sums.offset, &sums.offset);
+  global = opencl_round_up(dy.cols, 64);
+  return launch(context, "bias_gradient", &a, 1, &global, NULL);
+}
+
+int32_t opencl_accumulate(octet_backend_context* context, const octet_matrix_view* x, const octet_matrix_view* y,
+                          int32_t accumulate) {
+  device_view in, out;
+  arguments a;
+  int32_t status;
+  if ((status = check_context(context, "accumulate")) != 0) return status;
+  if ((status = opencl_check_view(context, "accumulate", "x", x, HIGH_PRECISION_DTYPES, &in)) != 0) return status;
+  if ((status = opencl_check_view(context, "accumulate", "y", y, HIGH_PRECISION_DTYPES, &out)) != 0) return status;
+  if ((status = check_same_shape("accumulate", &in, &out, "x and y")) != 0) return status;
+  a = start(context, KERNEL_ACCUMULATE);
+  arg_view(&a, &in, 1);
+  arg_view(&a, &out, 1);
+  arg_long(&a, in.rows);
+  arg_long(&a, in.cols);
+  arg_int(&a, accumulate != 0);
+  return launch_elementwise(context, "accumulate", &a, in.rows, in.cols);
+}

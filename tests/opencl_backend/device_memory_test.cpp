@@ -169,7 +169,8 @@ TEST_F(OpenclBackend, DeclaresDeviceMemoryAndWhatItRuns) {
     EXPECT_EQ(info.fp8_gemm_layouts, uint32_t(OCTET_GEMM_LAYOUT_ALL));
     const uint32_t has = OCTET_FEATURE_CONVERT | OCTET_FEATURE_AMAX | OCTET_FEATURE_QUANTIZE |
                          OCTET_FEATURE_FUSED_CAST_TRANSPOSE | OCTET_FEATURE_TRANSPOSE | OCTET_FEATURE_DEQUANTIZE |
-                         OCTET_FEATURE_GEMM_FP8 | OCTET_FEATURE_GEMM_HIGH_PRECISION;
+                         OCTET_FEATURE_GEMM_FP8 | OCTET_FEATURE_GEMM_HIGH_PRECISION | OCTET_FEATURE_BIAS_GRADIENT |
+                         OCTET_FEATURE_ACCUMULATE;
     EXPECT_EQ(info.features, has);
   }
   EXPECT_TRUE(found);
