@@ -33,6 +33,7 @@ enum {
 struct octet_backend_context {
   cl_context cl; /* the queue's OpenCL context */
   cl_command_queue queue;
+  cl_mem placeholder; /* bound for absent buffer arguments (not owned) */
   cl_kernel kernels[KERNEL_COUNT];
 };
 
@@ -49,9 +50,6 @@ const char* opencl_error_name(cl_int error);
 /* BACKEND_ERROR (OUT_OF_MEMORY for the allocation failures) naming the
  * operation, the OpenCL call and its error. */
 int32_t opencl_fail(const char* op, const char* call, cl_int error);
-
-/* The default OpenCL context (of the device found at initialize()). */
-cl_context opencl_default_context(void);
 
 /* A view argument resolved to device memory. */
 typedef struct device_view {
@@ -82,9 +80,6 @@ int32_t opencl_check_view(octet_backend_context* context, const char* op, const 
  * context's OpenCL context and resolves it. */
 int32_t opencl_check_scalar(octet_backend_context* context, const char* op, const char* arg, const void* pointer,
                             device_scalar* out);
-
-/* The placeholder buffer bound where a kernel argument is absent. */
-cl_mem opencl_placeholder(void);
 
 /* Global work size: n rounded up to a multiple of `multiple`. */
 size_t opencl_round_up(cl_long n, size_t multiple);

@@ -457,6 +457,30 @@ TEST_F(OpenclBackend, RunsOnTheCallersQueue) {
   EXPECT_EQ(read(q.get(), OCTET_COMPONENT_DATA, x.size()), read(r.get(), OCTET_COMPONENT_DATA, x.size()));
   EXPECT_EQ(columnwise_codes(q.get(), 12, 25), columnwise_codes(r.get(), 12, 25));
 
+  // An FP32 GEMM with no bias and no scales: the plugin binds its
+  // placeholder buffer for them, one of the caller's OpenCL context (PoCL
+  // accepts a buffer of another context here; stricter drivers do not).
+  // Small integers: exact.
+  {
+    const int64_t m = 3, n = 4, k = 5;
+    std::vector<float> a(size_t(m * k)), b(size_t(n * k)), want(size_t(m * n), 0.0f), got(size_t(m * n), -1.0f);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 7) - 3);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 5) - 2);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p) want[size_t(i * n + j)] += a[size_t(i * k + p)] * b[size_t(j * k + p)];
+    Tensor ta = make_tensor(on_queue.get(), OCTET_DTYPE_FP32, m, k),
+           tb = make_tensor(on_queue.get(), OCTET_DTYPE_FP32, n, k);
+    Tensor td = make_tensor(on_queue.get(), OCTET_DTYPE_FP32, m, n);
+    write(ta.get(), OCTET_COMPONENT_DATA, a.data(), a.size() * 4);
+    write(tb.get(), OCTET_COMPONENT_DATA, b.data(), b.size() * 4);
+    ASSERT_EQ(octet_gemm(on_queue.get(), ta.get(), tb.get(), td.get(), nullptr), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    ASSERT_EQ(octet_tensor_copy_to_host(td.get(), OCTET_COMPONENT_DATA, got.data(), got.size() * 4),
+              OCTET_STATUS_SUCCESS);
+    EXPECT_EQ(got, want);
+  }
+
   // Memory allocated on the caller's queue belongs to the caller's OpenCL
   // context: wrapped on a context of the backend's own queue, the plugin
   // refuses it and says why.
