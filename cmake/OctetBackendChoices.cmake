@@ -1,7 +1,7 @@
 # Which first-party backends this configure builds.
 #
-# Each of OCTET_WITH_ONEDNN (the cpu backend), OCTET_WITH_KOKKOS and
-# OCTET_WITH_CUDA takes ON, OFF or AUTO (the default):
+# Each of OCTET_WITH_ONEDNN (the cpu backend), OCTET_WITH_KOKKOS,
+# OCTET_WITH_CUDA and OCTET_WITH_OPENCL (the plugins/opencl example) takes ON, OFF or AUTO (the default):
 #   AUTO  build the backend when its dependencies are found, else skip it
 #         with a message naming what to install; never a failed configure;
 #   ON    build it; a missing dependency fails the configure, naming it;
@@ -109,4 +109,17 @@ if(want)
     "CUDA ${CUDAToolkit_VERSION}, ${CMAKE_CUDA_COMPILER}" "${why}")
 else()
   octet_backend_choice(OCTET_WITH_CUDA cuda FALSE "" "")
+endif()
+
+# opencl (the example plugin in plugins/opencl): OpenCL's headers and ICD
+# loader (Debian: opencl-c-headers, ocl-icd-opencl-dev). It runs on any
+# OpenCL device with IEEE FP32 (CI: PoCL's CPU device, pocl-opencl-icd); with
+# none it is still built and reports itself unavailable at run time.
+octet_backend_wanted(OCTET_WITH_OPENCL want)
+if(want)
+  find_package(OpenCL QUIET)
+  octet_backend_choice(OCTET_WITH_OPENCL opencl "${OpenCL_FOUND}" "OpenCL ${OpenCL_VERSION_STRING}"
+    "OpenCL headers or ICD loader not found (install opencl-c-headers and ocl-icd-opencl-dev)")
+else()
+  octet_backend_choice(OCTET_WITH_OPENCL opencl FALSE "" "")
 endif()

@@ -110,14 +110,33 @@ std::vector<float> fp32_of(const octet_tensor* t) {
   return v;
 }
 
-// Every component of a tensor, as the names of octet.h give them.
+// The columnwise codes of a tensor read natively along columns (no separate
+// copy): its rowwise codes, [rows, cols] with cols the last dimension,
+// transposed to [cols, rows] as a separate copy holds them.
+std::vector<uint8_t> native_columnwise_codes(const octet_tensor* t, const octet_tensor_info& info) {
+  const std::vector<uint8_t> rowwise = bytes_of(t, OCTET_COMPONENT_DATA, info.rowwise_bytes);
+  const size_t cols = info.ndim > 0 ? size_t(info.shape[info.ndim - 1]) : 1;
+  const size_t rows = cols == 0 ? 0 : rowwise.size() / cols;
+  std::vector<uint8_t> out(rowwise.size());
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out[c * rows + r] = rowwise[r * cols + c];
+  return out;
+}
+
+// Every component of a tensor, as the names of octet.h give them. A
+// quantized tensor lists the codes of the usages it was created with, so a
+// backend that keeps a transposed copy compares with the reference, which
+// reads columns natively (a per-tensor FP8 code is one byte).
 std::vector<std::pair<std::string, std::vector<uint8_t>>> components(const octet_tensor* t) {
   const octet_tensor_info info = info_of(t);
   std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
   const bool quantized = info.usages != 0;
-  if (info.has_rowwise_data) out.push_back({"data", bytes_of(t, OCTET_COMPONENT_DATA, info.rowwise_bytes)});
+  const bool rowwise = quantized ? (info.usages & OCTET_USAGE_ROWWISE) != 0 : info.has_rowwise_data != 0;
+  if (rowwise) out.push_back({"data", bytes_of(t, OCTET_COMPONENT_DATA, info.rowwise_bytes)});
   if (info.has_columnwise_data)
     out.push_back({"columnwise data", bytes_of(t, OCTET_COMPONENT_COLUMNWISE_DATA, info.columnwise_bytes)});
+  else if (quantized && (info.usages & OCTET_USAGE_COLUMNWISE) && info.has_rowwise_data)
+    out.push_back({"columnwise data", native_columnwise_codes(t, info)});
   if (!quantized) return out;
   if (info.scaling_mode == OCTET_SCALING_PER_TENSOR) {
     out.push_back({"scale_inv", bytes_of(t, OCTET_COMPONENT_SCALE_INV, 4)});
