@@ -231,12 +231,11 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
       for (int r = 0; r < ranks; ++r)
         if (!(seen[static_cast<size_t>(r)] == loss) && !(std::isnan(loss) && std::isnan(seen[static_cast<size_t>(r)])))
           throw std::runtime_error("step " + std::to_string(step) + ": rank " + std::to_string(r) + " has loss " +
-                                   text(seen[static_cast<size_t>(r)]) + " but rank " + std::to_string(rank) +
-                                   " has " + text(loss));
+                                   text(seen[static_cast<size_t>(r)]) + " but rank " + std::to_string(rank) + " has " +
+                                   text(loss));
       result.gather_bytes = sent(gather_start, gather_end, OCTET_COLLECTIVE_ALLGATHER);
       result.gather_amax_bytes = sent(gather_start, gather_end, OCTET_COLLECTIVE_AMAX);
-      result.step_amax_bytes =
-          sent(step_start, reduce_end, OCTET_COLLECTIVE_AMAX) - result.gather_amax_bytes;
+      result.step_amax_bytes = sent(step_start, reduce_end, OCTET_COLLECTIVE_AMAX) - result.gather_amax_bytes;
       result.reduce_scatter_bytes = sent(reduce_start, reduce_end, OCTET_COLLECTIVE_REDUCE_SCATTER);
       result.allreduce_bytes = sent(reduce_start, reduce_end, OCTET_COLLECTIVE_ALLREDUCE);
       result.losses.push_back(loss);

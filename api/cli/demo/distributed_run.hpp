@@ -48,8 +48,7 @@ struct DistributedResult {
   // the same every step): the weights' all-gathers, the amax all-reduces
   // that agree on the shards' scale (FP8) and on activations' scales, the
   // weight gradients' reduce-scatters and the vectors' all-reduces.
-  uint64_t gather_bytes = 0, gather_amax_bytes = 0, step_amax_bytes = 0, reduce_scatter_bytes = 0,
-           allreduce_bytes = 0;
+  uint64_t gather_bytes = 0, gather_amax_bytes = 0, step_amax_bytes = 0, reduce_scatter_bytes = 0, allreduce_bytes = 0;
 };
 
 DistributedResult run_distributed(const Precision& precision, const DemoConfig& config, MpiWorld& world,

@@ -32,10 +32,9 @@ bool MpiWorld::open(std::string* error) {
     if (handle_ == nullptr) tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
   }
   if (handle_ == nullptr) {
-    *error =
-        "--distributed needs liboctet_mpi, which was not found (" + tried +
-        "): build Octet with -DOCTET_WITH_MPI=ON where MPI is installed (Debian: libopenmpi-dev openmpi-bin) and "
-        "run under mpirun";
+    *error = "--distributed needs liboctet_mpi, which was not found (" + tried +
+             "): build Octet with -DOCTET_WITH_MPI=ON where MPI is installed (Debian: libopenmpi-dev openmpi-bin) and "
+             "run under mpirun";
     return false;
   }
   init_ = reinterpret_cast<octet_mpi_communicator_init_world_sized_fn>(
@@ -46,8 +45,9 @@ bool MpiWorld::open(std::string* error) {
       dlsym(handle_, "octet_mpi_communicator_finalize_world"));
   last_error_ = reinterpret_cast<octet_mpi_last_error_message_fn>(dlsym(handle_, "octet_mpi_last_error_message"));
   if (!init_ || !set_timeout_ || !finalize_ || !last_error_) {
-    *error = "the liboctet_mpi found lacks octet_mpi_communicator_init_world_sized and the other calls of "
-             "octet_mpi_world.h: it is older than this octet";
+    *error =
+        "the liboctet_mpi found lacks octet_mpi_communicator_init_world_sized and the other calls of "
+        "octet_mpi_world.h: it is older than this octet";
     return false;
   }
   if (init_(&comm_, sizeof comm_) != OCTET_STATUS_SUCCESS) {
