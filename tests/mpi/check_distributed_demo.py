@@ -14,7 +14,8 @@ MODE train: fp32, bf16, fp8-delayed and fp8-current on RANKS ranks
     gradients (norm weights and biases);
   - the FP32 run's loss at every step against a single process's
     (`octet demo --precisions fp32 --batch 64`, the concatenated batches)
-    within the tolerance below.
+    within the tolerance below, sharded and with --sharding none (plain
+    data parallelism: no gathers, every gradient all-reduced).
 
 The tolerance. The single process and the ranks see the same parameters,
 data and per-row forward (the reference computes each output row alone), so
@@ -135,6 +136,21 @@ def check_train(ranks, octet, mpiexec, workdir):
         if rel > tol:
             fail("fp32 step %d: loss %.17g on %d ranks, %.17g in one process: relative difference %.3g > %.3g" %
                  (step, dist_loss, ranks, single_loss, rel, tol))
+    # Plain data parallelism (--sharding none): no gathers, every gradient
+    # all-reduced, the same FP32 losses within the same tolerance (the
+    # all-reduce sums the ranks' partial sums as the reduce-scatter does).
+    dp = run(mpiexec + [str(ranks), octet, "demo", "--distributed", "--sharding", "none", "--precisions", "fp32",
+                        "--batch", str(batch), "--losses", "dp.txt", "--plot", "dp.svg"] + common, 300, workdir)
+    if dp.returncode != 0 or "no weight all-gathers" not in dp.stdout:
+        fail("the --sharding none run failed (status %d):\n%s%s" % (dp.returncode, dp.stdout, dp.stderr))
+    m = re.search(r"^fp32\s+[\d.]+\s+\S+\s+[\d.]+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", dp.stdout, re.M)
+    if not m or [int(m.group(i)) for i in (1, 3, 4)] != [0, 0, (matrices + vectors) * 4]:
+        fail("--sharding none: bytes per step %s, expected no gathers or reduce-scatters and an all-reduce of %d" %
+             (m.groups() if m else None, (matrices + vectors) * 4))
+    for (step, single_loss), (_, dp_loss) in zip(s_losses, read_losses(os.path.join(workdir, "dp.txt"))["fp32"]):
+        tol = 1e-12 if step == 1 else 2 * gamma * step
+        if abs(dp_loss - single_loss) / abs(single_loss) > tol:
+            fail("--sharding none, step %d: loss %.17g, one process %.17g" % (step, dp_loss, single_loss))
     # The bf16 run is not FP32's: the check above would tell them apart.
     bf16_rel = max(abs(a[1] - b[1]) / abs(b[1]) for a, b in zip(d_runs["bf16"], s_losses))
     if bf16_rel <= 2 * gamma * STEPS:

@@ -57,8 +57,8 @@ void check_timed_out(octet_status s, double waited, const char* what, const char
   CHECK(mpi.find(std::string(entry) + " (" + call) != std::string::npos &&
             mpi.find("did not complete within the timeout of 1 s") != std::string::npos,
         "%s: liboctet_mpi's message does not name %s / %s and the timeout: '%s'", what, entry, call, mpi.c_str());
-  CHECK(waited >= kTimeout && waited < kLateBy, "%s returned after %.3f s (timeout %.1f s, the late rank joins at %.1f s)",
-        what, waited, kTimeout, kLateBy);
+  CHECK(waited >= kTimeout && waited < kLateBy,
+        "%s returned after %.3f s (timeout %.1f s, the late rank joins at %.1f s)", what, waited, kTimeout, kLateBy);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ struct DemoOptions {
   std::string losses;                   // --losses: every step's loss ("" none)
   std::vector<std::string> precisions;  // empty: all
   bool distributed = false;
+  bool sharded = true;  // --sharding rows (default) or none
   double timeout_seconds = 60.0;
   demo::InjectedFailure failure;
 };
@@ -80,12 +81,16 @@ int parse(const std::vector<std::string>& args, DemoOptions* o) {
       continue;
     }
     if (a != "--backend" && a != "--steps" && a != "--batch" && a != "--hidden" && a != "--seed" && a != "--plot" &&
-        a != "--precisions" && a != "--losses" && a != "--timeout" && a != "--inject-failure")
+        a != "--precisions" && a != "--losses" && a != "--timeout" && a != "--inject-failure" && a != "--sharding")
       return usage_error("demo: unknown argument '" + a + "'");
     if (i + 1 >= args.size()) return usage_error(a + " needs a value");
     const std::string& value = args[++i];
     long long n = 0;
-    if (a == "--losses") {
+    if (a == "--sharding") {
+      if (value != "rows" && value != "none")
+        return usage_error("--sharding needs 'rows' (FSDP-style shards) or 'none' (replicated) (got '" + value + "')");
+      o->sharded = value == "rows";
+    } else if (a == "--losses") {
       if (value.empty()) return usage_error("--losses needs a file name");
       o->losses = value;
     } else if (a == "--timeout") {
@@ -267,17 +272,20 @@ int run_distributed_demo(DemoOptions& options, const std::vector<demo::Precision
     std::printf(
         "octet demo --distributed: %d ranks, backend %s, %lld steps, batch %lld per rank (%lld in all), "
         "model 2 x (x + LayerNormMLP %lld->%lld->%lld, GELU) + Linear %lld->%lld, Adam lr %g, seed %llu; "
-        "weight matrices sharded by rows over the ranks, vectors replicated; collectives time out after %g s\n\n",
+        "%s; collectives time out after %g s\n\n",
         ranks, options.config.backend.c_str(), static_cast<long long>(options.config.steps),
         static_cast<long long>(s.batch), static_cast<long long>(s.batch * ranks), static_cast<long long>(s.hidden),
         static_cast<long long>(s.ffn), static_cast<long long>(s.hidden), static_cast<long long>(s.hidden),
         static_cast<long long>(s.out), static_cast<double>(options.config.learning_rate),
-        static_cast<unsigned long long>(options.config.seed), options.timeout_seconds);
+        static_cast<unsigned long long>(options.config.seed),
+        options.sharded ? "weight matrices sharded by rows over the ranks, vectors replicated"
+                        : "every parameter replicated (--sharding none), gradients all-reduced",
+        options.timeout_seconds);
     std::fflush(stdout);
   }
   std::vector<demo::DistributedResult> results;
   for (const auto& p : chosen) {
-    results.push_back(demo::run_distributed(p, options.config, world, options.failure));
+    results.push_back(demo::run_distributed(p, options.config, world, options.failure, options.sharded));
     const demo::DistributedResult& r = results.back();
     if (r.outcome == Outcome::Ok) continue;
     // Every rank reports its own error. A collective may be in flight: no
@@ -345,6 +353,7 @@ int run_distributed_demo(DemoOptions& options, const std::vector<demo::Precision
                     static_cast<double>(by_dtype[k]->gather_bytes) / static_cast<double>(by_dtype[0]->gather_bytes));
       line += k < 2 ? ";" : "";
     }
+    if (!options.sharded) line = "no weight all-gathers (--sharding none): every gradient all-reduced";
     std::printf("%s\n", line.c_str());
     std::printf(
         "losses: equal on all %d ranks at every step (each rank's loss of the global batch all-gathered "
@@ -380,7 +389,8 @@ int run_demo(const std::vector<std::string>& args) {
   if (const int rc = parse(args, &options); rc != kExitOk) return rc < 0 ? kExitOk : rc;
   if (!options.distributed) {
     for (const std::string& a : args)
-      if (a == "--timeout" || a == "--inject-failure") return usage_error("demo: " + a + " needs --distributed");
+      if (a == "--timeout" || a == "--inject-failure" || a == "--sharding")
+        return usage_error("demo: " + a + " needs --distributed");
   }
 
   const auto backends = octet::backends();

@@ -97,7 +97,7 @@ std::string text(double v) {
 }  // namespace
 
 DistributedResult run_distributed(const Precision& precision, const DemoConfig& config, MpiWorld& world,
-                                  const InjectedFailure& failure) {
+                                  const InjectedFailure& failure, bool sharded) {
   DistributedResult result;
   result.precision = precision;
   const int rank = world.rank(), ranks = world.size();
@@ -112,11 +112,11 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
     RecipePtr recipe = make_distributed_recipe(precision.recipe);
     const bool fp8 = recipe != nullptr;
     const int32_t dtype = precision.params_dtype;
-    Model model(context, config.shape, dtype, config.seed, /*given_weights=*/fp8);
+    Model model(context, config.shape, dtype, config.seed, /*given_weights=*/fp8 && sharded);
 
     std::vector<Shard> shards;
     for (const ParameterInfo& p : model.parameters()) {
-      if (!p.matrix()) continue;
+      if (!p.matrix() || !sharded) continue;
       if (p.rows % ranks != 0)
         throw std::invalid_argument("parameter '" + p.name + "' has " + std::to_string(p.rows) +
                                     " rows, which do not split over " + std::to_string(ranks) +
@@ -206,14 +206,15 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
         const std::vector<float> grad = download_floats(s.grad.get(), dtype, s.master.size());
         adam.update(s.master, grad, s.m, s.v, step);
       }
-      // Vectors: replicated, their gradients summed on every rank.
+      // Vectors (and without sharding every parameter): replicated, their
+      // gradients summed on every rank.
       for (const ParameterInfo& p : model.parameters()) {
-        if (p.matrix()) continue;
+        if (p.matrix() && sharded) continue;
         octet_tensor* g = nullptr;
         octet::check(octet_layer_get_gradient(p.layer, p.index, &g));
         octet::check(octet_allreduce(context.get(), g, g, OCTET_REDUCE_SUM));
       }
-      model.apply_optimizer(adam, step, /*skip_matrices=*/true);
+      model.apply_optimizer(adam, step, /*skip_matrices=*/sharded);
       const octet_communication_stats reduce_end = stats_of(context);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

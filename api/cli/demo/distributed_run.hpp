@@ -51,8 +51,10 @@ struct DistributedResult {
   uint64_t gather_bytes = 0, gather_amax_bytes = 0, step_amax_bytes = 0, reduce_scatter_bytes = 0, allreduce_bytes = 0;
 };
 
+// sharded = false: plain data parallelism instead, every rank holding all
+// parameters and all-reducing every gradient (no gathers).
 DistributedResult run_distributed(const Precision& precision, const DemoConfig& config, MpiWorld& world,
-                                  const InjectedFailure& failure);
+                                  const InjectedFailure& failure, bool sharded = true);
 
 }  // namespace demo
 }  // namespace octet_cli
