@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 7
+#define OCTET_ABI_MINOR 8
 
 typedef struct octet_version {
   uint32_t major;
