@@ -78,6 +78,7 @@ if(TARGET octet_mpi)
             NAMELINK_COMPONENT development
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   install(FILES ${PROJECT_SOURCE_DIR}/communicators/mpi/include/octet/octet_mpi.h
+                ${PROJECT_SOURCE_DIR}/communicators/mpi/include/octet/octet_mpi_world.h
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/octet COMPONENT development)
   install(EXPORT OctetMpiTargets
     NAMESPACE Octet::

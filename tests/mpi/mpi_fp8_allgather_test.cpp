@@ -18,7 +18,11 @@
 //  - shards quantized with their own scales make every rank refuse the
 //    gather (INVALID_ARGUMENT), leaving the stored weight as it was;
 //  - the weight gradient of all of W, reduce-scattered (SUM) back to the
-//    shards, equals every rank's gradient summed (within FP32 rounding).
+//    shards, equals every rank's gradient summed (within FP32 rounding);
+//  - a training Linear given the gathered FP8 tensor (set_weight) runs its
+//    forward and dgrad on those codes, bit for bit as octet_gemm on them,
+//    with no quantize of the weight (its quantizer unused, one amax
+//    reduced per forward), and refuses it without a fitting recipe.
 #include <mpi.h>
 #include <octet/octet.h>
 #include <octet/octet_mpi.h>
@@ -280,6 +284,166 @@ int main(int argc, char** argv) {
     CHECK(g_size < 2 || ranks_differ, "test data: ranks 0 and 1 computed the same dW");
     for (octet_tensor* t : {xt, yt, dyt, dxt, dw_shard}) octet_tensor_destroy(t);
     octet_layer_destroy(dense);
+  }
+
+  // 7. A training Linear on the gathered weight (skip_weight_allocation,
+  // octet_layer_set_weight with the gathered FP8 tensor; users' ABI 1.8):
+  // forward and dgrad run on exactly the gathered codes and scale, and
+  // nothing quantizes the weight again. Expectations: x and dy quantized by
+  // quantizers of the same recipe (the same all-reduced amaxes the layer
+  // takes), then octet_gemm on the gathered tensor itself.
+  {
+    OK(octet_quantizer_quantize(ctx, q, shard_hp, shard_q, nullptr, nullptr));
+    octet_tensor* gathered = make(ctx, OCTET_DTYPE_E4M3, g_size * kShardRows, kIn, OCTET_USAGE_ROWWISE);
+    OK(octet_allgather(ctx, shard_q, gathered));
+    std::vector<uint8_t> given(codes.size());
+    OK(octet_tensor_copy_to_host(gathered, OCTET_COMPONENT_DATA, given.data(), given.size()));
+    CHECK(given == codes, "the second gather's codes differ from the first's");
+    octet_linear_options tl;
+    OK(octet_linear_options_init(&tl));
+    tl.in_features = kIn;
+    tl.out_features = g_size * kShardRows;
+    tl.bias = 0;
+    tl.recipe = recipe;
+    tl.skip_weight_allocation = 1;
+    octet_layer* trained = nullptr;
+    OK(octet_layer_create_linear(ctx, &tl, &trained));
+    size_t wi = 0;
+    OK(octet_layer_find_parameter(trained, "weight", &wi));
+    OK(octet_layer_set_weight(trained, wi, gathered));
+    const int64_t n_out = g_size * kShardRows;
+    std::vector<float> xr(size_t(kBatch * kIn)), dyr(size_t(kBatch * n_out));
+    for (size_t i = 0; i < xr.size(); ++i) xr[i] = float(int((i * 11 + size_t(g_rank) * 5) % 23) - 11) / 4.0f;
+    for (size_t i = 0; i < dyr.size(); ++i) dyr[i] = float(int((i * 7 + size_t(g_rank) * 3) % 19) - 9) / 16.0f;
+    octet_tensor* xt = fp32(ctx, kBatch, kIn, xr.data());
+    octet_tensor* yt = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet_tensor* dyt = fp32(ctx, kBatch, n_out, dyr.data());
+    octet_tensor* dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    octet_quantizer* wq = nullptr;
+    OK(octet_layer_get_quantizer(trained, 0, OCTET_ROLE_WEIGHT, &wq));
+    // A quantize of W through it would record max|W| (2.75) and take the
+    // scale 448 / 2.75: its amax, scale and history stay as created.
+    auto quantizer_state = [&] {
+      octet_quantizer_info info{};
+      info.struct_size = sizeof(info);
+      OK(octet_quantizer_get_info(wq, &info));
+      return info;
+    };
+    const octet_quantizer_info created = quantizer_state();
+    auto weight_quantizer_unused = [&](const char* when) {
+      const octet_quantizer_info now = quantizer_state();
+      CHECK(now.amax == created.amax && now.scale == created.scale && now.scale_inv == created.scale_inv &&
+                now.amax != 2.75f,
+            "after %s the layer's weight quantizer changed: amax %.9g scale %.9g (created: %.9g, %.9g)", when,
+            double(now.amax), double(now.scale), double(created.amax), double(created.scale));
+    };
+    octet_communication_stats st{};
+    st.struct_size = sizeof(st);
+    OK(octet_context_reset_communication_stats(ctx));
+    octet_saved* saved = nullptr;
+    OK(octet_layer_forward(trained, xt, yt, 1, &saved));
+    OK(octet_context_get_communication_stats(ctx, &st));
+    // One amax reduced (x's); a weight quantized again would add a second.
+    CHECK(st.calls[OCTET_COLLECTIVE_AMAX] == 1 && st.bytes_sent[OCTET_COLLECTIVE_AMAX] == 4,
+          "forward reduced %llu amax call(s), %llu bytes: expected x's alone (1 call, 4 bytes)",
+          (unsigned long long)st.calls[OCTET_COLLECTIVE_AMAX],
+          (unsigned long long)st.bytes_sent[OCTET_COLLECTIVE_AMAX]);
+    weight_quantizer_unused("forward");
+    OK(octet_layer_backward(trained, &saved, dyt, dxt, 0));
+    weight_quantizer_unused("backward");
+    std::vector<uint8_t> still(codes.size());
+    OK(octet_tensor_copy_to_host(gathered, OCTET_COMPONENT_DATA, still.data(), still.size()));
+    CHECK(still == codes, "forward and backward changed the given FP8 weight's codes");
+
+    octet_gemm_options go;
+    OK(octet_gemm_options_init(&go));
+    octet_quantizer* qx = nullptr;
+    octet_quantizer* qg = nullptr;
+    OK(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &qx));
+    OK(octet_quantizer_create(recipe, OCTET_ROLE_GRADIENT, &qg));
+    octet_tensor* xq = make(ctx, OCTET_DTYPE_E4M3, kBatch, kIn, OCTET_USAGE_ROWWISE);
+    octet_tensor* dyq = make(ctx, OCTET_DTYPE_E4M3, kBatch, n_out, OCTET_USAGE_ROWWISE);
+    OK(octet_quantizer_quantize(ctx, qx, xt, xq, nullptr, nullptr));
+    OK(octet_quantizer_quantize(ctx, qg, dyt, dyq, nullptr, nullptr));
+    octet_tensor* y_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet_tensor* dx_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    OK(octet_gemm(ctx, xq, gathered, y_ref, &go));  // y = x W^T (W stored [N, K])
+    go.trans_b = 1;
+    OK(octet_gemm(ctx, dyq, gathered, dx_ref, &go));  // dx = dy W (W stored [K, N] for this product)
+    auto same = [&](octet_tensor* got_t, octet_tensor* want_t, size_t n, const char* what) {
+      std::vector<float> got(n), want(n);
+      OK(octet_tensor_copy_to_host(got_t, OCTET_COMPONENT_DATA, got.data(), n * 4));
+      OK(octet_tensor_copy_to_host(want_t, OCTET_COMPONENT_DATA, want.data(), n * 4));
+      for (size_t i = 0; i < n; ++i)
+        CHECK(std::memcmp(&got[i], &want[i], 4) == 0, "%s[%zu] = %.9g, octet_gemm on the gathered codes %.9g", what, i,
+              double(got[i]), double(want[i]));
+    };
+    same(yt, y_ref, size_t(kBatch * n_out), "y");
+    same(dxt, dx_ref, size_t(kBatch * kIn), "dx");
+    octet_tensor* dw = nullptr;
+    OK(octet_layer_get_gradient(trained, wi, &dw));
+    octet_tensor_info info{};
+    info.struct_size = sizeof(info);
+    OK(octet_tensor_get_info(dw, &info));
+    CHECK(info.dtype == OCTET_DTYPE_FP32 && info.shape[0] == n_out && info.shape[1] == kIn,
+          "the weight gradient is %s [%lld, %lld]", octet_dtype_name(info.dtype), (long long)info.shape[0],
+          (long long)info.shape[1]);
+
+    // Refused, with the rule named: no FP8 recipe at forward; a recipe
+    // whose weight role is another dtype; a block-scaled tensor.
+    octet_context* single = reference_context();
+    octet_linear_options nl = tl;
+    nl.recipe = nullptr;
+    octet_layer* plain = nullptr;
+    OK(octet_layer_create_linear(single, &nl, &plain));
+    octet_tensor* w_single = make(single, OCTET_DTYPE_E4M3, n_out, kIn, OCTET_USAGE_ROWWISE);
+    OK(octet_layer_set_weight(plain, wi, w_single));
+    octet_tensor* x1 = fp32(single, kBatch, kIn, xr.data());
+    octet_tensor* y1 = make(single, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet_status rs = octet_layer_forward(plain, x1, y1, 0, nullptr);
+    std::string m = octet_last_error_message();
+    CHECK(rs == OCTET_STATUS_INVALID_ARGUMENT && m.find("needs an FP8 recipe") != std::string::npos,
+          "forward on a given FP8 weight without a recipe: %s (%s)", octet_status_name(rs), m.c_str());
+    octet_current_scaling_options e5 = co;
+    e5.format = OCTET_FORMAT_E5M2;
+    e5.reduce_amax = 0;
+    octet_recipe* r5 = nullptr;
+    OK(octet_recipe_create_current(&e5, &r5));
+    OK(octet_autocast_begin(single, r5));
+    rs = octet_layer_forward(plain, x1, y1, 0, nullptr);
+    m = octet_last_error_message();
+    OK(octet_autocast_end(single));
+    CHECK(rs == OCTET_STATUS_INVALID_ARGUMENT && m.find("weight role is") != std::string::npos,
+          "forward on E4M3 codes under an E5M2 recipe: %s (%s)", octet_status_name(rs), m.c_str());
+    octet_tensor_desc md{};
+    md.struct_size = sizeof(md);
+    md.dtype = OCTET_DTYPE_E4M3;
+    md.ndim = 2;
+    md.shape[0] = n_out;
+    md.shape[1] = 32;
+    md.usages = OCTET_USAGE_ROWWISE;
+    md.scaling_mode = OCTET_SCALING_MXFP8_1X32;
+    octet_tensor* mx = nullptr;
+    if (octet_tensor_create(single, &md, &mx) == OCTET_STATUS_SUCCESS) {
+      octet_linear_options wide = nl;
+      wide.in_features = 32;
+      octet_layer* wl = nullptr;
+      OK(octet_layer_create_linear(single, &wide, &wl));
+      rs = octet_layer_set_weight(wl, wi, mx);
+      m = octet_last_error_message();
+      CHECK(rs == OCTET_STATUS_INVALID_ARGUMENT && m.find("per-tensor") != std::string::npos,
+            "set_weight with an MXFP8 tensor: %s (%s)", octet_status_name(rs), m.c_str());
+      octet_layer_destroy(wl);
+      octet_tensor_destroy(mx);
+    }
+    for (octet_tensor* t : {x1, y1, w_single}) octet_tensor_destroy(t);
+    octet_recipe_destroy(r5);
+    octet_layer_destroy(plain);
+    octet_context_destroy(single);
+    for (octet_tensor* t : {gathered, xt, yt, dyt, dxt, xq, dyq, y_ref, dx_ref}) octet_tensor_destroy(t);
+    octet_quantizer_destroy(qx);
+    octet_quantizer_destroy(qg);
+    octet_layer_destroy(trained);
   }
 
   octet_quantizer_destroy(q_local);

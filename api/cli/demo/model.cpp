@@ -72,8 +72,8 @@ octet_tensor* Model::tensor(const std::vector<int64_t>& shape) {
   return tensors_.back().get();
 }
 
-Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype, uint64_t seed)
-    : context_(context), shape_(shape), dtype_(params_dtype) {
+Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype, uint64_t seed, bool given_weights)
+    : context_(context), shape_(shape), dtype_(params_dtype), given_weights_(given_weights) {
   try {
     for (int block = 0; block < 2; ++block) {
       octet_linear_options lo;
@@ -81,6 +81,7 @@ Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dt
       lo.in_features = shape.hidden;
       lo.out_features = shape.hidden;
       lo.params_dtype = params_dtype;
+      lo.skip_weight_allocation = given_weights ? 1 : 0;
       octet_layernorm_mlp_options mo;
       octet::check(octet_layernorm_mlp_options_init(&mo));
       mo.linear = &lo;
@@ -95,12 +96,13 @@ Model::Model(octet::Context& context, const ModelShape& shape, int32_t params_dt
     lo.in_features = shape.hidden;
     lo.out_features = shape.out;
     lo.params_dtype = params_dtype;
+    lo.skip_weight_allocation = given_weights ? 1 : 0;
     Layer head;
     octet::check(octet_layer_create_linear(context.get(), &lo, &head.layer));
     layers_.push_back(std::move(head));
 
     Rng rng(seed);
-    for (Layer& l : layers_) init_parameters(l, rng);
+    for (size_t i = 0; i < layers_.size(); ++i) init_parameters(layers_[i], i, rng);
 
     x_ = tensor({shape.batch, shape.hidden});
     m1_ = tensor({shape.batch, shape.hidden});
@@ -123,22 +125,30 @@ Model::~Model() {
   for (Layer& l : layers_) octet_layer_destroy(l.layer);
 }
 
-void Model::init_parameters(Layer& layer, Rng& rng) {
+void Model::init_parameters(Layer& layer, size_t layer_index, Rng& rng) {
   size_t count = 0;
   octet::check(octet_layer_parameter_count(layer.layer, &count));
   for (size_t i = 0; i < count; ++i) {
     const char* name = nullptr;
     octet::check(octet_layer_parameter_name(layer.layer, i, &name));
-    octet_tensor* p = nullptr;
-    octet::check(octet_layer_get_parameter(layer.layer, i, &p));
-    octet_tensor_info info{};
-    info.struct_size = sizeof info;
-    octet::check(octet_tensor_get_info(p, &info));
     Param param;
     param.index = i;
-    const size_t n = element_count(p);
+    param.name = name;
+    const std::string& nm = param.name;
+    // Shapes as octet.h lists them (a given weight matrix has no tensor yet).
+    if (nm == "fc1_weight") {
+      param.rows = shape_.ffn, param.cols = shape_.hidden;
+    } else if (nm == "fc2_weight") {
+      param.rows = shape_.hidden, param.cols = shape_.ffn;
+    } else if (nm == "weight") {
+      param.rows = layer_index < 2 ? shape_.hidden : shape_.out, param.cols = shape_.hidden;
+    } else {
+      octet_tensor* p = nullptr;
+      octet::check(octet_layer_get_parameter(layer.layer, i, &p));
+      param.rows = static_cast<int64_t>(element_count(p));
+    }
+    const size_t n = static_cast<size_t>(param.rows * (param.cols > 0 ? param.cols : 1));
     param.master.assign(n, 0.0f);
-    const std::string nm = name;
     if (nm == "norm_weight") {
       param.master.assign(n, 1.0f);
     } else if (nm.find("bias") != std::string::npos) {
@@ -146,20 +156,47 @@ void Model::init_parameters(Layer& layer, Rng& rng) {
     } else {
       // weight [out, in]: N(0, 1/in); FC2 (the residual branch's output)
       // starts smaller so each block starts close to the identity.
-      const float fan_in = static_cast<float>(info.shape[info.ndim - 1]);
+      const float fan_in = static_cast<float>(param.cols);
       const float s = (nm == "fc2_weight" ? 0.5f : 1.0f) / std::sqrt(fan_in);
       for (float& w : param.master) w = s * rng.normal();
     }
     param.m.assign(n, 0.0f);
     param.v.assign(n, 0.0f);
-    upload_floats(p, dtype_, param.master);
+    if (!(given_weights_ && param.cols > 0)) {
+      octet_tensor* p = nullptr;
+      octet::check(octet_layer_get_parameter(layer.layer, i, &p));
+      upload_floats(p, dtype_, param.master);
+    }
     layer.params.push_back(std::move(param));
   }
   octet::check(octet_layer_new_step(layer.layer));
 }
 
+std::vector<ParameterInfo> Model::parameters() const {
+  std::vector<ParameterInfo> out;
+  for (const Layer& l : layers_)
+    for (const Param& p : l.params) {
+      ParameterInfo info;
+      info.layer = l.layer;
+      info.index = p.index;
+      info.name = p.name;
+      info.rows = p.rows;
+      info.cols = p.cols;
+      info.master = &p.master;
+      out.push_back(info);
+    }
+  return out;
+}
+
 double Model::step(const std::vector<float>& x, const std::vector<float>& target, const octet_recipe* recipe,
                    const Adam* optimizer, int64_t step_number) {
+  const double loss = forward_backward(x, target, recipe);
+  if (optimizer) apply_optimizer(*optimizer, step_number);
+  return loss;
+}
+
+double Model::forward_backward(const std::vector<float>& x, const std::vector<float>& target,
+                               const octet_recipe* recipe, const std::function<void()>& prepare, float grad_scale) {
   const size_t nh = static_cast<size_t>(shape_.batch * shape_.hidden);
   const size_t no = static_cast<size_t>(shape_.batch * shape_.out);
   if (x.size() != nh || target.size() != no) throw std::invalid_argument("Model::step: sizes");
@@ -169,6 +206,7 @@ double Model::step(const std::vector<float>& x, const std::vector<float>& target
     octet::check(octet_autocast_begin(context_.get(), recipe));
     scope.context = context_.get();
   }
+  if (prepare) prepare();
   SavedGuard s1, s2, s3;
   // Forward: h1 = x + mlp1(x), h2 = h1 + mlp2(h1), y = head(h2). The
   // residual sums are taken on the host in the parameter dtype's values.
@@ -188,6 +226,8 @@ double Model::step(const std::vector<float>& x, const std::vector<float>& target
 
   std::vector<float> dy;
   const double loss = mse_loss(y, target, &dy);
+  if (grad_scale != 1.0f)
+    for (float& g : dy) g *= grad_scale;
 
   // Backward: dh2 = head'(dy); dh1 = dh2 + mlp2'(dh2); mlp1'(dh1) (its input
   // gradient is not needed).
@@ -199,14 +239,13 @@ double Model::step(const std::vector<float>& x, const std::vector<float>& target
   upload_floats(dh1_, dtype_, dh1);
   octet::check(octet_layer_backward(layers_[0].layer, &s1.saved, dh1_, nullptr, 0));
   if (recipe) scope.end();  // delayed scaling: the scales are updated here
-
-  if (optimizer) apply_optimizer(*optimizer, step_number);
   return loss;
 }
 
-void Model::apply_optimizer(const Adam& optimizer, int64_t step_number) {
+void Model::apply_optimizer(const Adam& optimizer, int64_t step_number, bool skip_matrices) {
   for (Layer& l : layers_) {
     for (Param& p : l.params) {
+      if (skip_matrices && p.cols > 0) continue;
       octet_tensor* g = nullptr;
       octet::check(octet_layer_get_gradient(l.layer, p.index, &g));
       const std::vector<float> grad = download_floats(g, dtype_, p.master.size());

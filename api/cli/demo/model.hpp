@@ -7,6 +7,7 @@
 #include <octet/octet.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,11 +29,28 @@ struct ModelShape {
 void upload_floats(octet_tensor* tensor, int32_t dtype, const std::vector<float>& values);
 std::vector<float> download_floats(const octet_tensor* tensor, int32_t dtype, size_t count);
 
+// A parameter as the host holds it: where it lives in the model, its shape
+// ([rows, cols] for weight matrices, [rows] with cols 0 for vectors) and its
+// FP32 master copy.
+struct ParameterInfo {
+  octet_layer* layer = nullptr;
+  size_t index = 0;
+  std::string name;
+  int64_t rows = 0, cols = 0;
+  const std::vector<float>* master = nullptr;
+  bool matrix() const { return cols > 0; }
+};
+
 class Model {
  public:
   // Creates the layers on `context` with parameters of `params_dtype` and
   // initialises them from `seed` (the same values for every precision).
-  Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype, uint64_t seed);
+  // given_weights: the layers allocate no weight matrices
+  // (skip_weight_allocation); the caller gives each with
+  // octet_layer_set_weight before a step and updates them itself (the
+  // masters are still made here, the same values).
+  Model(octet::Context& context, const ModelShape& shape, int32_t params_dtype, uint64_t seed,
+        bool given_weights = false);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -44,6 +62,19 @@ class Model {
   double step(const std::vector<float>& x, const std::vector<float>& target, const octet_recipe* recipe,
               const Adam* optimizer, int64_t step_number);
 
+  // The step's forward, loss and backward, without the update: the
+  // gradients are left in the layers. `prepare` (if set) runs first inside
+  // the autocast scope (a distributed step gathers its weights there); the
+  // loss gradient is multiplied by grad_scale (1 / ranks for a rank's share
+  // of a batch split over ranks).
+  double forward_backward(const std::vector<float>& x, const std::vector<float>& target, const octet_recipe* recipe,
+                          const std::function<void()>& prepare = {}, float grad_scale = 1.0f);
+  // Adam on every parameter (matrices too unless skip_matrices), from the
+  // layers' gradients; then octet_layer_new_step.
+  void apply_optimizer(const Adam& optimizer, int64_t step_number, bool skip_matrices = false);
+
+  std::vector<ParameterInfo> parameters() const;
+
   // The layers, for inspection (quantizers): 0, 1 the MLP blocks, 2 the head.
   octet_layer* layer(size_t i) const { return layers_.at(i).layer; }
   size_t layer_count() const { return layers_.size(); }
@@ -53,6 +84,8 @@ class Model {
  private:
   struct Param {
     size_t index = 0;
+    std::string name;
+    int64_t rows = 0, cols = 0;
     std::vector<float> master, m, v;
   };
   struct Layer {
@@ -60,13 +93,13 @@ class Model {
     std::vector<Param> params;
   };
 
-  void init_parameters(Layer& layer, Rng& rng);
-  void apply_optimizer(const Adam& optimizer, int64_t step_number);
+  void init_parameters(Layer& layer, size_t layer_index, Rng& rng);
   octet_tensor* tensor(const std::vector<int64_t>& shape);
 
   octet::Context& context_;
   ModelShape shape_;
   int32_t dtype_;
+  bool given_weights_;
   std::vector<Layer> layers_;
   std::vector<octet::Tensor> tensors_;
   // activations and gradients, created once

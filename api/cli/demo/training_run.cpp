@@ -69,14 +69,6 @@ RecipePtr make_recipe(RecipeKind kind, float static_scale, int32_t observe) {
   return RecipePtr(r);
 }
 
-// One batch of synthetic data: x ~ N(0, 1), target = teacher(x).
-void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape, std::vector<float>& x,
-                std::vector<float>& target) {
-  x.resize(static_cast<size_t>(shape.batch * shape.hidden));
-  for (float& v : x) v = rng.normal();
-  target = teacher.forward(x, shape.batch);
-}
-
 // Static scaling needs one scale for every role. Calibration: one
 // forward/backward of the initial model on a calibration batch under a
 // static recipe of scale 1; each layer quantizer then holds the amax of the
@@ -111,6 +103,13 @@ float calibrate_static_scale(octet::Context& context, const DemoConfig& config, 
 }
 
 }  // namespace
+
+void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape, std::vector<float>& x,
+                std::vector<float>& target) {
+  x.resize(static_cast<size_t>(shape.batch * shape.hidden));
+  for (float& v : x) v = rng.normal();
+  target = teacher.forward(x, shape.batch);
+}
 
 RunResult run_precision(const Precision& precision, const DemoConfig& config) {
   RunResult result;

@@ -49,5 +49,10 @@ struct RunResult {
 
 RunResult run_precision(const Precision& precision, const DemoConfig& config);
 
+// One batch of synthetic data ([shape.batch] rows): x ~ N(0, 1), target =
+// teacher(x). Every run draws its batches from Rng(seed + 1) in step order.
+void make_batch(Rng& rng, const Teacher& teacher, const ModelShape& shape, std::vector<float>& x,
+                std::vector<float>& target);
+
 }  // namespace demo
 }  // namespace octet_cli

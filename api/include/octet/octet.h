@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 7
+#define OCTET_ABI_MINOR 8
 
 typedef struct octet_version {
   uint32_t major;
@@ -1062,7 +1062,13 @@ OCTET_API octet_status octet_layer_get_gradient(octet_layer* layer, size_t index
                                                 octet_tensor** gradient);
 /* skip_weight_allocation: the weight matrix `index` for the next forwards.
  * Borrowed: it must stay alive and unchanged until every backward of a
- * forward that used it has run. Shape [out, in] and params_dtype. */
+ * forward that used it has run. Shape [out, in] and params_dtype, or (users'
+ * ABI 1.8) a per-tensor E4M3/E5M2 tensor with the rowwise usage, e.g. an
+ * FP8 all-gather of shards (docs/distributed.md): forward and dgrad then
+ * run on its codes and scale, never quantizing it again, and need an FP8
+ * recipe whose weight role has its dtype, with fprop and dgrad in FP8
+ * (else INVALID_ARGUMENT at forward). The weight gradient is params_dtype,
+ * as for a high-precision weight. */
 OCTET_API octet_status octet_layer_set_weight(octet_layer* layer, size_t index,
                                               const octet_tensor* weight);
 /* FP8-only weights: quantizes a high-precision matrix (params_dtype, the

@@ -27,7 +27,7 @@ _P = _c.POINTER
 
 # ---- #defines ---------------------------------------------------------------------
 # (OCTET_VERSION_*: not restated; octet.__version__ asks the loaded library.)
-ABI_MAJOR, ABI_MINOR = 1, 7
+ABI_MAJOR, ABI_MINOR = 1, 8
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8
 COLLECTIVE_MAX_KINDS = 8

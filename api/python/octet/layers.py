@@ -245,8 +245,10 @@ class Layer(_Handle):
 
     def set_weight(self, name, weight):
         """skip_weight_allocation: lends `weight` (a Tensor [out, in] in the
-        parameter dtype) as the weight matrix for the next forwards. The
-        layer (and the saved handles of forwards using it) keep a reference."""
+        parameter dtype, or a per-tensor E4M3/E5M2 one that forward and dgrad
+        use as it is, e.g. an FP8 all-gather of shards; users' ABI 1.8) as the
+        weight matrix for the next forwards. The layer (and the saved handles
+        of forwards using it) keep a reference."""
         if not isinstance(weight, Tensor):
             raise TypeError(f"weight must be an octet Tensor (it is borrowed, not copied); got {type(weight).__name__}")
         index = self._index(name)

@@ -91,8 +91,18 @@ OCTET_API octet_status octet_layer_set_weight(octet_layer* layer, size_t index, 
     require(state.options.skip_weight_allocation && param.ndim == 2, "parameter '", param.name,
             "' is not a weight matrix of a layer created with skip_weight_allocation = 1");
     const TensorState& w = tensor_arg(weight, *state.ctx, "weight");
-    require(!w.quantized() && w.dtype == state.options.params_dtype, "tensor 'weight' must be a plain ",
-            dtype_name(state.options.params_dtype), " tensor (it is ", dtype_name(w.dtype), ")");
+    if (w.quantized()) {
+      // A gathered FP8 weight (docs/distributed.md): forward runs on these
+      // codes and this scale; nothing quantizes it again.
+      require(!w.block_scaled() && (w.dtype == OCTET_DTYPE_E4M3 || w.dtype == OCTET_DTYPE_E5M2) &&
+                  (w.usages & OCTET_USAGE_ROWWISE),
+              "tensor 'weight' is quantized (", dtype_name(w.dtype), ", ", scaling_mode_name(w.scaling_mode),
+              "): a quantized weight must be per-tensor E4M3 or E5M2 with the rowwise usage");
+    } else {
+      require(w.dtype == state.options.params_dtype, "tensor 'weight' must be a plain ",
+              dtype_name(state.options.params_dtype), " tensor or a per-tensor FP8 one (it is ", dtype_name(w.dtype),
+              ")");
+    }
     require(w.rows == param.shape[0] && w.cols == param.shape[1], "tensor 'weight' has shape ", shape_text(w), " but '",
             param.name, "' is ", param.shape[0], "x", param.shape[1]);
     param.borrowed = weight;

@@ -7,6 +7,8 @@
 #include "layers/layer_tensors.hpp"
 #include "ops/gemm.hpp"
 #include "ops/quantize.hpp"
+#include "runtime/error.hpp"
+#include "tensor/dtype.hpp"
 
 namespace octet::core {
 namespace {
@@ -38,7 +40,28 @@ const TensorState* weight_hp(const LayerState& layer, const LinearUnit& linear) 
   const TensorState* w = layer.params[linear.weight].tensor();
   require(w != nullptr, "parameter '", layer.params[linear.weight].name,
           "' is not set: the layer was created with skip_weight_allocation; give it with octet_layer_set_weight");
-  return w;
+  return w->quantized() ? nullptr : w;
+}
+
+// An FP8 weight given with octet_layer_set_weight, checked against the
+// precision this forward runs with; null if the weight is high precision.
+// Non-owning: set_weight's contract keeps it alive until backward.
+TensorPtr given_fp8_weight(const LayerState& layer, const LinearUnit& linear, const Precision& precision,
+                           bool training) {
+  const Parameter& param = layer.params[linear.weight];
+  if (fp8_only(layer) || param.borrowed == nullptr || !param.borrowed->state.quantized()) return nullptr;
+  const TensorState& w = param.borrowed->state;
+  require(precision.recipe != nullptr, "parameter '", param.name,
+          "' was given as an FP8 tensor (octet_layer_set_weight): forward needs an FP8 recipe (the layer's or an "
+          "autocast scope's)");
+  const RecipeState& r = *precision.recipe;
+  require(r.per_tensor() && w.dtype == r.dtype_for(OCTET_ROLE_WEIGHT), "parameter '", param.name, "' was given as ",
+          dtype_name(w.dtype), " per-tensor codes but the recipe's weight role is ",
+          dtype_name(r.dtype_for(OCTET_ROLE_WEIGHT)), " ", scaling_mode_name(r.scaling_mode_for(OCTET_ROLE_WEIGHT)));
+  require(precision.fprop && (!training || precision.dgrad), "parameter '", param.name,
+          "' was given as an FP8 tensor but the recipe overrides a GEMM that reads the weight to high precision, "
+          "and the layer has no high-precision copy");
+  return TensorPtr(TensorPtr{}, const_cast<octet_tensor*>(param.borrowed));
 }
 
 octet_gemm_options gemm_options(int32_t trans_a, int32_t trans_b, float beta, const octet_tensor* bias) {
@@ -99,6 +122,8 @@ uint32_t input_usages(const LayerState& layer, const Precision& precision, bool 
 bool forward_quantizes_weight(const LayerState& layer, const LinearUnit& linear, const Precision& precision,
                               bool training) {
   if (!precision.recipe || fp8_only(layer)) return false;
+  const TensorState* given = layer.params[linear.weight].tensor();
+  if (given != nullptr && given->quantized()) return false;  // an FP8 weight given with set_weight
   if (!(precision.fprop || (training && precision.dgrad))) return false;
   return !cache_fits(*layer.ctx, layer, linear, *precision.recipe, training, precision.dgrad);
 }
@@ -108,6 +133,7 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
   const ContextPtr& ctx = layer.ctx;
   const octet_tensor* bias = linear.bias >= 0 ? layer.params[size_t(linear.bias)].value.get() : nullptr;
   const TensorState* w_hp = weight_hp(layer, linear);
+  const TensorPtr w_given = given_fp8_weight(layer, linear, precision, training);
   if (!precision.recipe) {
     run_gemm(ctx, *x.hp, *w_hp, y, gemm_options(0, 0, 0.0f, bias));
     if (training) {
@@ -145,8 +171,8 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
   const RecipeState& r = *precision.recipe;
   if (precision.fprop || (training && precision.dgrad)) {
     const uint32_t w_usages = weight_usages(*ctx, layer, r, training, precision.dgrad);
-    if (fp8_only(layer)) {
-      w_q = layer.params[linear.weight].value;
+    if (fp8_only(layer) || w_given) {
+      w_q = w_given ? w_given : layer.params[linear.weight].value;
       // Its scale stays where it is on the device path (kept from SCALE).
       w_scale.on_device = device_scaling(*ctx);
       if (!w_scale.on_device) w_scale.host = read_scalar(w_q->state, kScale);
@@ -184,7 +210,7 @@ void linear_forward(LayerState& layer, LinearUnit& linear, const Precision& prec
     if (precision.fprop && x.quantized) saved_linear->x_scale = keep_scale(ctx, x.quantized->state, x.scale);
   }
   if (precision.dgrad) {
-    const bool shared = fp8_only(layer) || layer.options.weight_cache;
+    const bool shared = fp8_only(layer) || w_given || layer.options.weight_cache;
     if (shared || !layer.options.minimize_memory) {
       // dgrad reads the columnwise copy where there is one: the rowwise
       // codes of a weight quantized for this step alone can go.

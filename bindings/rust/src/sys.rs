@@ -139,7 +139,7 @@ c_constants! {
     pub const OCTET_VERSION_MINOR: u32 = 1;
     pub const OCTET_VERSION_PATCH: u32 = 0;
     pub const OCTET_ABI_MAJOR: u32 = 1;
-    pub const OCTET_ABI_MINOR: u32 = 7;
+    pub const OCTET_ABI_MINOR: u32 = 8;
 
     pub const OCTET_STATUS_SUCCESS: octet_status = 0;
     pub const OCTET_STATUS_INVALID_ARGUMENT: octet_status = 1;

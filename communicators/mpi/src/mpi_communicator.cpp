@@ -2,12 +2,16 @@
 // (octet/octet_mpi.h states the contract).
 #include <octet/octet_mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -36,10 +40,61 @@ void combine16(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+constexpr double kDefaultTimeoutSeconds = 300.0;
+
 struct MpiState {
   MPI_Comm comm = MPI_COMM_NULL;  // the duplicate
   MPI_Op bf16_sum = MPI_OP_NULL, bf16_max = MPI_OP_NULL, fp16_sum = MPI_OP_NULL, fp16_max = MPI_OP_NULL;
+  double timeout_seconds = kDefaultTimeoutSeconds;  // 0: none
+  bool finalize_mpi = false;                        // init_world initialised MPI
 };
+
+// A collective in flight: its request and what names it in a timeout.
+struct Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  const char* call = "";   // the MPI call
+  const char* entry = "";  // the communicator entry
+  size_t bytes = 0;        // this process's send buffer
+};
+
+// Waits for `p` by MPI_Test, at most the state's timeout (short sleeps
+// growing to 1 ms between tests, so a waiting process leaves the core to
+// others). A timeout leaves the collective in flight (MPI cannot cancel it).
+octet_status complete(const MpiState& s, Pending& p) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto pause = std::chrono::microseconds(1);
+  while (true) {
+    int done = 0;
+    const int rc = MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_failed(rc, p.call);
+    if (done) return OCTET_STATUS_SUCCESS;
+    const double waited = std::chrono::duration<double>(clock::now() - start).count();
+    if (s.timeout_seconds > 0 && waited >= s.timeout_seconds) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", s.timeout_seconds);
+      return failed(OCTET_STATUS_BACKEND_ERROR,
+                    std::string("octet_mpi: ") + p.entry + " (" + p.call + ", " + std::to_string(p.bytes) +
+                        " bytes sent by this process) did not complete within the timeout of " + seconds +
+                        " s: another process stopped taking part (it failed, hangs or left the step); the "
+                        "collective stays in flight, so end the processes (timeout: OCTET_MPI_TIMEOUT_SECONDS "
+                        "or octet_mpi_communicator_set_timeout)");
+    }
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::microseconds(1000)) pause *= 2;
+  }
+}
+
+// Reads OCTET_MPI_TIMEOUT_SECONDS; false if it is set but not a number >= 0.
+bool timeout_from_environment(double* seconds) {
+  const char* text = std::getenv("OCTET_MPI_TIMEOUT_SECONDS");
+  if (text == nullptr || *text == '\0') return true;
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (*end != '\0' || !std::isfinite(v) || v < 0) return false;
+  *seconds = v;
+  return true;
+}
 
 // The MPI datatype and op of a reduction; false if Octet's dtype or op has none.
 bool reduction(const MpiState& s, int32_t dtype, int32_t op, MPI_Datatype* type, MPI_Op* mpi_op) {
@@ -94,20 +149,38 @@ octet_status bad_reduction(const char* entry, int32_t dtype, int32_t op) {
 }
 
 // A request the core holds between a start and its wait.
-octet_status started(int rc, MPI_Request* request, void** out, const char* call) {
+octet_status started(int rc, Pending* pending, void** out) {
   if (rc != MPI_SUCCESS) {
-    delete request;
+    const char* call = pending->call;
+    delete pending;
     return mpi_failed(rc, call);
   }
-  *out = request;
+  *out = pending;
   return OCTET_STATUS_SUCCESS;
+}
+
+Pending* new_pending(const char* call, const char* entry, size_t bytes) {
+  auto* p = new (std::nothrow) Pending;
+  if (p == nullptr) {
+    failed(OCTET_STATUS_OUT_OF_MEMORY, std::string("octet_mpi: ") + entry + ": no memory for a request");
+    return nullptr;
+  }
+  p->call = call;
+  p->entry = entry;
+  p->bytes = bytes;
+  return p;
 }
 
 extern "C" octet_status mpi_allreduce_max(float* values, size_t count, void* user_data) {
   auto* s = static_cast<MpiState*>(user_data);
   if (octet_status st = check_count(count, "allreduce_max")) return st;
-  const int rc = MPI_Allreduce(MPI_IN_PLACE, values, int(count), MPI_FLOAT, MPI_MAX, s->comm);
-  return rc == MPI_SUCCESS ? OCTET_STATUS_SUCCESS : mpi_failed(rc, "MPI_Allreduce");
+  Pending p;
+  p.call = "MPI_Iallreduce";
+  p.entry = "allreduce_max";
+  p.bytes = count * sizeof(float);
+  const int rc = MPI_Iallreduce(MPI_IN_PLACE, values, int(count), MPI_FLOAT, MPI_MAX, s->comm, &p.request);
+  if (rc != MPI_SUCCESS) return mpi_failed(rc, "MPI_Iallreduce");
+  return complete(*s, p);
 }
 
 extern "C" octet_status mpi_allreduce(const void* send, void* recv, size_t count, int32_t dtype, int32_t op,
@@ -117,10 +190,10 @@ extern "C" octet_status mpi_allreduce(const void* send, void* recv, size_t count
   MPI_Datatype type;
   MPI_Op mpi_op;
   if (!reduction(*s, dtype, op, &type, &mpi_op)) return bad_reduction("allreduce", dtype, op);
-  auto* r = new (std::nothrow) MPI_Request;
-  if (r == nullptr) return failed(OCTET_STATUS_OUT_OF_MEMORY, "octet_mpi: allreduce: no memory for a request");
+  Pending* p = new_pending("MPI_Iallreduce", "allreduce", count * size_t(gathered_bytes(dtype)));
+  if (p == nullptr) return OCTET_STATUS_OUT_OF_MEMORY;
   const void* source = send == recv ? MPI_IN_PLACE : send;
-  return started(MPI_Iallreduce(source, recv, int(count), type, mpi_op, s->comm, r), r, request, "MPI_Iallreduce");
+  return started(MPI_Iallreduce(source, recv, int(count), type, mpi_op, s->comm, &p->request), p, request);
 }
 
 extern "C" octet_status mpi_allgather(const void* send, void* recv, size_t send_count, int32_t dtype, void** request,
@@ -131,10 +204,10 @@ extern "C" octet_status mpi_allgather(const void* send, void* recv, size_t send_
     return failed(OCTET_STATUS_INVALID_ARGUMENT,
                   std::string("octet_mpi: allgather: unknown dtype ") + std::to_string(dtype));
   if (send_count > size_t(INT_MAX) / size_t(bytes)) return check_count(size_t(INT_MAX) + 1, "allgather");
-  auto* r = new (std::nothrow) MPI_Request;
-  if (r == nullptr) return failed(OCTET_STATUS_OUT_OF_MEMORY, "octet_mpi: allgather: no memory for a request");
   const int n = int(send_count) * bytes;
-  return started(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, r), r, request, "MPI_Iallgather");
+  Pending* p = new_pending("MPI_Iallgather", "allgather", size_t(n));
+  if (p == nullptr) return OCTET_STATUS_OUT_OF_MEMORY;
+  return started(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, &p->request), p, request);
 }
 
 extern "C" octet_status mpi_reduce_scatter(const void* send, void* recv, size_t recv_count, int32_t dtype, int32_t op,
@@ -144,18 +217,22 @@ extern "C" octet_status mpi_reduce_scatter(const void* send, void* recv, size_t 
   MPI_Datatype type;
   MPI_Op mpi_op;
   if (!reduction(*s, dtype, op, &type, &mpi_op)) return bad_reduction("reduce_scatter", dtype, op);
-  auto* r = new (std::nothrow) MPI_Request;
-  if (r == nullptr) return failed(OCTET_STATUS_OUT_OF_MEMORY, "octet_mpi: reduce_scatter: no memory for a request");
-  return started(MPI_Ireduce_scatter_block(send, recv, int(recv_count), type, mpi_op, s->comm, r), r, request,
-                 "MPI_Ireduce_scatter_block");
+  int size = 0;
+  MPI_Comm_size(s->comm, &size);
+  Pending* p = new_pending("MPI_Ireduce_scatter_block", "reduce_scatter",
+                           recv_count * size_t(size) * size_t(gathered_bytes(dtype)));
+  if (p == nullptr) return OCTET_STATUS_OUT_OF_MEMORY;
+  return started(MPI_Ireduce_scatter_block(send, recv, int(recv_count), type, mpi_op, s->comm, &p->request), p,
+                 request);
 }
 
-extern "C" octet_status mpi_wait(void* request, void*) {
-  auto* r = static_cast<MPI_Request*>(request);
-  if (r == nullptr) return failed(OCTET_STATUS_INVALID_ARGUMENT, "octet_mpi: wait: the request is NULL");
-  const int rc = MPI_Wait(r, MPI_STATUS_IGNORE);
-  delete r;
-  return rc == MPI_SUCCESS ? OCTET_STATUS_SUCCESS : mpi_failed(rc, "MPI_Wait");
+extern "C" octet_status mpi_wait(void* request, void* user_data) {
+  auto* p = static_cast<Pending*>(request);
+  if (p == nullptr) return failed(OCTET_STATUS_INVALID_ARGUMENT, "octet_mpi: wait: the request is NULL");
+  const octet_status st = complete(*static_cast<MpiState*>(user_data), *p);
+  // A collective still in flight keeps its request (MPI may yet write it).
+  if (p->request == MPI_REQUEST_NULL) delete p;
+  return st;
 }
 
 void free_state(MpiState* s) {
@@ -186,8 +263,14 @@ OCTET_MPI_API octet_status octet_mpi_communicator_init_sized(MPI_Comm comm, octe
                   "finalised");
   if (comm == MPI_COMM_NULL)
     return failed(OCTET_STATUS_INVALID_ARGUMENT, "octet_mpi: argument 'comm' is MPI_COMM_NULL");
+  double timeout = kDefaultTimeoutSeconds;
+  if (!timeout_from_environment(&timeout))
+    return failed(OCTET_STATUS_INVALID_ARGUMENT, std::string("octet_mpi: OCTET_MPI_TIMEOUT_SECONDS ('") +
+                                                     std::getenv("OCTET_MPI_TIMEOUT_SECONDS") +
+                                                     "') must be a number of seconds >= 0 (0: no timeout)");
   auto* s = new (std::nothrow) MpiState;
   if (s == nullptr) return failed(OCTET_STATUS_OUT_OF_MEMORY, "octet_mpi: no memory for the communicator's state");
+  s->timeout_seconds = timeout;
   int rc = MPI_Comm_dup(comm, &s->comm);
   if (rc != MPI_SUCCESS) {
     free_state(s);
@@ -235,6 +318,49 @@ OCTET_MPI_API void octet_mpi_communicator_destroy(octet_communicator* communicat
   const size_t size = communicator->struct_size;
   std::memset(communicator, 0, size < sizeof(*communicator) ? size : sizeof(*communicator));
   communicator->struct_size = size;
+}
+
+OCTET_MPI_API octet_status octet_mpi_communicator_init_world_sized(octet_communicator* communicator,
+                                                                   size_t struct_size) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return failed(OCTET_STATUS_INVALID_ARGUMENT, "octet_mpi: MPI was finalised: it cannot be initialised again");
+  bool started_mpi = false;
+  if (!initialized) {
+    int provided = 0;
+    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) return mpi_failed(rc, "MPI_Init_thread");
+    started_mpi = true;
+  }
+  const octet_status st = octet_mpi_communicator_init_sized(MPI_COMM_WORLD, communicator, struct_size);
+  if (st != OCTET_STATUS_SUCCESS) {
+    if (started_mpi) MPI_Finalize();
+    return st;
+  }
+  static_cast<MpiState*>(communicator->user_data)->finalize_mpi = started_mpi;
+  return OCTET_STATUS_SUCCESS;
+}
+
+OCTET_MPI_API octet_status octet_mpi_communicator_set_timeout(octet_communicator* communicator, double seconds) {
+  if (communicator == nullptr || communicator->allreduce_max != &mpi_allreduce_max)
+    return failed(OCTET_STATUS_INVALID_ARGUMENT,
+                  "octet_mpi: argument 'communicator' was not made by octet_mpi_communicator_init");
+  if (!std::isfinite(seconds) || seconds < 0)
+    return failed(OCTET_STATUS_INVALID_ARGUMENT, "octet_mpi: argument 'seconds' (" + std::to_string(seconds) +
+                                                     ") must be finite and >= 0 (0: no timeout)");
+  static_cast<MpiState*>(communicator->user_data)->timeout_seconds = seconds;
+  return OCTET_STATUS_SUCCESS;
+}
+
+OCTET_MPI_API void octet_mpi_communicator_finalize_world(octet_communicator* communicator, int failed_run) {
+  if (failed_run) return;
+  bool finalize = false;
+  if (communicator != nullptr && communicator->allreduce_max == &mpi_allreduce_max)
+    finalize = static_cast<MpiState*>(communicator->user_data)->finalize_mpi;
+  octet_mpi_communicator_destroy(communicator);
+  if (finalize) MPI_Finalize();
 }
 
 OCTET_MPI_API const char* octet_mpi_last_error_message(void) { return g_message.c_str(); }

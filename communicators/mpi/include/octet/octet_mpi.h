@@ -12,9 +12,10 @@
  *   octet_context_set_communicator(ctx, NULL);             or destroy ctx
  *   octet_mpi_communicator_destroy(&comm);                 before MPI_Finalize
  *
- * The entries: allreduce_max = MPI_Allreduce(MPI_IN_PLACE, MAX) on host
+ * The entries: allreduce_max = MPI_Iallreduce(MPI_IN_PLACE, MAX) on host
  * floats; allreduce = MPI_Iallreduce; allgather = MPI_Iallgather;
- * reduce_scatter = MPI_Ireduce_scatter_block; wait = MPI_Wait. FP32 is
+ * reduce_scatter = MPI_Ireduce_scatter_block; wait = MPI_Test until done
+ * or the timeout. FP32 is
  * MPI_FLOAT with MPI_SUM / MPI_MAX; BF16 and FP16 reduce with MPI_Ops of
  * this library (each pair of elements decoded to FP32, combined, rounded
  * back to nearest even); gathers move any dtype as bytes. memory_kinds is
@@ -23,19 +24,15 @@
  * INVALID_ARGUMENT (MPI 3.1 counts are int). A failing MPI call returns
  * BACKEND_ERROR, and octet_mpi_last_error_message() says which call and
  * MPI's error string. The duplicate communicator returns MPI errors
- * (MPI_ERRORS_RETURN) instead of aborting. */
+ * (MPI_ERRORS_RETURN) instead of aborting. Every entry gives up after the
+ * communicator's timeout (octet_mpi_world.h) with BACKEND_ERROR. */
 #ifndef OCTET_MPI_H
 #define OCTET_MPI_H
 
 #include <mpi.h>
 #include <octet/octet.h>
+#include <octet/octet_mpi_world.h> /* MPI_COMM_WORLD without mpi.h, timeouts */
 #include <stddef.h>
-
-#if defined(_WIN32)
-#define OCTET_MPI_API __declspec(dllexport)
-#else
-#define OCTET_MPI_API __attribute__((visibility("default")))
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,10 +54,6 @@ OCTET_MPI_API octet_status octet_mpi_communicator_init_sized(MPI_Comm comm, octe
  * collective is in flight, before MPI_Finalize. NULL, or a struct not made
  * by init, does nothing. */
 OCTET_MPI_API void octet_mpi_communicator_destroy(octet_communicator* communicator);
-
-/* The message of this thread's last failure of this library (init, or an
- * entry called by the core); "" if none. Valid until the next failure. */
-OCTET_MPI_API const char* octet_mpi_last_error_message(void);
 
 #ifdef __cplusplus
 }
