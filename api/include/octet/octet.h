@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 7
+#define OCTET_ABI_MINOR 8
 
 typedef struct octet_version {
   uint32_t major;
@@ -198,8 +198,13 @@ enum {
   OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
   OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
   OCTET_FEATURE_ACCUMULATE = 1u << 14,         /* y += x */
-  OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15     /* the GEMM encodes an FP8 D itself (else the
+  OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15,    /* the GEMM encodes an FP8 D itself (else the
                                                   core composes FP32 GEMM + quantize) */
+  /* Users' ABI 1.8: FP4 (E2M1 with MXFP4 / NVFP4 scales, numerics.md section 15). */
+  OCTET_FEATURE_FP4_QUANTIZE = 1u << 18,        /* FP4 quantize and dequantize */
+  OCTET_FEATURE_FP4_GEMM = 1u << 19,            /* GEMM of two FP4 operands */
+  OCTET_FEATURE_STOCHASTIC_ROUNDING = 1u << 20, /* reproducible stochastic rounding (15.1) */
+  OCTET_FEATURE_HADAMARD_TRANSFORM = 1u << 21   /* random Hadamard transform (15.2) */
 };
 
 typedef struct octet_backend_info {
@@ -440,10 +445,25 @@ typedef struct octet_quantize_options {
   size_t struct_size;
   uint32_t usages;  /* 0: every usage the output has; else a subset of them */
   int32_t saturate; /* default 1 */
+  /* Users' ABI 1.8 fields, FP4 outputs only (numerics.md section 15):
+   * stochastic rounding with the random bits of (seed, offset) (the
+   * columnwise copy uses offset + 1), and the random Hadamard transform of
+   * the columnwise copy with the sign mask of seed. Default 0. */
+  int32_t stochastic_rounding;
+  int32_t hadamard_transform;
+  uint64_t seed;
+  uint64_t offset;
 } octet_quantize_options;
 
-/* Sets struct_size and the defaults: usages 0, saturate 1. */
-OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options);
+/* Sets the defaults: usages 0, saturate 1, no stochastic rounding, no
+ * transform, seed and offset 0. The exported octet_quantize_options_init
+ * writes the users' ABI 1.0-1.7 struct only (usages, saturate); code
+ * compiled against this header calls the sized form through the macro
+ * (docs/abi.md, "Growing a struct that has an _init"). */
+OCTET_API octet_status (octet_quantize_options_init)(octet_quantize_options* options);
+OCTET_API octet_status octet_quantize_options_init_sized(octet_quantize_options* options, size_t struct_size);
+#define octet_quantize_options_init(options) \
+  octet_quantize_options_init_sized((options), sizeof(*(options)))
 
 /* q = fp8(x * scale), with scale read from output's SCALE component; writes
  * the requested usages, SCALE_INV = 1/scale and AMAX = max |x|. The rowwise
@@ -562,7 +582,9 @@ enum {
   OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (numerics.md 14.1) */
   OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (docs/recipes.md) */
   OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (numerics.md section 11) */
-  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_BLOCK = 4,   /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_MXFP4 = 6,   /* E2M1, 1x32 blocks, E8M0 scales (numerics.md section 15) */
+  OCTET_RECIPE_NVFP4 = 7    /* E2M1, 1x16 / 16x16 E4M3 scales + FP32 (numerics.md section 15) */
 };
 
 /* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
