@@ -701,7 +701,36 @@ typedef struct octet_block_scaling_options {
   int32_t power_of_two_scales;
 } octet_block_scaling_options;
 
+/* MXFP4 (users' ABI 1.8; numerics.md section 15): E2M1 with one E8M0 scale
+ * per 1x32 block, every role. Defaults: rounding RCEIL, no stochastic
+ * rounding, seed 0. */
+typedef struct octet_mxfp4_options {
+  size_t struct_size;
+  int32_t rounding;            /* octet_mx_rounding */
+  int32_t stochastic_rounding; /* 1: the gradient role rounds stochastically */
+  uint64_t seed;               /* of the random bits (numerics.md 15.1) */
+} octet_mxfp4_options;
+
+/* NVFP4 (users' ABI 1.8; numerics.md section 15), Transformer Engine's
+ * recipe: E2M1 with one E4M3 scale per 1x16 block and one FP32 scale per
+ * tensor. Defaults: weight_2d 1, stochastic_rounding 1, hadamard_transform
+ * 1, seed 0. */
+typedef struct octet_nvfp4_options {
+  size_t struct_size;
+  int32_t weight_2d;           /* 1: 16x16 blocks for the weight role, else 1x16 */
+  int32_t stochastic_rounding; /* 1: the gradient role rounds stochastically */
+  int32_t hadamard_transform;  /* 1: the random Hadamard transform of the
+                                  columnwise copies of the input and gradient
+                                  roles (the weight-gradient GEMM's operands),
+                                  for tensors whose row count is a multiple
+                                  of 16 */
+  int32_t reserved;            /* 0 */
+  uint64_t seed;               /* of the random bits and the transform's signs */
+} octet_nvfp4_options;
+
 /* Fill *options with the defaults (struct_size set to sizeof). */
+OCTET_API octet_status octet_mxfp4_options_init(octet_mxfp4_options* options);
+OCTET_API octet_status octet_nvfp4_options_init(octet_nvfp4_options* options);
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
 OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scaling_options* options);
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
@@ -729,12 +758,18 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
                                                  octet_recipe** recipe);
 OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options,
                                                  octet_recipe** recipe);
+/* FP4 recipes (users' ABI 1.8). Their quantizers keep a stream counter for
+ * stochastic rounding, saved in checkpoints (docs/recipes.md). */
+OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options,
+                                                 octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* options,
+                                                 octet_recipe** recipe);
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe);
 
 typedef struct octet_recipe_info {
   size_t struct_size;
   int32_t kind;                /* octet_recipe_kind */
-  int32_t format;              /* octet_fp8_format */
+  int32_t format;              /* octet_fp8_format; -1 for the FP4 recipes (E2M1) */
   int32_t override_fprop;      /* delayed scaling only; else 0 */
   int32_t override_dgrad;
   int32_t override_wgrad;
