@@ -48,22 +48,28 @@ bool fp4_mode_of(int32_t scaling_mode, Fp4Mode* mode) {
 
 int32_t check_mode(const char* kernel, const char* name, int32_t scaling_mode, Fp4Mode* mode) {
   if (!fp4_mode_of(scaling_mode, mode)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": " + name + " (" + std::to_string(scaling_mode) +
-                      ") must be OCTET_SCALING_MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " (" +
+                                                     std::to_string(scaling_mode) +
+                                                     ") must be OCTET_SCALING_MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16");
   }
   return OCTET_STATUS_SUCCESS;
 }
 
-uint8_t code_at(const uint8_t* packed, int64_t index) {
-  const uint8_t byte = packed[index / 2];
-  return (index % 2 == 0) ? (byte & 0x0F) : static_cast<uint8_t>(byte >> 4);
+// Packed rows (docs/abi.md, "Sub-byte dtypes"): row r starts at byte
+// r * ceil(cols / 2); column c is the low nibble of byte c / 2 when even.
+std::size_t byte_of(int64_t row, int64_t col, int64_t cols) {
+  return static_cast<std::size_t>(row * ((cols + 1) / 2) + col / 2);
 }
 
-void put_code(uint8_t* packed, int64_t index, uint8_t code) {
-  uint8_t& byte = packed[index / 2];
-  byte = (index % 2 == 0) ? static_cast<uint8_t>((byte & 0xF0) | code)
-                          : static_cast<uint8_t>((byte & 0x0F) | (code << 4));
+uint8_t code_at(const uint8_t* packed, int64_t row, int64_t col, int64_t cols) {
+  const uint8_t byte = packed[byte_of(row, col, cols)];
+  return (col % 2 == 0) ? (byte & 0x0F) : static_cast<uint8_t>(byte >> 4);
+}
+
+void put_code(uint8_t* packed, int64_t row, int64_t col, int64_t cols, uint8_t code) {
+  uint8_t& byte = packed[byte_of(row, col, cols)];
+  byte =
+      (col % 2 == 0) ? static_cast<uint8_t>((byte & 0xF0) | code) : static_cast<uint8_t>((byte & 0x0F) | (code << 4));
 }
 
 // The decode scale X of a block (numerics.md 15.3).
@@ -98,9 +104,9 @@ int32_t fp4_quantize_matrix(const octet_fp4_quantize_args* args) {
   const int64_t rows = transposed ? in.cols : in.rows;
   const int64_t cols = transposed ? in.rows : in.cols;
   if (args->rht != 0 && cols % 16 != 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": the Hadamard transform needs the encoded rows' length (" +
-                      std::to_string(cols) + ") to be a multiple of 16");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) +
+                                                     ": the Hadamard transform needs the encoded rows' length (" +
+                                                     std::to_string(cols) + ") to be a multiple of 16");
   }
   if (int32_t s = check_not_null(kernel, "args->out", args->out)) return s;
   if (int32_t s = check_not_null(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
@@ -135,7 +141,7 @@ int32_t fp4_quantize_matrix(const octet_fp4_quantize_args* args) {
   }
   // 4. Blocks.
   const int64_t grid_cols = ceil_div(cols, mode.block_cols);
-  std::vector<uint8_t> codes(static_cast<std::size_t>((rows * cols + 1) / 2), 0);
+  std::vector<uint8_t> codes(static_cast<std::size_t>(rows * ((cols + 1) / 2)), 0);
   std::vector<uint8_t> scales(static_cast<std::size_t>(ceil_div(rows, mode.block_rows) * grid_cols), 0);
   StatisticsCounter counter;
   for (int64_t r0 = 0; r0 < rows; r0 += mode.block_rows) {
@@ -176,11 +182,11 @@ int32_t fp4_quantize_matrix(const octet_fp4_quantize_args* args) {
           } else {
             scaled = octet_math_div(v, divisor);
             code = args->stochastic_rounding != 0
-                       ? e2m1_encode_stochastic(scaled, octet_random_bits(args->seed, args->offset,
-                                                                          static_cast<uint64_t>(index)))
+                       ? e2m1_encode_stochastic(
+                             scaled, octet_random_bits(args->seed, args->offset, static_cast<uint64_t>(index)))
                        : fp8_encode(scaled, Fp8Format::E2M1, true);
           }
-          put_code(codes.data(), index, code);
+          put_code(codes.data(), r, c, cols, code);
           counter.count(v, scaled, code, Fp8Format::E2M1);
         }
       }
@@ -227,7 +233,7 @@ int32_t fp4_dequantize_matrix(const octet_fp4_dequantize_args* args) {
     for (int64_t c = 0; c < cols; ++c) {
       const uint8_t scale_code =
           args->scale_inv[static_cast<std::size_t>((r / mode.block_rows) * grid_cols + c / mode.block_cols)];
-      const float x = fp8_decode(code_at(args->input, r * cols + c), Fp8Format::E2M1);
+      const float x = fp8_decode(code_at(args->input, r, c, cols), Fp8Format::E2M1);
       const float v = octet_math_mul(x, block_decode_scale(scale_code, mode, g));
       store_element(args->output.data, args->output.dtype, element_index(args->output, r, c), v, true);
     }
@@ -246,9 +252,9 @@ int32_t fp4_gemm(const octet_fp4_gemm_args* args) {
   if (int32_t s = check_mode(kernel, "args->a_scaling_mode", args->a_scaling_mode, &a_mode)) return s;
   if (int32_t s = check_mode(kernel, "args->b_scaling_mode", args->b_scaling_mode, &b_mode)) return s;
   if (a_mode.nvfp4 != b_mode.nvfp4) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->a_scaling_mode and args->b_scaling_mode must both be "
-                                        "MXFP4 or both NVFP4");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) +
+                                                     ": args->a_scaling_mode and args->b_scaling_mode must both be "
+                                                     "MXFP4 or both NVFP4");
   }
   if (int32_t s = check_matrix(kernel, "args->d", args->d, DtypeClass::HighPrecision, OCTET_STATUS_UNSUPPORTED)) {
     return s;
@@ -288,8 +294,8 @@ int32_t fp4_gemm(const octet_fp4_gemm_args* args) {
       for (int64_t kb = 0; kb < k_blocks; ++kb) {
         float partial = 0.0f;  // exact: products are multiples of 1/4 up to 36
         for (int64_t kk = kb * bk; kk < std::min(k, (kb + 1) * bk); ++kk) {
-          const float a = fp8_decode(code_at(args->a, i * k + kk), Fp8Format::E2M1);
-          const float b = fp8_decode(code_at(args->b, j * k + kk), Fp8Format::E2M1);
+          const float a = fp8_decode(code_at(args->a, i, kk, k), Fp8Format::E2M1);
+          const float b = fp8_decode(code_at(args->b, j, kk, k), Fp8Format::E2M1);
           partial = partial + a * b;
         }
         const float sa = block_scale(args->a_scale_inv, a_mode, i, kb);

@@ -27,14 +27,12 @@ octet_backend_caps reference_caps() {
   caps.struct_size = sizeof caps;
   caps.device = kDeviceName;
   caps.memory_kind = OCTET_MEMORY_HOST;
-  caps.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
-  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
-                       OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
-                       OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
+  caps.dtypes =
+      OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
+  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                       OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
                        OCTET_SCALING_NVFP4_16X16;
   caps.native_columnwise = 1;
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
@@ -193,7 +191,7 @@ const octet_backend_api kReferenceApi = {
     context_create,
     context_destroy,
     /*synchronize=*/nullptr,  // every kernel has finished when it returns
-    // Memory: NULL, so the host uses its own aligned host memory and memcpy.
+                              // Memory: NULL, so the host uses its own aligned host memory and memcpy.
     /*mem_alloc=*/nullptr,
     /*mem_free=*/nullptr,
     /*copy_from_host=*/nullptr,

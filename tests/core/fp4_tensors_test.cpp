@@ -71,16 +71,18 @@ TEST(Fp4Tensors, SizesAndMemoryAccounting) {
   for (const ModeShape& m : kModes) {
     TensorPtr t = make_fp4(ctx.get(), {rows, cols}, m.mode, OCTET_USAGE_BOTH);
     const octet_tensor_info info = info_of(t.get());
-    const uint64_t codes = uint64_t(rows * cols + 1) / 2;
+    // Each row on its own bytes: 33 rows of 24 bytes, 48 rows of 17.
+    const uint64_t codes = uint64_t(rows * (cols / 2)), columnwise_codes = uint64_t(cols * ((rows + 1) / 2));
     EXPECT_EQ(info.rowwise_bytes, codes);
-    EXPECT_EQ(info.columnwise_bytes, codes);
+    EXPECT_EQ(info.columnwise_bytes, columnwise_codes);
     EXPECT_EQ(info.block_rows, m.br);
     EXPECT_EQ(info.block_cols, m.bc);
     EXPECT_EQ(info.scale_inv_dtype, m.scale_dtype);
     EXPECT_EQ(info.rowwise_scale_inv_bytes, uint64_t(ceil_div(rows, m.br) * ceil_div(cols, m.bc)));
     EXPECT_EQ(info.columnwise_scale_inv_bytes, uint64_t(ceil_div(cols, m.br) * ceil_div(rows, m.bc)));
     const uint64_t scalars = 5 * sizeof(float);
-    EXPECT_EQ(info.total_bytes, 2 * codes + info.rowwise_scale_inv_bytes + info.columnwise_scale_inv_bytes + scalars);
+    EXPECT_EQ(info.total_bytes,
+              codes + columnwise_codes + info.rowwise_scale_inv_bytes + info.columnwise_scale_inv_bytes + scalars);
     octet_memory_stats stats{};
     stats.struct_size = sizeof(stats);
     ASSERT_EQ(octet_context_get_memory_stats(ctx.get(), &stats), OCTET_STATUS_SUCCESS);
@@ -92,18 +94,18 @@ TEST(Fp4Tensors, SizesAndMemoryAccounting) {
     EXPECT_EQ(octet_tensor_copy_to_host(t.get(), OCTET_COMPONENT_SCALE_INV, g, sizeof(g)),
               m.nvfp4 ? OCTET_STATUS_SUCCESS : OCTET_STATUS_INVALID_ARGUMENT);
   }
-  // An odd element count: the last byte holds one code.
+  // An odd row length: every row ends with a pad nibble (3 rows of 3 bytes).
   TensorPtr odd = make_fp4(ctx.get(), {3, 5}, OCTET_SCALING_NVFP4_1X16, OCTET_USAGE_ROWWISE);
-  EXPECT_EQ(info_of(odd.get()).rowwise_bytes, 8u);
+  EXPECT_EQ(info_of(odd.get()).rowwise_bytes, 9u);
 }
 
 // Decodes the rowwise (or columnwise) copy from its components with the
 // public codecs: decode(q) * X, X = E8M0 value, or E4M3 value * g.
 std::vector<float> decode_components(const octet_tensor* t, const ModeShape& m, int64_t rows, int64_t cols,
                                      bool columnwise) {
-  const size_t n = size_t(rows * cols);
-  std::vector<uint8_t> packed = read<uint8_t>(t, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA,
-                                              (n + 1) / 2);
+  const size_t n = size_t(rows * cols), row_bytes = size_t(cols + 1) / 2;
+  std::vector<uint8_t> packed =
+      read<uint8_t>(t, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, size_t(rows) * row_bytes);
   const int64_t grid_cols = ceil_div(cols, m.bc);
   std::vector<uint8_t> scales =
       read<uint8_t>(t, columnwise ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
@@ -113,14 +115,17 @@ std::vector<float> decode_components(const octet_tensor* t, const ModeShape& m, 
     EXPECT_EQ(octet_tensor_copy_to_host(t, OCTET_COMPONENT_SCALE_INV, g, sizeof(g)), OCTET_STATUS_SUCCESS);
   }
   std::vector<float> codes(n);
-  EXPECT_EQ(octet_fp8_decode_array(packed.data(), codes.data(), n, OCTET_DTYPE_E2M1), OCTET_STATUS_SUCCESS)
-      << last_error();
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_EQ(octet_fp8_decode_array(packed.data() + size_t(r) * row_bytes, codes.data() + size_t(r * cols),
+                                     size_t(cols), OCTET_DTYPE_E2M1),
+              OCTET_STATUS_SUCCESS)
+        << last_error();
+  }
   std::vector<float> out(n);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const uint8_t s = scales[size_t((r / m.br) * grid_cols + c / m.bc)];
-      const float x = m.nvfp4 ? octet_fp8_decode(s, OCTET_DTYPE_E4M3) * g[columnwise ? 1 : 0]
-                              : octet_e8m0_decode(s);
+      const float x = m.nvfp4 ? octet_fp8_decode(s, OCTET_DTYPE_E4M3) * g[columnwise ? 1 : 0] : octet_e8m0_decode(s);
       out[size_t(r * cols + c)] = codes[size_t(r * cols + c)] * x;
     }
   return out;
@@ -200,7 +205,7 @@ TEST(Fp4Tensors, GemmMatchesTheDecodedProduct) {
   const int64_t m = 16, n = 24, k = 64;
   for (const ModeShape* modes : {&kModes[0], &kModes[1]}) {
     const ModeShape& ma = *modes;
-    const ModeShape& mb = ma.nvfp4 ? kModes[2] : kModes[0];  // NVFP4: 1x16 activations, 16x16 weights
+    const ModeShape& mb = ma.nvfp4 ? kModes[2] : kModes[0];          // NVFP4: 1x16 activations, 16x16 weights
     std::vector<float> av = random_values(size_t(k * m), 1.0f, 21);  // A stored [k, m], used transposed
     std::vector<float> bv = random_values(size_t(n * k), 1.0f, 22);
     TensorPtr a32 = make_fp32(ctx.get(), k, m, av), b32 = make_fp32(ctx.get(), n, k, bv);

@@ -85,7 +85,9 @@ TEST(Fp4Recipes, StreamCounterAndCheckpoints) {
   const int64_t rows = 32, cols = 48;
   const size_t bytes = size_t(rows * cols) / 2;
   Tensor x = make_fp32(ctx.get(), rows, cols, random_values(size_t(rows * cols), 1.0f, 9));
-  auto fresh = [&] { return make_tensor(ctx.get(), OCTET_DTYPE_E2M1, rows, cols, OCTET_USAGE_BOTH, OCTET_SCALING_NVFP4_1X16); };
+  auto fresh = [&] {
+    return make_tensor(ctx.get(), OCTET_DTYPE_E2M1, rows, cols, OCTET_USAGE_BOTH, OCTET_SCALING_NVFP4_1X16);
+  };
   auto direct = [&](uint64_t offset, int32_t rht) {
     Tensor t = fresh();
     octet_quantize_options o{};
@@ -124,8 +126,7 @@ TEST(Fp4Recipes, StreamCounterAndCheckpoints) {
   octet_quantize_options o{};
   ASSERT_EQ(octet_quantize_options_init(&o), OCTET_STATUS_SUCCESS);
   o.stochastic_rounding = 1;
-  EXPECT_EQ(octet_quantizer_quantize(ctx.get(), q.get(), x.get(), t.get(), &o, nullptr),
-            OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_quantizer_quantize(ctx.get(), q.get(), x.get(), t.get(), &o, nullptr), OCTET_STATUS_INVALID_ARGUMENT);
 }
 
 // Input role: no stochastic rounding; the columnwise copy transformed (its
@@ -160,7 +161,8 @@ TEST(Fp4Recipes, InputRoleTransformsTheColumnwiseCopy) {
 // tolerance on the whole matrix).
 TEST(Fp4Recipes, LinearLayerTrainsUnderEachRecipe) {
   const int64_t rows = 32, in = 64, out = 48;
-  const std::vector<float> xv = random_values(size_t(rows * in), 1.0f, 1), wv = random_values(size_t(out * in), 0.5f, 2),
+  const std::vector<float> xv = random_values(size_t(rows * in), 1.0f, 1),
+                           wv = random_values(size_t(out * in), 0.5f, 2),
                            dyv = random_values(size_t(rows * out), 0.1f, 3);
   octet_mxfp4_options mo{};
   ASSERT_EQ(octet_mxfp4_options_init(&mo), OCTET_STATUS_SUCCESS);
@@ -184,7 +186,8 @@ TEST(Fp4Recipes, LinearLayerTrainsUnderEachRecipe) {
     ASSERT_EQ(octet_layer_get_parameter(layer, index, &w), OCTET_STATUS_SUCCESS);
     ASSERT_EQ(octet_tensor_copy_from_host(w, OCTET_COMPONENT_DATA, wv.data(), wv.size() * 4), OCTET_STATUS_SUCCESS);
     Tensor x = make_fp32(ctx.get(), rows, in, xv), dy = make_fp32(ctx.get(), rows, out, dyv);
-    Tensor yt = make_tensor(ctx.get(), OCTET_DTYPE_FP32, rows, out), dxt = make_tensor(ctx.get(), OCTET_DTYPE_FP32, rows, in);
+    Tensor yt = make_tensor(ctx.get(), OCTET_DTYPE_FP32, rows, out),
+           dxt = make_tensor(ctx.get(), OCTET_DTYPE_FP32, rows, in);
     octet_saved* saved = nullptr;
     ASSERT_EQ(octet_layer_forward(layer, x.get(), yt.get(), 1, &saved), OCTET_STATUS_SUCCESS) << last_error();
     ASSERT_EQ(octet_layer_backward(layer, &saved, dy.get(), dxt.get(), 0), OCTET_STATUS_SUCCESS) << last_error();

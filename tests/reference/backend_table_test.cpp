@@ -37,13 +37,11 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi14) {
     EXPECT_EQ(api->mem_free, nullptr);
     EXPECT_EQ(api->copy_from_host, nullptr);
     EXPECT_EQ(api->copy_to_host, nullptr);
-    for (const void* kernel : {(const void*)api->convert, (const void*)api->amax,
-                               (const void*)api->quantize, (const void*)api->transpose,
-                               (const void*)api->dequantize, (const void*)api->gemm,
-                               (const void*)api->quantize_with_statistics,
-                               (const void*)api->block_quantize, (const void*)api->block_dequantize,
-                               (const void*)api->block_gemm, (const void*)api->fp4_quantize,
-                               (const void*)api->fp4_dequantize, (const void*)api->fp4_gemm}) {
+    for (const void* kernel :
+         {(const void*)api->convert, (const void*)api->amax, (const void*)api->quantize, (const void*)api->transpose,
+          (const void*)api->dequantize, (const void*)api->gemm, (const void*)api->quantize_with_statistics,
+          (const void*)api->block_quantize, (const void*)api->block_dequantize, (const void*)api->block_gemm,
+          (const void*)api->fp4_quantize, (const void*)api->fp4_dequantize, (const void*)api->fp4_gemm}) {
       EXPECT_NE(kernel, nullptr);
     }
   }
@@ -64,9 +62,8 @@ TEST_F(ReferenceCaps, DeclaresEveryCapability) {
   for (int32_t dtype : all_dtypes()) dtypes |= OCTET_DTYPE_BIT(dtype);
   EXPECT_EQ(caps_.dtypes, dtypes | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1));
   EXPECT_EQ(caps_.scaling_modes,
-            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
-                                  OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
-                                  OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
+            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
                                   OCTET_SCALING_NVFP4_16X16));
   EXPECT_EQ(caps_.native_columnwise, 1);
   EXPECT_EQ(caps_.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));

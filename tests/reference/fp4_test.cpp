@@ -120,8 +120,8 @@ const Mode kNv{"nvfp4 1x16", OCTET_SCALING_NVFP4_1X16, 1, 16, true};
 const Mode kNv2d{"nvfp4 16x16", OCTET_SCALING_NVFP4_16X16, 16, 16, true};
 
 // y: the matrix to encode (already transposed / transformed), rows x cols.
-Expected expect_quantize(const std::vector<float>& y, int rows, int cols, const Mode& m, int rounding,
-                         bool stochastic, uint64_t seed, uint64_t offset) {
+Expected expect_quantize(const std::vector<float>& y, int rows, int cols, const Mode& m, int rounding, bool stochastic,
+                         uint64_t seed, uint64_t offset) {
   Expected e;
   e.codes.assign(size_t(rows) * cols, 0);
   if (m.nvfp4) {
@@ -184,8 +184,10 @@ Expected expect_quantize(const std::vector<float>& y, int rows, int cols, const 
   return e;
 }
 
-uint8_t unpack(const std::vector<uint8_t>& packed, size_t i) {
-  return i % 2 == 0 ? packed[i / 2] & 0xF : packed[i / 2] >> 4;
+// Rows packed on their own bytes: row r at byte r * ceil(cols / 2).
+uint8_t unpack(const std::vector<uint8_t>& packed, size_t i, size_t cols) {
+  const size_t r = i / cols, c = i % cols, byte = r * ((cols + 1) / 2) + c / 2;
+  return c % 2 == 0 ? packed[byte] & 0xF : packed[byte] >> 4;
 }
 
 // ---- The tests -------------------------------------------------------------
@@ -194,6 +196,7 @@ class Fp4Kernels : public ReferenceBackendTest {
  protected:
   struct Result {
     std::vector<uint8_t> packed, scales;
+    size_t cols = 0;
     float g = -1.0f, amax = -1.0f;
     octet_quantize_statistics stats{};
   };
@@ -201,7 +204,8 @@ class Fp4Kernels : public ReferenceBackendTest {
                   uint64_t offset, bool rht = false) {
     const int64_t rows = transposed ? in.cols : in.rows, cols = transposed ? in.rows : in.cols;
     Result res;
-    res.packed.assign(size_t((rows * cols + 1) / 2), 0xAA);
+    res.packed.assign(size_t(rows * ((cols + 1) / 2)), 0xAA);
+    res.cols = size_t(cols);
     res.scales.assign(size_t(((rows + m.br - 1) / m.br) * ((cols + m.bc - 1) / m.bc)), 0xAA);
     octet_fp4_quantize_args a{};
     a.struct_size = sizeof a;
@@ -232,10 +236,12 @@ class Fp4Kernels : public ReferenceBackendTest {
   void expect_matches(const Result& got, const Expected& want, const char* what) {
     ASSERT_EQ(got.scales, want.scales) << what;
     for (size_t i = 0; i < want.codes.size(); ++i) {
-      ASSERT_EQ(unpack(got.packed, i), want.codes[i]) << what << " element " << i;
+      ASSERT_EQ(unpack(got.packed, i, got.cols), want.codes[i]) << what << " element " << i;
     }
-    if (want.codes.size() % 2 == 1) {
-      EXPECT_EQ(got.packed.back() >> 4, 0) << what << ": pad nibble";
+    if (got.cols % 2 == 1) {
+      for (size_t r = 0; r < want.codes.size() / got.cols; ++r) {
+        EXPECT_EQ(got.packed[r * ((got.cols + 1) / 2) + got.cols / 2] >> 4, 0) << what << ": pad nibble of row " << r;
+      }
     }
   }
 };
@@ -278,7 +284,8 @@ TEST(Fp4Random, ElementBitsFollowTheCounterLayout) {
 // scale code times several tensor scales (NVFP4), into FP32.
 TEST_F(Fp4Kernels, DequantizeIsExhaustivelyExact) {
   for (const Mode* m : {&kMx, &kNv}) {
-    std::vector<float> gs = m->nvfp4 ? std::vector<float>{1.0f, 3.0e-5f, 0.1f, 1.0e30f, 1.0e-40f} : std::vector<float>{1.0f};
+    std::vector<float> gs =
+        m->nvfp4 ? std::vector<float>{1.0f, 3.0e-5f, 0.1f, 1.0e30f, 1.0e-40f} : std::vector<float>{1.0f};
     for (float g : gs) {
       const int rows = 256, cols = m->bc;  // row r: scale code r; columns: the 16 codes (twice for 1x32)
       std::vector<uint8_t> packed(size_t(rows * cols / 2));
@@ -377,7 +384,7 @@ TEST_F(Fp4Kernels, StochasticRoundingIsReproducibleAndUnbiased) {
     int n = 0;
     for (size_t i = 0; i < size_t(rows) * cols; ++i) {
       if (i % 32 == 0) continue;
-      sum += e2m1_value(unpack(a.packed, i));
+      sum += e2m1_value(unpack(a.packed, i, a.cols));
       ++n;
     }
     // The two neighbours lo < |v| < hi: the mean's standard deviation is at
@@ -485,19 +492,22 @@ TEST_F(Fp4Kernels, GemmFollowsTheDocumentedOrder) {
         for (int kb = 0; kb < kb_count; ++kb) {
           double partial = 0.0;  // exact in double and in FP32
           for (int kk = kb * bk; kk < std::min(cs.k, (kb + 1) * bk); ++kk)
-            partial += e2m1_value(unpack(qa.packed, size_t(i * cs.k + kk))) * e2m1_value(unpack(qb.packed, size_t(j * cs.k + kk)));
+            partial += e2m1_value(unpack(qa.packed, size_t(i * cs.k + kk), size_t(cs.k))) *
+                       e2m1_value(unpack(qb.packed, size_t(j * cs.k + kk), size_t(cs.k)));
           const double s = double(scale(qa, *cs.a, i, kb)) * scale(qb, *cs.b, j, kb);
           acc += float(partial * s);
           exact += partial * s;
           for (int kk = kb * bk; kk < std::min(cs.k, (kb + 1) * bk); ++kk)
-            magnitude += std::fabs(e2m1_value(unpack(qa.packed, size_t(i * cs.k + kk))) *
-                                   e2m1_value(unpack(qb.packed, size_t(j * cs.k + kk)))) * s;
+            magnitude += std::fabs(e2m1_value(unpack(qa.packed, size_t(i * cs.k + kk), size_t(cs.k))) *
+                                   e2m1_value(unpack(qb.packed, size_t(j * cs.k + kk), size_t(cs.k)))) *
+                         s;
         }
         const float want = (1.5f * (ga * gb)) * acc;
         EXPECT_EQ(float_bits(d.load(i, j)), float_bits(want)) << cs.a->name << " " << i << "," << j;
         const double scaled_exact = exact * 1.5 * double(ga) * gb;
-        const double bound = (cs.k * std::ldexp(1.0, -23) * magnitude + std::ldexp(1.0, -23) * std::fabs(exact)) *
-                                 1.5 * double(ga) * gb + 1e-30;
+        const double bound = (cs.k * std::ldexp(1.0, -23) * magnitude + std::ldexp(1.0, -23) * std::fabs(exact)) * 1.5 *
+                                 double(ga) * gb +
+                             1e-30;
         EXPECT_LE(std::fabs(double(d.load(i, j)) - scaled_exact), 2 * bound);
       }
   }
@@ -519,7 +529,7 @@ TEST_F(Fp4Kernels, NanBlocksAndInfinities) {
   for (const Mode* m : {&kMx, &kNv}) {
     const Result q = quantize(in, *m, false, 0, false, 0, 0);
     EXPECT_EQ(q.scales[0], m->nvfp4 ? 0x7F : 0xFF);
-    EXPECT_EQ(unpack(q.packed, 40), 0xF);  // -inf saturates to -6 * X
+    EXPECT_EQ(unpack(q.packed, 40, q.cols), 0xF);  // -inf saturates to -6 * X
     EXPECT_EQ(q.amax, INFINITY);
     EXPECT_EQ(q.stats.nan_count, 1u);
     if (m->nvfp4) {

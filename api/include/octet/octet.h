@@ -460,10 +460,9 @@ typedef struct octet_quantize_options {
  * writes the users' ABI 1.0-1.7 struct only (usages, saturate); code
  * compiled against this header calls the sized form through the macro
  * (docs/abi.md, "Growing a struct that has an _init"). */
-OCTET_API octet_status (octet_quantize_options_init)(octet_quantize_options* options);
+OCTET_API octet_status(octet_quantize_options_init)(octet_quantize_options* options);
 OCTET_API octet_status octet_quantize_options_init_sized(octet_quantize_options* options, size_t struct_size);
-#define octet_quantize_options_init(options) \
-  octet_quantize_options_init_sized((options), sizeof(*(options)))
+#define octet_quantize_options_init(options) octet_quantize_options_init_sized((options), sizeof(*(options)))
 
 /* q = fp8(x * scale), with scale read from output's SCALE component; writes
  * the requested usages, SCALE_INV = 1/scale and AMAX = max |x|. The rowwise
@@ -760,10 +759,8 @@ OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_optio
                                                  octet_recipe** recipe);
 /* FP4 recipes (users' ABI 1.8). Their quantizers keep a stream counter for
  * stochastic rounding, saved in checkpoints (docs/recipes.md). */
-OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options,
-                                                 octet_recipe** recipe);
-OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* options,
-                                                 octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options, octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* options, octet_recipe** recipe);
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe);
 
 typedef struct octet_recipe_info {

@@ -282,10 +282,11 @@ typedef struct octet_block_gemm_args {
 } octet_block_gemm_args;
 
 /* ---- FP4 kernels (plugin ABI 1.4; numerics.md section 15) ----
- * E2M1 codes are packed two per byte in row-major element order: element e
- * of a rows x cols code matrix is the low nibble of byte e / 2 when e is
- * even, the high nibble when odd; (rows * cols + 1) / 2 bytes, an odd count
- * leaving the last high nibble 0. Block shapes follow the scaling mode:
+ * E2M1 codes are packed two per byte, row by row (docs/abi.md, "Sub-byte
+ * dtypes"): row r of a rows x cols code matrix starts at byte
+ * r * ((cols + 1) / 2); element (r, c) is the low nibble of byte c / 2 of
+ * its row when c is even, the high nibble when odd; an odd cols leaves each
+ * row's last high nibble 0. Block shapes follow the scaling mode:
  * MXFP4_1X32 1x32 blocks with E8M0 scale codes; NVFP4_1X16 1x16 and
  * NVFP4_16X16 16x16 blocks with E4M3 scale codes and one FP32 tensor scale.
  * Scale grids are ceil(rows / br) x ceil(cols / bc), row-major, one byte a
@@ -307,20 +308,20 @@ typedef struct octet_block_gemm_args {
  *      matrix) (15.1). */
 typedef struct octet_fp4_quantize_args {
   size_t struct_size;
-  octet_matrix_view input;        /* FP32/BF16/FP16 */
+  octet_matrix_view input; /* FP32/BF16/FP16 */
   int32_t transposed;
-  int32_t scaling_mode;           /* MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16 */
-  int32_t e8m0_rounding;          /* MXFP4: 0 RCEIL, 1 FLOOR (as MXFP8) */
-  int32_t stochastic_rounding;    /* 0 or 1 */
+  int32_t scaling_mode;        /* MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16 */
+  int32_t e8m0_rounding;       /* MXFP4: 0 RCEIL, 1 FLOOR (as MXFP8) */
+  int32_t stochastic_rounding; /* 0 or 1 */
   uint64_t seed;
   uint64_t offset;
-  int32_t rht;                    /* 0 or 1 */
-  uint32_t rht_sign_mask;         /* 16 bits: octet_rht_sign_mask(seed) */
-  uint8_t* out;                   /* device, packed E2M1 */
-  uint8_t* scale_inv_out;         /* device, one E8M0 or E4M3 code a block */
-  float* tensor_scale_inv_out;    /* device, 1 value (g); NVFP4 only, else NULL */
-  float* amax_out;                /* device, 1 value (max |x| of the input,
-                                     NaN ignored), or NULL */
+  int32_t rht;                          /* 0 or 1 */
+  uint32_t rht_sign_mask;               /* 16 bits: octet_rht_sign_mask(seed) */
+  uint8_t* out;                         /* device, packed E2M1 */
+  uint8_t* scale_inv_out;               /* device, one E8M0 or E4M3 code a block */
+  float* tensor_scale_inv_out;          /* device, 1 value (g); NVFP4 only, else NULL */
+  float* amax_out;                      /* device, 1 value (max |x| of the input,
+                                           NaN ignored), or NULL */
   octet_quantize_statistics* stats_out; /* device, or NULL */
 } octet_fp4_quantize_args;
 
@@ -328,14 +329,14 @@ typedef struct octet_fp4_quantize_args {
  * E4M3 value * g, one FP32 multiply), rounded to output's dtype. */
 typedef struct octet_fp4_dequantize_args {
   size_t struct_size;
-  const uint8_t* input;           /* device, packed E2M1, rows x cols */
+  const uint8_t* input; /* device, packed E2M1, rows x cols */
   int64_t rows;
   int64_t cols;
   int32_t scaling_mode;
   int32_t reserved;
-  const uint8_t* scale_inv;       /* device, the block grid */
-  const float* tensor_scale_inv;  /* device, 1 value; NVFP4 only, else NULL */
-  octet_matrix_view output;       /* FP32/BF16/FP16, rows x cols */
+  const uint8_t* scale_inv;      /* device, the block grid */
+  const float* tensor_scale_inv; /* device, 1 value; NVFP4 only, else NULL */
+  octet_matrix_view output;      /* FP32/BF16/FP16, rows x cols */
 } octet_fp4_dequantize_args;
 
 /* D[m,n] = (alpha * (ga * gb)) * sum over k-blocks kb of
@@ -356,8 +357,8 @@ typedef struct octet_fp4_gemm_args {
   int32_t b_scaling_mode;
   float alpha;
   float beta;
-  octet_matrix_view d;            /* FP32/BF16/FP16, m x n */
-  octet_matrix_view bias;         /* 1 x n, or data NULL */
+  octet_matrix_view d;    /* FP32/BF16/FP16, m x n */
+  octet_matrix_view bias; /* 1 x n, or data NULL */
   int32_t epilogue;
   int32_t reserved;
 } octet_fp4_gemm_args;
@@ -600,8 +601,7 @@ typedef struct octet_backend_api {
    * struct_size covers them. A backend declaring an FP4 scaling mode
    * provides all three; the host uses them only when all three are present. */
   int32_t (*fp4_quantize)(octet_backend_context* context, const octet_fp4_quantize_args* args);
-  int32_t (*fp4_dequantize)(octet_backend_context* context,
-                            const octet_fp4_dequantize_args* args);
+  int32_t (*fp4_dequantize)(octet_backend_context* context, const octet_fp4_dequantize_args* args);
   int32_t (*fp4_gemm)(octet_backend_context* context, const octet_fp4_gemm_args* args);
 } octet_backend_api;
 

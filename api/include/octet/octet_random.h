@@ -34,8 +34,7 @@
  * Weyl constants (0x9E3779B9, 0xBB67AE85). One round, with the 64-bit
  * products p0 = 0xD2511F53 * c0 and p1 = 0xCD9E8D57 * c2:
  *   (c0, c1, c2, c3) <- (hi(p1) ^ c1 ^ k0, lo(p1), hi(p0) ^ c3 ^ k1, lo(p0)) */
-OCTET_RANDOM_FN void octet_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
-                                         uint32_t out[4]) {
+OCTET_RANDOM_FN void octet_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]) {
   uint32_t c0 = counter[0], c1 = counter[1], c2 = counter[2], c3 = counter[3];
   uint32_t k0 = key[0], k1 = key[1];
   int round;
@@ -62,8 +61,7 @@ OCTET_RANDOM_FN void octet_philox4x32_10(const uint32_t counter[4], const uint32
 /* The 32 random bits of element `index` in stream `offset` of `seed`. */
 OCTET_RANDOM_FN uint32_t octet_random_bits(uint64_t seed, uint64_t offset, uint64_t index) {
   const uint64_t block = index >> 2;
-  const uint32_t counter[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)offset,
-                               (uint32_t)(offset >> 32)};
+  const uint32_t counter[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)offset, (uint32_t)(offset >> 32)};
   const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   uint32_t out[4];
   octet_philox4x32_10(counter, key, out);
@@ -73,8 +71,6 @@ OCTET_RANDOM_FN uint32_t octet_random_bits(uint64_t seed, uint64_t offset, uint6
 /* The random Hadamard transform's sign mask of `seed`: the low 16 bits of
  * bits(seed, 2^64 - 1, 0). Bit j set: the transform negates element j of
  * each 16-element group before the Hadamard matrix (numerics.md 15.2). */
-OCTET_RANDOM_FN uint32_t octet_rht_sign_mask(uint64_t seed) {
-  return octet_random_bits(seed, UINT64_MAX, 0) & 0xFFFFu;
-}
+OCTET_RANDOM_FN uint32_t octet_rht_sign_mask(uint64_t seed) { return octet_random_bits(seed, UINT64_MAX, 0) & 0xFFFFu; }
 
 #endif /* OCTET_OCTET_RANDOM_H */

@@ -116,7 +116,8 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     const ContextState& ctx = context_arg(context);
     const TensorState& in = tensor_arg(input, ctx, "input");
     TensorState& out = tensor_arg(output, ctx, "output");
-    require(is_fp8(in.dtype) || in.fp4(), "tensor 'input' must be FP8 (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ) or FP4 (E2M1); it is ",
+    require(is_fp8(in.dtype) || in.fp4(),
+            "tensor 'input' must be FP8 (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ) or FP4 (E2M1); it is ",
             dtype_name(in.dtype));
     require_high_precision(out, "output");
     require_same_shape(in, "input", out, "output");

@@ -14,8 +14,9 @@ void quantize_fp4(const std::shared_ptr<ContextState>& context, const TensorStat
   require(params.e8m0_rounding == OCTET_MX_ROUND_RCEIL || params.e8m0_rounding == OCTET_MX_ROUND_FLOOR,
           "the E8M0 rounding (", params.e8m0_rounding, ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
   if (params.hadamard_transform && (usages & OCTET_USAGE_COLUMNWISE))
-    require(out.rows % 16 == 0, "options->hadamard_transform transforms 16-element groups along the columnwise copy's "
-                                "rows, so tensor 'output' needs a row count (the product of all dims but the last, ",
+    require(out.rows % 16 == 0,
+            "options->hadamard_transform transforms 16-element groups along the columnwise copy's "
+            "rows, so tensor 'output' needs a row count (the product of all dims but the last, ",
             out.rows, ") that is a multiple of 16");
   octet_fp4_quantize_args args{};
   args.struct_size = sizeof(args);
@@ -35,7 +36,8 @@ void quantize_fp4(const std::shared_ptr<ContextState>& context, const TensorStat
     args.offset = params.offset + (columnwise ? 1 : 0);
     args.rht = columnwise && params.hadamard_transform ? 1 : 0;
     args.out = static_cast<uint8_t*>(columnwise ? out.columnwise.data() : out.data.data());
-    args.scale_inv_out = static_cast<uint8_t*>(columnwise ? out.columnwise_scale_inv.data() : out.rowwise_scale_inv.data());
+    args.scale_inv_out =
+        static_cast<uint8_t*>(columnwise ? out.columnwise_scale_inv.data() : out.rowwise_scale_inv.data());
     args.tensor_scale_inv_out = nvfp4 ? out.scalar(columnwise ? kColumnwiseTensorScale : kRowwiseTensorScale) : nullptr;
     args.stats_out = stats_taken ? nullptr : stats;
     stats_taken = true;

@@ -116,8 +116,8 @@ float amax_on_backend(const std::shared_ptr<ContextState>& context, const Tensor
 Fp4Params fp4_params_of(const octet_quantize_options& o) {
   require(o.stochastic_rounding == 0 || o.stochastic_rounding == 1, "options->stochastic_rounding (",
           o.stochastic_rounding, ") must be 0 or 1");
-  require(o.hadamard_transform == 0 || o.hadamard_transform == 1, "options->hadamard_transform (",
-          o.hadamard_transform, ") must be 0 or 1");
+  require(o.hadamard_transform == 0 || o.hadamard_transform == 1, "options->hadamard_transform (", o.hadamard_transform,
+          ") must be 0 or 1");
   Fp4Params p;
   p.stochastic_rounding = o.stochastic_rounding != 0;
   p.hadamard_transform = o.hadamard_transform != 0;
@@ -134,7 +134,8 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
   (void)ctx;
   require(is_high_precision(in.dtype) && !in.quantized(), "tensor 'input' must be a plain FP32, BF16 or FP16 tensor (it is ",
           dtype_name(in.dtype), ")");
-  require(out.quantized(), "tensor 'output' must be a quantized tensor (an FP8 or E2M1 dtype created with usages != 0)");
+  require(out.quantized(),
+          "tensor 'output' must be a quantized tensor (an FP8 or E2M1 dtype created with usages != 0)");
   require_same_shape(in, "input", out, "output");
   uint32_t usages = requested == 0 ? out.usages : requested;
   require((usages & ~out.usages) == 0, "options->usages (", requested,
@@ -147,8 +148,9 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
                    const Fp4Params* fp4) {
   const ContextState& ctx = *context;
   if (out.fp4()) {
-    require(saturate, "options->saturate must be 1 for an FP4 output: block scales are chosen so that nothing "
-                      "overflows, and E2M1 has no code for an overflow");
+    require(saturate,
+            "options->saturate must be 1 for an FP4 output: block scales are chosen so that nothing "
+            "overflows, and E2M1 has no code for an overflow");
     Fp4Params params = fp4 != nullptr ? *fp4 : Fp4Params{};
     params.e8m0_rounding = fp4 != nullptr ? fp4->e8m0_rounding : block.e8m0_rounding;
     StatsSlot stats(context, stats_out);
@@ -218,7 +220,6 @@ extern "C" OCTET_API octet_status(octet_quantize_options_init)(octet_quantize_op
 
 extern "C" OCTET_API octet_status octet_quantize_options_init_sized(octet_quantize_options* options,
                                                                     size_t struct_size) {
-  return octet::core::guarded("octet_quantize_options_init_sized", [&] {
-    octet::core::init_sized(options, octet::core::quantize_defaults(), struct_size);
-  });
+  return octet::core::guarded("octet_quantize_options_init_sized",
+                              [&] { octet::core::init_sized(options, octet::core::quantize_defaults(), struct_size); });
 }

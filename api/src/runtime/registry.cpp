@@ -39,7 +39,8 @@ size_t table_size_for_minor(uint32_t minor) {
     case 0: return offsetof(octet_backend_api, quantize_with_statistics);
     case 1: return offsetof(octet_backend_api, norm_forward);
     case 2: return offsetof(octet_backend_api, scale_from_amax);
-    case 3: return offsetof(octet_backend_api, fp4_quantize);
+    case 3:
+      return offsetof(octet_backend_api, fp4_quantize);
     default: return sizeof(octet_backend_api);
   }
 }

@@ -185,8 +185,8 @@ UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::
   collected.struct_size = sizeof(collected);
   const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out, reduced_amax);
   const Fp4Params fp4 = r->fp4_params(q->role, q->stream_offset, in.rows);
-  quantize_into(ctx, in, out, usages, saturate, r->block_params(),
-                (stats != nullptr || observe) ? &collected : nullptr, r->fp4() ? &fp4 : nullptr);
+  quantize_into(ctx, in, out, usages, saturate, r->block_params(), (stats != nullptr || observe) ? &collected : nullptr,
+                r->fp4() ? &fp4 : nullptr);
   if (r->fp4()) q->stream_offset += 2;
   // Committed only once the quantize succeeded.
   quantizer_commit(ctx, q, r, out, used, observe ? &collected : nullptr);

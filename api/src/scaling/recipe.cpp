@@ -132,8 +132,10 @@ const char* recipe_kind_name(int32_t kind) {
     case OCTET_RECIPE_STATIC: return "static scaling";
     case OCTET_RECIPE_MXFP8: return "MXFP8";
     case OCTET_RECIPE_BLOCK: return "float8 block scaling";
-    case OCTET_RECIPE_MXFP4: return "MXFP4";
-    case OCTET_RECIPE_NVFP4: return "NVFP4";
+    case OCTET_RECIPE_MXFP4:
+      return "MXFP4";
+    case OCTET_RECIPE_NVFP4:
+      return "NVFP4";
     default: return "no recipe";
   }
 }
@@ -327,8 +329,8 @@ OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_optio
 OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options, octet_recipe** recipe) {
   return guarded("octet_recipe_create_mxfp4", [&] {
     octet_mxfp4_options o = read_versioned(options, mxfp4_defaults(), "options");
-    require(o.rounding == OCTET_MX_ROUND_RCEIL || o.rounding == OCTET_MX_ROUND_FLOOR, "options->rounding (",
-            o.rounding, ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
+    require(o.rounding == OCTET_MX_ROUND_RCEIL || o.rounding == OCTET_MX_ROUND_FLOOR, "options->rounding (", o.rounding,
+            ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
     require_flag(o.stochastic_rounding, "stochastic_rounding");
     create(recipe, [&](RecipeState& r) {
       r.kind = OCTET_RECIPE_MXFP4;

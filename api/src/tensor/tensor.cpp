@@ -13,7 +13,10 @@ namespace octet::core {
 
 size_t TensorState::element_bytes() const { return dtype_size(dtype); }
 
-size_t TensorState::copy_bytes() const { return dtype_bytes(dtype, size_t(numel())); }
+size_t TensorState::copy_bytes(bool columnwise_copy) const {
+  const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
+  return size_t(r) * dtype_bytes(dtype, size_t(c));
+}
 
 size_t TensorState::scale_grid_bytes(bool columnwise_copy) const {
   const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
@@ -67,9 +70,12 @@ const char* scaling_mode_name(int32_t mode) {
     case OCTET_SCALING_MXFP8_1X32: return "MXFP8 1x32";
     case OCTET_SCALING_BLOCK_1X128: return "block 1x128";
     case OCTET_SCALING_BLOCK_128X128: return "block 128x128";
-    case OCTET_SCALING_MXFP4_1X32: return "MXFP4 1x32";
-    case OCTET_SCALING_NVFP4_1X16: return "NVFP4 1x16";
-    case OCTET_SCALING_NVFP4_16X16: return "NVFP4 16x16";
+    case OCTET_SCALING_MXFP4_1X32:
+      return "MXFP4 1x32";
+    case OCTET_SCALING_NVFP4_1X16:
+      return "NVFP4 1x16";
+    case OCTET_SCALING_NVFP4_16X16:
+      return "NVFP4 16x16";
     default: return "unknown";
   }
 }
@@ -89,9 +95,9 @@ void require_same_shape(const TensorState& a, const char* a_name, const TensorSt
 
 std::string scaling_mode_list(uint32_t modes) {
   std::string out;
-  for (int32_t m : {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
-                    OCTET_SCALING_BLOCK_128X128, OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16,
-                    OCTET_SCALING_NVFP4_16X16})
+  for (int32_t m :
+       {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128,
+        OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16, OCTET_SCALING_NVFP4_16X16})
     if (modes & uint32_t(m)) out += (out.empty() ? "" : ", ") + std::string(scaling_mode_name(m));
   return out.empty() ? "none" : out;
 }
@@ -133,8 +139,8 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
           ") may only combine OCTET_USAGE_ROWWISE and OCTET_USAGE_COLUMNWISE");
   t.usages = d.usages;
   int32_t mode = d.scaling_mode == 0 ? int32_t(OCTET_SCALING_PER_TENSOR) : d.scaling_mode;
-  require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 ||
-              mode == OCTET_SCALING_BLOCK_1X128 || mode == OCTET_SCALING_BLOCK_128X128 || is_fp4_mode(mode),
+  require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_BLOCK_1X128 ||
+              mode == OCTET_SCALING_BLOCK_128X128 || is_fp4_mode(mode),
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
   require(!is_fp4_mode(mode) || d.dtype == OCTET_DTYPE_E2M1, "desc->scaling_mode ", scaling_mode_name(mode),
           " takes E2M1 elements (desc->dtype e2m1); desc->dtype is ", dtype_name(d.dtype));
@@ -150,9 +156,9 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   t.scaling_mode = mode;
   t.block_rows = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : mode == OCTET_SCALING_NVFP4_16X16 ? 16 : 1;
   t.block_cols = mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_MXFP4_1X32 ? 32
-                 : is_nvfp4_mode(mode)                                              ? 16
-                 : mode == OCTET_SCALING_PER_TENSOR                                 ? 1
-                                                                                    : 128;
+                 : is_nvfp4_mode(mode)                                                ? 16
+                 : mode == OCTET_SCALING_PER_TENSOR                                   ? 1
+                                                                                      : 128;
 }
 
 size_t component_bytes(const TensorState& t, int32_t component, const Buffer** buffer, size_t* offset) {
@@ -168,7 +174,7 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
                             : "it is not a quantized tensor",
               ")");
       *buffer = &t.columnwise;
-      return t.copy_bytes();
+      return t.copy_bytes(true);
     case OCTET_COMPONENT_ROWWISE_SCALE_INV:
     case OCTET_COMPONENT_COLUMNWISE_SCALE_INV: {
       require(t.block_scaled(), "component ", component,
@@ -258,7 +264,7 @@ std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>&
   bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
   bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
   if (rowwise) s.data = Buffer(ctx, bytes, q);
-  if (transposed) s.columnwise = Buffer(ctx, bytes, q);
+  if (transposed) s.columnwise = Buffer(ctx, s.copy_bytes(true), q);
   if (s.block_scaled() && rowwise) s.rowwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(false), q);
   if (s.block_scaled() && transposed) s.columnwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(true), q);
   s.scalars = Buffer(ctx, s.scalar_count() * sizeof(float), q);
@@ -333,7 +339,7 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
     out.has_columnwise_data = s.columnwise ? 1 : 0;
     size_t bytes = s.copy_bytes();
     out.rowwise_bytes = s.data ? bytes : 0;
-    out.columnwise_bytes = s.columnwise ? bytes : 0;
+    out.columnwise_bytes = s.columnwise ? s.copy_bytes(true) : 0;
     out.scaling_mode = s.scaling_mode;
     out.block_rows = s.block_rows;
     out.block_cols = s.block_cols;

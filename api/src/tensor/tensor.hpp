@@ -61,8 +61,9 @@ struct TensorState {
     if (scaling_mode == OCTET_SCALING_MXFP8_1X32 || scaling_mode == OCTET_SCALING_MXFP4_1X32) return OCTET_DTYPE_E8M0;
     return is_nvfp4_mode(scaling_mode) ? OCTET_DTYPE_E4M3 : OCTET_DTYPE_FP32;
   }
-  // Bytes of one copy of the codes (E2M1 packed two per byte).
-  size_t copy_bytes() const;
+  // Bytes of the rowwise copy [rows, cols] or the columnwise one [cols, rows]
+  // (E2M1: each row packed on its own bytes, docs/abi.md "Sub-byte dtypes").
+  size_t copy_bytes(bool columnwise_copy = false) const;
   size_t scalar_count() const { return fp4() ? kFp4ScalarCount : kScalarCount; }
   size_t scale_grid_bytes(bool columnwise_copy) const;
   int64_t numel() const { return rows * cols; }
