@@ -99,7 +99,7 @@ std::string compare_copies(const Copy& got, const Copy& want, const char* what) 
 std::vector<float> test_input(uint64_t seed, int64_t rows, int64_t cols) {
   std::mt19937_64 rng(seed);
   std::vector<float> x = uniform_floats(size_t(rows * cols), rng, -4.0f, 4.0f);
-  for (int64_t c = 0; c < 32 && c < cols; ++c) x[size_t(c)] *= 1e-3f;  // a block far below the tensor's amax
+  for (int64_t c = 0; c < 32 && c < cols; ++c) x[size_t(c)] *= 1e-3f;        // a block far below the tensor's amax
   for (int64_t c = 32; c < 64 && c < cols; ++c) x[size_t(cols + c)] = 0.0f;  // a zero block
   return x;
 }
