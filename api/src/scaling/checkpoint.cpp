@@ -82,7 +82,11 @@ std::vector<uint8_t> serialize(const QuantizerState& q) {
   w.u32(uint32_t(q.role));
   w.u32(uint32_t(q.effective() ? q.effective()->kind : -1));
   w.u32(uint32_t(q.history.size()));
-  w.u32(8);  // extension bytes: users' ABI 1.8 appends the FP4 stream counter
+  // Extension bytes: users' ABI 1.8 appends the stream counter of an FP4
+  // recipe's quantizer; other states keep the 1.2-1.7 layout byte for byte.
+  const int32_t kind = q.effective() ? q.effective()->kind : -1;
+  const bool fp4 = kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4;
+  w.u32(fp4 ? 8 : 0);
   w.u64(q.update_count);
   w.f32(q.scale);
   w.f32(q.scale_inv);
@@ -90,7 +94,7 @@ std::vector<uint8_t> serialize(const QuantizerState& q) {
   w.u64(q.observed_saturated);
   w.u64(q.observed_total);
   for (float a : q.history_newest_first()) w.f32(a);
-  w.u64(q.stream_offset);
+  if (fp4) w.u64(q.stream_offset);
   w.u32(fnv1a(w.bytes.data(), w.bytes.size()));
   return w.bytes;
 }

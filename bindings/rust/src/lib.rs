@@ -415,6 +415,8 @@ sized_c_structs!(
     octet_layernorm_mlp_options,
     octet_delayed_scaling_options,
     octet_linear_options,
+    octet_mxfp4_options,
+    octet_nvfp4_options,
     octet_quantizer_info,
     octet_recipe_info,
     octet_tensor_desc,
