@@ -25,7 +25,8 @@ set(octet_public_headers
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_types.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_backend.h
-  ${PROJECT_SOURCE_DIR}/api/include/octet/octet_dlpack.h)
+  ${PROJECT_SOURCE_DIR}/api/include/octet/octet_dlpack.h
+  ${PROJECT_SOURCE_DIR}/api/include/octet/octet_random.h)
 if(EXISTS ${PROJECT_SOURCE_DIR}/api/include/octet/octet.hpp)
   list(APPEND octet_public_headers ${PROJECT_SOURCE_DIR}/api/include/octet/octet.hpp)
 endif()

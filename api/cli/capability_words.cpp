@@ -41,8 +41,8 @@ std::string memory_kind_words(int32_t kind) {
 
 std::string dtype_list(uint32_t dtype_bits) {
   std::vector<std::pair<uint32_t, const char*>> names;
-  for (octet_dtype d :
-       {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E8M0})
+  for (octet_dtype d : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2,
+                        OCTET_DTYPE_E8M0, OCTET_DTYPE_E2M1})
     names.emplace_back(OCTET_DTYPE_BIT(d), octet_dtype_name(d));
   return join_flags(dtype_bits, names);
 }
@@ -51,7 +51,10 @@ std::string scaling_mode_list(uint32_t modes) {
   return join_flags(modes, {{OCTET_SCALING_PER_TENSOR, "per-tensor"},
                             {OCTET_SCALING_MXFP8_1X32, "mxfp8 1x32"},
                             {OCTET_SCALING_BLOCK_1X128, "block 1x128"},
-                            {OCTET_SCALING_BLOCK_128X128, "block 128x128"}});
+                            {OCTET_SCALING_BLOCK_128X128, "block 128x128"},
+                            {OCTET_SCALING_MXFP4_1X32, "mxfp4 1x32"},
+                            {OCTET_SCALING_NVFP4_1X16, "nvfp4 1x16"},
+                            {OCTET_SCALING_NVFP4_16X16, "nvfp4 16x16"}});
 }
 
 std::string gemm_layout_list(uint32_t layouts) {
@@ -80,7 +83,12 @@ std::string feature_list(uint32_t features) {
                                {OCTET_FEATURE_BIAS_GRADIENT, "bias gradient"},
                                {OCTET_FEATURE_ACCUMULATE, "accumulate"},
                                // plugin ABI 1.3
-                               {OCTET_FEATURE_GEMM_FP8_OUTPUT, "fp8 gemm output"}});
+                               {OCTET_FEATURE_GEMM_FP8_OUTPUT, "fp8 gemm output"},
+                               // plugin ABI 1.4 (FP4)
+                               {OCTET_FEATURE_FP4_QUANTIZE, "fp4 quantize"},
+                               {OCTET_FEATURE_FP4_GEMM, "fp4 gemm"},
+                               {OCTET_FEATURE_STOCHASTIC_ROUNDING, "stochastic rounding"},
+                               {OCTET_FEATURE_HADAMARD_TRANSFORM, "hadamard transform"}});
 }
 
 std::string profile_name(int32_t profile) {

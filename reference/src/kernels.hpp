@@ -33,5 +33,9 @@ int32_t accumulate_matrix(const octet_matrix_view* x, const octet_matrix_view* y
 int32_t scale_from_amax(const octet_scale_from_amax_args* args);
 int32_t delayed_scaling_update(const octet_delayed_scaling_update_args* args);
 int32_t amax_record(const float* amax, float* slot);
+// Plugin ABI 1.4 (fp4_kernels.cpp).
+int32_t fp4_quantize_matrix(const octet_fp4_quantize_args* args);
+int32_t fp4_dequantize_matrix(const octet_fp4_dequantize_args* args);
+int32_t fp4_gemm(const octet_fp4_gemm_args* args);
 
 }  // namespace octet::ref

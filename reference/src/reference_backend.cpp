@@ -27,12 +27,13 @@ octet_backend_caps reference_caps() {
   caps.struct_size = sizeof caps;
   caps.device = kDeviceName;
   caps.memory_kind = OCTET_MEMORY_HOST;
-  caps.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ);
-  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
-                       OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128;
+  caps.dtypes =
+      OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+      OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
+  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                       OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
+                       OCTET_SCALING_NVFP4_16X16;
   caps.native_columnwise = 1;
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
   caps.alignment = 64;
@@ -167,6 +168,18 @@ int32_t amax_record_entry(octet_backend_context* context, const float* amax, flo
   return run_kernel("amax_record", context, [&] { return amax_record(amax, slot); });
 }
 
+int32_t fp4_quantize(octet_backend_context* context, const octet_fp4_quantize_args* args) {
+  return run_kernel("fp4_quantize", context, [&] { return fp4_quantize_matrix(args); });
+}
+
+int32_t fp4_dequantize(octet_backend_context* context, const octet_fp4_dequantize_args* args) {
+  return run_kernel("fp4_dequantize", context, [&] { return fp4_dequantize_matrix(args); });
+}
+
+int32_t fp4_gemm_entry(octet_backend_context* context, const octet_fp4_gemm_args* args) {
+  return run_kernel("fp4_gemm", context, [&] { return fp4_gemm(args); });
+}
+
 const octet_backend_api kReferenceApi = {
     sizeof(octet_backend_api),
     OCTET_PLUGIN_ABI_MAJOR,
@@ -178,7 +191,7 @@ const octet_backend_api kReferenceApi = {
     context_create,
     context_destroy,
     /*synchronize=*/nullptr,  // every kernel has finished when it returns
-    // Memory: NULL, so the host uses its own aligned host memory and memcpy.
+                              // Memory: NULL, so the host uses its own aligned host memory and memcpy.
     /*mem_alloc=*/nullptr,
     /*mem_free=*/nullptr,
     /*copy_from_host=*/nullptr,
@@ -202,6 +215,9 @@ const octet_backend_api kReferenceApi = {
     scale_from_amax_entry,
     delayed_scaling_update_entry,
     amax_record_entry,
+    fp4_quantize,
+    fp4_dequantize,
+    fp4_gemm_entry,
 };
 
 }  // namespace

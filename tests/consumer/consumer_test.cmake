@@ -63,6 +63,7 @@ foreach(file
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet.h"
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_types.h"
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_backend.h"
+    "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_random.h"
     "${libdir}/liboctet.so"
     "${libdir}/liboctet.so.1"
     "${libdir}/cmake/Octet/OctetConfig.cmake"

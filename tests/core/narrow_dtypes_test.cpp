@@ -227,7 +227,7 @@ TEST(NarrowDtypeReference, OcpAndFnuzOperandsDoNotMix) {
   EXPECT_THAT(last_error(), HasSubstr("mix an OCP FP8 format with an FNUZ one"));
 }
 
-TEST(NarrowDtypeReference, NoBackendStoresE2M1Tensors) {
+TEST(NarrowDtypeReference, E2M1TensorsAreQuantizedFp4TensorsOnly) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   octet_tensor_desc desc{};
   desc.struct_size = sizeof(desc);
@@ -235,9 +235,13 @@ TEST(NarrowDtypeReference, NoBackendStoresE2M1Tensors) {
   desc.ndim = 1;
   desc.shape[0] = 4;
   octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx.get(), &desc, &t), OCTET_STATUS_UNSUPPORTED);
+  EXPECT_EQ(octet_tensor_create(ctx.get(), &desc, &t), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(last_error(), HasSubstr("e2m1"));
   EXPECT_EQ(t, nullptr);
+  desc.usages = OCTET_USAGE_ROWWISE;
+  desc.scaling_mode = OCTET_SCALING_NVFP4_1X16;
+  ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &t), OCTET_STATUS_SUCCESS) << last_error();
+  octet_tensor_destroy(t);
 }
 
 TEST(NarrowDtypeReference, RecipesTakeFnuzFormats) {

@@ -17,7 +17,7 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi13) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi14) {
   for (uint32_t minor : {0u, 4u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
@@ -25,7 +25,7 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi13) {
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 3u);
+    EXPECT_EQ(api->abi_minor, 4u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.
@@ -37,12 +37,11 @@ TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi13) {
     EXPECT_EQ(api->mem_free, nullptr);
     EXPECT_EQ(api->copy_from_host, nullptr);
     EXPECT_EQ(api->copy_to_host, nullptr);
-    for (const void* kernel : {(const void*)api->convert, (const void*)api->amax,
-                               (const void*)api->quantize, (const void*)api->transpose,
-                               (const void*)api->dequantize, (const void*)api->gemm,
-                               (const void*)api->quantize_with_statistics,
-                               (const void*)api->block_quantize, (const void*)api->block_dequantize,
-                               (const void*)api->block_gemm}) {
+    for (const void* kernel :
+         {(const void*)api->convert, (const void*)api->amax, (const void*)api->quantize, (const void*)api->transpose,
+          (const void*)api->dequantize, (const void*)api->gemm, (const void*)api->quantize_with_statistics,
+          (const void*)api->block_quantize, (const void*)api->block_dequantize, (const void*)api->block_gemm,
+          (const void*)api->fp4_quantize, (const void*)api->fp4_dequantize, (const void*)api->fp4_gemm}) {
       EXPECT_NE(kernel, nullptr);
     }
   }
@@ -61,10 +60,11 @@ TEST_F(ReferenceCaps, DeclaresEveryCapability) {
   EXPECT_EQ(caps_.memory_kind, OCTET_MEMORY_HOST);
   uint32_t dtypes = 0;
   for (int32_t dtype : all_dtypes()) dtypes |= OCTET_DTYPE_BIT(dtype);
-  EXPECT_EQ(caps_.dtypes, dtypes);
+  EXPECT_EQ(caps_.dtypes, dtypes | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1));
   EXPECT_EQ(caps_.scaling_modes,
-            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
-                                  OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128));
+            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
+                                  OCTET_SCALING_NVFP4_16X16));
   EXPECT_EQ(caps_.native_columnwise, 1);
   EXPECT_EQ(caps_.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
   EXPECT_EQ(caps_.alignment, 64u);

@@ -19,6 +19,9 @@ void check_recipes(const ValidationRun& run);
 // Layers, one training step against the reference, bit for bit on data whose
 // GEMM sums have one term (layer_rows.cpp).
 void check_layers(const ValidationRun& run);
+// FP4 (numerics.md section 15): MXFP4 / NVFP4 quantize, stochastic rounding,
+// Hadamard transform, dequantize and GEMM (fp4_rows.cpp).
+void check_fp4(const ValidationRun& run);
 
 // Every family above, in the order `octet validate` prints them (also the
 // numerics section of `octet conformance`).

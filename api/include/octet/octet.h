@@ -198,8 +198,13 @@ enum {
   OCTET_FEATURE_ACTIVATION = 1u << 12,         /* GELU/SwiGLU forward + backward */
   OCTET_FEATURE_BIAS_GRADIENT = 1u << 13,      /* column sums of dy */
   OCTET_FEATURE_ACCUMULATE = 1u << 14,         /* y += x */
-  OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15     /* the GEMM encodes an FP8 D itself (else the
+  OCTET_FEATURE_GEMM_FP8_OUTPUT = 1u << 15,    /* the GEMM encodes an FP8 D itself (else the
                                                   core composes FP32 GEMM + quantize) */
+  /* Users' ABI 1.8: FP4 (E2M1 with MXFP4 / NVFP4 scales, numerics.md section 15). */
+  OCTET_FEATURE_FP4_QUANTIZE = 1u << 18,        /* FP4 quantize and dequantize */
+  OCTET_FEATURE_FP4_GEMM = 1u << 19,            /* GEMM of two FP4 operands */
+  OCTET_FEATURE_STOCHASTIC_ROUNDING = 1u << 20, /* reproducible stochastic rounding (15.1) */
+  OCTET_FEATURE_HADAMARD_TRANSFORM = 1u << 21   /* random Hadamard transform (15.2) */
 };
 
 typedef struct octet_backend_info {
@@ -440,10 +445,24 @@ typedef struct octet_quantize_options {
   size_t struct_size;
   uint32_t usages;  /* 0: every usage the output has; else a subset of them */
   int32_t saturate; /* default 1 */
+  /* Users' ABI 1.8 fields, FP4 outputs only (numerics.md section 15):
+   * stochastic rounding with the random bits of (seed, offset) (the
+   * columnwise copy uses offset + 1), and the random Hadamard transform of
+   * the columnwise copy with the sign mask of seed. Default 0. */
+  int32_t stochastic_rounding;
+  int32_t hadamard_transform;
+  uint64_t seed;
+  uint64_t offset;
 } octet_quantize_options;
 
-/* Sets struct_size and the defaults: usages 0, saturate 1. */
-OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options);
+/* Sets the defaults: usages 0, saturate 1, no stochastic rounding, no
+ * transform, seed and offset 0. The exported octet_quantize_options_init
+ * writes the users' ABI 1.0-1.7 struct only (usages, saturate); code
+ * compiled against this header calls the sized form through the macro
+ * (docs/abi.md, "Growing a struct that has an _init"). */
+OCTET_API octet_status(octet_quantize_options_init)(octet_quantize_options* options);
+OCTET_API octet_status octet_quantize_options_init_sized(octet_quantize_options* options, size_t struct_size);
+#define octet_quantize_options_init(options) octet_quantize_options_init_sized((options), sizeof(*(options)))
 
 /* q = fp8(x * scale), with scale read from output's SCALE component; writes
  * the requested usages, SCALE_INV = 1/scale and AMAX = max |x|. The rowwise
@@ -562,7 +581,9 @@ enum {
   OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (numerics.md 14.1) */
   OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (docs/recipes.md) */
   OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (numerics.md section 11) */
-  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_BLOCK = 4,   /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_MXFP4 = 6,   /* E2M1, 1x32 blocks, E8M0 scales (numerics.md section 15) */
+  OCTET_RECIPE_NVFP4 = 7    /* E2M1, 1x16 / 16x16 E4M3 scales + FP32 (numerics.md section 15) */
 };
 
 /* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
@@ -679,7 +700,36 @@ typedef struct octet_block_scaling_options {
   int32_t power_of_two_scales;
 } octet_block_scaling_options;
 
+/* MXFP4 (users' ABI 1.8; numerics.md section 15): E2M1 with one E8M0 scale
+ * per 1x32 block, every role. Defaults: rounding RCEIL, no stochastic
+ * rounding, seed 0. */
+typedef struct octet_mxfp4_options {
+  size_t struct_size;
+  int32_t rounding;            /* octet_mx_rounding */
+  int32_t stochastic_rounding; /* 1: the gradient role rounds stochastically */
+  uint64_t seed;               /* of the random bits (numerics.md 15.1) */
+} octet_mxfp4_options;
+
+/* NVFP4 (users' ABI 1.8; numerics.md section 15), Transformer Engine's
+ * recipe: E2M1 with one E4M3 scale per 1x16 block and one FP32 scale per
+ * tensor. Defaults: weight_2d 1, stochastic_rounding 1, hadamard_transform
+ * 1, seed 0. */
+typedef struct octet_nvfp4_options {
+  size_t struct_size;
+  int32_t weight_2d;           /* 1: 16x16 blocks for the weight role, else 1x16 */
+  int32_t stochastic_rounding; /* 1: the gradient role rounds stochastically */
+  int32_t hadamard_transform;  /* 1: the random Hadamard transform of the
+                                  columnwise copies of the input and gradient
+                                  roles (the weight-gradient GEMM's operands),
+                                  for tensors whose row count is a multiple
+                                  of 16 */
+  int32_t reserved;            /* 0 */
+  uint64_t seed;               /* of the random bits and the transform's signs */
+} octet_nvfp4_options;
+
 /* Fill *options with the defaults (struct_size set to sizeof). */
+OCTET_API octet_status octet_mxfp4_options_init(octet_mxfp4_options* options);
+OCTET_API octet_status octet_nvfp4_options_init(octet_nvfp4_options* options);
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
 OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scaling_options* options);
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
@@ -707,12 +757,16 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
                                                  octet_recipe** recipe);
 OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options,
                                                  octet_recipe** recipe);
+/* FP4 recipes (users' ABI 1.8). Their quantizers keep a stream counter for
+ * stochastic rounding, saved in checkpoints (docs/recipes.md). */
+OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options, octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* options, octet_recipe** recipe);
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe);
 
 typedef struct octet_recipe_info {
   size_t struct_size;
   int32_t kind;                /* octet_recipe_kind */
-  int32_t format;              /* octet_fp8_format */
+  int32_t format;              /* octet_fp8_format; -1 for the FP4 recipes (E2M1) */
   int32_t override_fprop;      /* delayed scaling only; else 0 */
   int32_t override_dgrad;
   int32_t override_wgrad;

@@ -51,7 +51,7 @@ extern "C" {
  * only inside the struct_size the other side gives). CHANGELOG.md lists what
  * each minor added. */
 #define OCTET_PLUGIN_ABI_MAJOR 1
-#define OCTET_PLUGIN_ABI_MINOR 3
+#define OCTET_PLUGIN_ABI_MINOR 4
 
 #define OCTET_BACKEND_ENTRY_SYMBOL "octet_backend_entry"
 
@@ -280,6 +280,88 @@ typedef struct octet_block_gemm_args {
   octet_matrix_view bias;
   int32_t epilogue;
 } octet_block_gemm_args;
+
+/* ---- FP4 kernels (plugin ABI 1.4; numerics.md section 15) ----
+ * E2M1 codes are packed two per byte, row by row (docs/abi.md, "Sub-byte
+ * dtypes"): row r of a rows x cols code matrix starts at byte
+ * r * ((cols + 1) / 2); element (r, c) is the low nibble of byte c / 2 of
+ * its row when c is even, the high nibble when odd; an odd cols leaves each
+ * row's last high nibble 0. Block shapes follow the scaling mode:
+ * MXFP4_1X32 1x32 blocks with E8M0 scale codes; NVFP4_1X16 1x16 and
+ * NVFP4_16X16 16x16 blocks with E4M3 scale codes and one FP32 tensor scale.
+ * Scale grids are ceil(rows / br) x ceil(cols / bc), row-major, one byte a
+ * block. A backend that provides fp4_quantize honours every field below
+ * (stochastic rounding and the Hadamard transform included); random bits
+ * come from <octet/octet_random.h>. */
+
+/* Quantization of input (rows x cols) or, with transposed = 1, of its
+ * transpose, into codes `out` (rows_out x cols_out), by numerics.md 15.3:
+ *   1. rht != 0: every row's 16-element groups are replaced by their
+ *      random Hadamard transform with sign mask rht_sign_mask (15.2);
+ *      cols_out must be a multiple of 16;
+ *   2. NVFP4: g = (max |y| over finite y) / 2688, 1 when that is 0;
+ *   3. per block: the scale from the amax of its finite elements; a block
+ *      holding a NaN gets the scale's NaN code and codes 0;
+ *   4. elements: y / X encoded to E2M1, saturating, rounded to nearest even
+ *      or, with stochastic_rounding != 0, stochastically with the random
+ *      bits of (seed, offset, element index in the rows_out x cols_out
+ *      matrix) (15.1). */
+typedef struct octet_fp4_quantize_args {
+  size_t struct_size;
+  octet_matrix_view input; /* FP32/BF16/FP16 */
+  int32_t transposed;
+  int32_t scaling_mode;        /* MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16 */
+  int32_t e8m0_rounding;       /* MXFP4: 0 RCEIL, 1 FLOOR (as MXFP8) */
+  int32_t stochastic_rounding; /* 0 or 1 */
+  uint64_t seed;
+  uint64_t offset;
+  int32_t rht;                          /* 0 or 1 */
+  uint32_t rht_sign_mask;               /* 16 bits: octet_rht_sign_mask(seed) */
+  uint8_t* out;                         /* device, packed E2M1 */
+  uint8_t* scale_inv_out;               /* device, one E8M0 or E4M3 code a block */
+  float* tensor_scale_inv_out;          /* device, 1 value (g); NVFP4 only, else NULL */
+  float* amax_out;                      /* device, 1 value (max |x| of the input,
+                                           NaN ignored), or NULL */
+  octet_quantize_statistics* stats_out; /* device, or NULL */
+} octet_fp4_quantize_args;
+
+/* x' = decode(q) * X, X the block's decode scale (E8M0 value; NVFP4:
+ * E4M3 value * g, one FP32 multiply), rounded to output's dtype. */
+typedef struct octet_fp4_dequantize_args {
+  size_t struct_size;
+  const uint8_t* input; /* device, packed E2M1, rows x cols */
+  int64_t rows;
+  int64_t cols;
+  int32_t scaling_mode;
+  int32_t reserved;
+  const uint8_t* scale_inv;      /* device, the block grid */
+  const float* tensor_scale_inv; /* device, 1 value; NVFP4 only, else NULL */
+  octet_matrix_view output;      /* FP32/BF16/FP16, rows x cols */
+} octet_fp4_dequantize_args;
+
+/* D[m,n] = (alpha * (ga * gb)) * sum over k-blocks kb of
+ * (sum over k in kb of A[m,k] * B[n,k]) * (sa[m,kb] * sb[n,kb]), then
+ * beta, bias and the epilogue as octet_gemm_args (numerics.md 15.4). A is
+ * m x k, B is n x k (packed, K-contiguous); both MXFP4 or both NVFP4 (1x16
+ * and 16x16 mix). ga, gb: the NVFP4 tensor scales (1 for MXFP4). */
+typedef struct octet_fp4_gemm_args {
+  size_t struct_size;
+  int64_t m, n, k;
+  const uint8_t* a;
+  const uint8_t* b;
+  const uint8_t* a_scale_inv;
+  const uint8_t* b_scale_inv;
+  const float* a_tensor_scale_inv; /* device, 1 value; NVFP4 only */
+  const float* b_tensor_scale_inv;
+  int32_t a_scaling_mode;
+  int32_t b_scaling_mode;
+  float alpha;
+  float beta;
+  octet_matrix_view d;    /* FP32/BF16/FP16, m x n */
+  octet_matrix_view bias; /* 1 x n, or data NULL */
+  int32_t epilogue;
+  int32_t reserved;
+} octet_fp4_gemm_args;
 
 /* ---- Kernels for normalisation, activations and bias gradients ----
  * Their kinds are octet_norm_kind (OCTET_NORM_*) and octet_activation_kind
@@ -514,6 +596,13 @@ typedef struct octet_backend_api {
   /* *slot = fmaxf(*slot, *amax): a step's amax is the max over its tensors
    * (a NaN amax leaves the slot, a NaN slot takes the amax). */
   int32_t (*amax_record)(octet_backend_context* context, const float* amax, float* slot);
+
+  /* Plugin ABI 1.4 entries ("FP4 kernels" above), optional, read only when
+   * struct_size covers them. A backend declaring an FP4 scaling mode
+   * provides all three; the host uses them only when all three are present. */
+  int32_t (*fp4_quantize)(octet_backend_context* context, const octet_fp4_quantize_args* args);
+  int32_t (*fp4_dequantize)(octet_backend_context* context, const octet_fp4_dequantize_args* args);
+  int32_t (*fp4_gemm)(octet_backend_context* context, const octet_fp4_gemm_args* args);
 } octet_backend_api;
 
 /* The one symbol a plugin exports. */

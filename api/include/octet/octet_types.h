@@ -71,7 +71,14 @@ enum {
   OCTET_SCALING_PER_TENSOR = 1u << 0,
   OCTET_SCALING_MXFP8_1X32 = 1u << 1,
   OCTET_SCALING_BLOCK_1X128 = 1u << 2,
-  OCTET_SCALING_BLOCK_128X128 = 1u << 3
+  OCTET_SCALING_BLOCK_128X128 = 1u << 3,
+  /* FP4 modes (E2M1 data, users' ABI 1.8 / plugin ABI 1.4; numerics.md
+   * section 15): one E8M0 scale per 1x32 block (OCP MXFP4); one E4M3
+   * scale per 1x16 block plus one FP32 scale per tensor (NVFP4); the same
+   * with 16x16 blocks (NVFP4 weights). */
+  OCTET_SCALING_MXFP4_1X32 = 1u << 6,
+  OCTET_SCALING_NVFP4_1X16 = 1u << 7,
+  OCTET_SCALING_NVFP4_16X16 = 1u << 8
 };
 
 /* FP8 GEMM operand layouts (bit flags), named as cuBLAS names them. With

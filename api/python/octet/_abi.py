@@ -43,6 +43,8 @@ DTYPE_E4M3FNUZ, DTYPE_E5M2FNUZ, DTYPE_E2M1 = 11, 13, 17
 E8M0_ROUND_CEIL, E8M0_ROUND_FLOOR = 0, 1
 
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
+# FP4 (ABI 1.8)
+SCALING_MXFP4_1X32, SCALING_NVFP4_1X16, SCALING_NVFP4_16X16 = 1 << 6, 1 << 7, 1 << 8
 
 GEMM_LAYOUT_TN, GEMM_LAYOUT_NN, GEMM_LAYOUT_TT, GEMM_LAYOUT_NT, GEMM_LAYOUT_ALL = 1, 2, 4, 8, 0xF
 
@@ -70,6 +72,10 @@ FEATURE_ACTIVATION = 1 << 12
 FEATURE_BIAS_GRADIENT = 1 << 13
 FEATURE_ACCUMULATE = 1 << 14
 FEATURE_GEMM_FP8_OUTPUT = 1 << 15
+FEATURE_FP4_QUANTIZE = 1 << 18
+FEATURE_FP4_GEMM = 1 << 19
+FEATURE_STOCHASTIC_ROUNDING = 1 << 20
+FEATURE_HADAMARD_TRANSFORM = 1 << 21
 
 PROFILE_NATIVE, PROFILE_HOPPER_LIKE, PROFILE_BLACKWELL_LIKE = 0, 1, 2
 
@@ -84,6 +90,7 @@ COMPONENT_ROWWISE_SCALE_INV, COMPONENT_COLUMNWISE_SCALE_INV = 5, 6
 EPILOGUE_NONE, EPILOGUE_GELU = 0, 1
 
 RECIPE_DELAYED, RECIPE_CURRENT, RECIPE_STATIC, RECIPE_MXFP8, RECIPE_BLOCK = 0, 1, 2, 3, 4
+RECIPE_MXFP4, RECIPE_NVFP4 = 6, 7
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
 FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
 ROLE_INPUT, ROLE_WEIGHT, ROLE_GRADIENT = 0, 1, 2
@@ -197,7 +204,11 @@ class TensorInfo(_c.Structure):
 
 class QuantizeOptions(_c.Structure):
     _c_name = "octet_quantize_options"
-    _fields_ = [("struct_size", _sz), ("usages", _u32), ("saturate", _i32)]
+    _fields_ = [
+        ("struct_size", _sz), ("usages", _u32), ("saturate", _i32),
+        # ABI 1.8: FP4 outputs
+        ("stochastic_rounding", _i32), ("hadamard_transform", _i32), ("seed", _u64), ("offset", _u64),
+    ]
 
 
 class GemmOptions(_c.Structure):
@@ -282,6 +293,19 @@ class StaticScalingOptions(_c.Structure):
 class MXFP8Options(_c.Structure):
     _c_name = "octet_mxfp8_options"
     _fields_ = [("struct_size", _sz), ("format", _i32), ("rounding", _i32)]
+
+
+class MXFP4Options(_c.Structure):
+    _c_name = "octet_mxfp4_options"
+    _fields_ = [("struct_size", _sz), ("rounding", _i32), ("stochastic_rounding", _i32), ("seed", _u64)]
+
+
+class NVFP4Options(_c.Structure):
+    _c_name = "octet_nvfp4_options"
+    _fields_ = [
+        ("struct_size", _sz), ("weight_2d", _i32), ("stochastic_rounding", _i32), ("hadamard_transform", _i32),
+        ("reserved", _i32), ("seed", _u64),
+    ]
 
 
 class BlockScalingOptions(_c.Structure):
@@ -444,7 +468,7 @@ DLPackManagedTensorVersioned._fields_ = [
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
-    BlockScalingOptions, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
+    BlockScalingOptions, MXFP4Options, NVFP4Options, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
     LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
 
@@ -453,13 +477,15 @@ STRUCTS = {cls._c_name: cls for cls in (
 # were introduced or, for newer structs, the whole struct.
 INIT_FUNCTIONS = {
     "octet_context_options": "octet_context_options_init",
-    "octet_quantize_options": "octet_quantize_options_init",
+    "octet_quantize_options": "octet_quantize_options_init_sized",
     "octet_gemm_options": "octet_gemm_options_init_sized",
     "octet_delayed_scaling_options": "octet_delayed_scaling_options_init",
     "octet_current_scaling_options": "octet_current_scaling_options_init_sized",
     "octet_static_scaling_options": "octet_static_scaling_options_init",
     "octet_mxfp8_options": "octet_mxfp8_options_init",
     "octet_block_scaling_options": "octet_block_scaling_options_init",
+    "octet_mxfp4_options": "octet_mxfp4_options_init",
+    "octet_nvfp4_options": "octet_nvfp4_options_init",
     "octet_linear_options": "octet_linear_options_init",
     "octet_layernorm_linear_options": "octet_layernorm_linear_options_init",
     "octet_layernorm_mlp_options": "octet_layernorm_mlp_options_init",
@@ -517,7 +543,8 @@ FUNCTIONS = {
     "octet_tensor_copy_to_host": (_i32, [_p, _i32, _p, _sz]),
     "octet_convert": (_i32, [_p, _p, _p, _i32]),
     "octet_amax": (_i32, [_p, _p, _P(_f32)]),
-    "octet_quantize_options_init": (_i32, [_P(QuantizeOptions)]),
+    "octet_quantize_options_init": (_i32, [_P(QuantizeOptions)]),  # writes the ABI 1.7 size; prefer _sized
+    "octet_quantize_options_init_sized": (_i32, [_P(QuantizeOptions), _sz]),
     "octet_quantize": (_i32, [_p, _p, _p, _P(QuantizeOptions)]),
     "octet_dequantize": (_i32, [_p, _p, _p]),
     "octet_gemm_options_init": (_i32, [_P(GemmOptions)]),  # writes the ABI 1.3 size; prefer _sized
@@ -525,6 +552,8 @@ FUNCTIONS = {
     "octet_gemm": (_i32, [_p, _p, _p, _p, _P(GemmOptions)]),
     "octet_quantize_with_stats": (_i32, [_p, _p, _p, _P(QuantizeOptions), _P(QuantizeStats)]),
     # recipes
+    "octet_mxfp4_options_init": (_i32, [_P(MXFP4Options)]),
+    "octet_nvfp4_options_init": (_i32, [_P(NVFP4Options)]),
     "octet_delayed_scaling_options_init": (_i32, [_P(DelayedScalingOptions)]),
     "octet_current_scaling_options_init": (_i32, [_P(CurrentScalingOptions)]),  # the ABI 1.4 size; prefer _sized
     "octet_static_scaling_options_init": (_i32, [_P(StaticScalingOptions)]),
@@ -536,6 +565,8 @@ FUNCTIONS = {
     "octet_recipe_create_static": (_i32, [_P(StaticScalingOptions), _P(_p)]),
     "octet_recipe_create_mxfp8": (_i32, [_P(MXFP8Options), _P(_p)]),
     "octet_recipe_create_block": (_i32, [_P(BlockScalingOptions), _P(_p)]),
+    "octet_recipe_create_mxfp4": (_i32, [_P(MXFP4Options), _P(_p)]),
+    "octet_recipe_create_nvfp4": (_i32, [_P(NVFP4Options), _P(_p)]),
     "octet_recipe_destroy": (None, [_p]),
     "octet_recipe_get_info": (_i32, [_p, _P(RecipeInfo)]),
     "octet_recipe_tensor_format": (_i32, [_p, _i32, _P(_i32), _P(_i32)]),

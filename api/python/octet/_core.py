@@ -109,7 +109,7 @@ class Context(ContextBase):
             q = self.empty(x.shape, dtype, usages)
             q.set_scale(scale)
             options = _lib.QuantizeOptions()
-            _check(_libc.octet_quantize_options_init(_c.byref(options)))
+            _check(_libc.octet_quantize_options_init_sized(_c.byref(options), _c.sizeof(options)))
             options.saturate = int(bool(saturate))
             if self.info()["features"] & _FEATURE_QUANTIZE_STATISTICS:
                 raw = _lib.QuantizeStats(struct_size=_c.sizeof(_lib.QuantizeStats))

@@ -111,7 +111,7 @@ class Quantizer(_Handle):
             dtype, mode = self._format(ctx)
             out = ctx.empty(x.shape, dtype, usages, mode)
         options = _lib.QuantizeOptions()
-        _check(_libc.octet_quantize_options_init(_c.byref(options)))
+        _check(_libc.octet_quantize_options_init_sized(_c.byref(options), _c.sizeof(options)))
         options.saturate = int(bool(saturate))
         counts = _lib.QuantizeStats(struct_size=_c.sizeof(_lib.QuantizeStats)) if stats else None
         self._note_scope_recipe(ctx)

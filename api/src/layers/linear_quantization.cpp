@@ -59,7 +59,10 @@ TensorPtr requantize(const ContextPtr& ctx, const TensorState& in, const RecipeS
     else
       write_scale(t->state, scale.host);
   }
-  quantize_into(ctx, in, t->state, usages, true, r.block_params(), nullptr);
+  // FP4: the input and weight roles draw no random bits, so the stream does
+  // not matter; the transform's signs come from the recipe's seed.
+  const Fp4Params fp4 = r.fp4_params(role, 0, in.rows);
+  quantize_into(ctx, in, t->state, usages, true, r.block_params(), nullptr, r.fp4() ? &fp4 : nullptr);
   return t;
 }
 

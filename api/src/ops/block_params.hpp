@@ -16,4 +16,15 @@ struct BlockParams {
   float amax_epsilon = 0.0f;
 };
 
+// The FP4 options of a quantize (numerics.md section 15): from
+// octet_quantize_options, or from an FP4 recipe and its quantizer's stream
+// counter.
+struct Fp4Params {
+  int32_t e8m0_rounding = OCTET_MX_ROUND_RCEIL;
+  bool stochastic_rounding = false;
+  bool hadamard_transform = false;
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
 }  // namespace octet::core

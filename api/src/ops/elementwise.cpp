@@ -2,6 +2,7 @@
 // checks arguments and decides which copies to produce; the backend computes.
 #include <octet/octet.h>
 
+#include "ops/fp4.hpp"
 #include "ops/quantize.hpp"
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
@@ -57,6 +58,9 @@ OCTET_API octet_status octet_convert(octet_context* context, const octet_tensor*
     const TensorState& in = tensor_arg(input, ctx, "input");
     TensorState& out = tensor_arg(output, ctx, "output");
     require_same_shape(in, "input", out, "output");
+    require(in.dtype != OCTET_DTYPE_E2M1 && out.dtype != OCTET_DTYPE_E2M1,
+            "octet_convert does not take E2M1 tensors: FP4 codes are written by octet_quantize and read by "
+            "octet_dequantize, with their block scales");
     require(bool(in.data), "tensor 'input' has no rowwise data to convert");
     require(bool(out.data), "tensor 'output' has no rowwise data to write");
     require_entry(ctx, ctx.api().convert != nullptr, "convert");
@@ -84,7 +88,8 @@ OCTET_API octet_status octet_quantize(octet_context* context, const octet_tensor
     octet_quantize_options o = read_quantize_options(options);
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
     require_allowed_scalar(out, kScale, "output");
-    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, nullptr);
+    const Fp4Params fp4 = fp4_params_of(o);
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, nullptr, &fp4);
   });
 }
 
@@ -100,7 +105,8 @@ OCTET_API octet_status octet_quantize_with_stats(octet_context* context, const o
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
     require_allowed_scalar(out, kScale, "output");
     octet_quantize_stats result{};
-    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result);
+    const Fp4Params fp4 = fp4_params_of(o);
+    quantize_into(context->state, in, out, usages, o.saturate != 0, BlockParams{}, &result, &fp4);
     write_versioned(result, stats, "stats");
   });
 }
@@ -110,10 +116,15 @@ OCTET_API octet_status octet_dequantize(octet_context* context, const octet_tens
     const ContextState& ctx = context_arg(context);
     const TensorState& in = tensor_arg(input, ctx, "input");
     TensorState& out = tensor_arg(output, ctx, "output");
-    require(is_fp8(in.dtype), "tensor 'input' must be FP8 (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ; it is ",
-            dtype_name(in.dtype), ")");
+    require(is_fp8(in.dtype) || in.fp4(),
+            "tensor 'input' must be FP8 (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ) or FP4 (E2M1); it is ",
+            dtype_name(in.dtype));
     require_high_precision(out, "output");
     require_same_shape(in, "input", out, "output");
+    if (in.fp4()) {
+      dequantize_fp4(context->state, in, out);
+      return;
+    }
     require_allowed_scalar(in, kScaleInv, "input");
     if (in.block_scaled()) {
       dequantize_blocks(context->state, in, out);

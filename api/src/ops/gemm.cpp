@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "ops/gemm.hpp"
+
+#include "ops/fp4.hpp"
 #include "ops/quantize.hpp"
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
@@ -162,8 +164,9 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
 
     bool fp8 = is_fp8(ta.dtype) && is_fp8(tb.dtype);
     bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
-    require(fp8 || high, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
-            ") must both be FP8 (E4M3/E5M2/E4M3FNUZ/E5M2FNUZ) or both FP32/BF16/FP16");
+    bool fp4 = ta.dtype == OCTET_DTYPE_E2M1 && tb.dtype == OCTET_DTYPE_E2M1;
+    require(fp8 || high || fp4, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
+            ") must both be FP8 (E4M3/E5M2/E4M3FNUZ/E5M2FNUZ), both FP4 (E2M1) or both FP32/BF16/FP16");
     require(!fp8 || is_fnuz(ta.dtype) == is_fnuz(tb.dtype), "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (",
             dtype_name(tb.dtype),
             ") mix an OCP FP8 format with an FNUZ one; both must be OCP (E4M3/E5M2) or both FNUZ");
@@ -193,6 +196,13 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
             " (trans_b = ", o.trans_b, ")");
     require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
 
+    if (fp4) {
+      if (fp8_out)
+        fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
+             ": FP4 GEMMs write FP32, BF16 or FP16 only");
+      fp4_gemm(ctx, ta, tb, td, o, m, n, k);
+      return;
+    }
     if (ta.block_scaled() || tb.block_scaled()) {
       if (fp8_out)
         fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),

@@ -1,5 +1,7 @@
 #include "ops/quantize.hpp"
 
+#include "ops/fp4.hpp"
+
 #include "runtime/error.hpp"
 #include "runtime/versioned_struct.hpp"
 #include "tensor/dtype.hpp"
@@ -111,6 +113,19 @@ float amax_on_backend(const std::shared_ptr<ContextState>& context, const Tensor
   return value;
 }
 
+Fp4Params fp4_params_of(const octet_quantize_options& o) {
+  require(o.stochastic_rounding == 0 || o.stochastic_rounding == 1, "options->stochastic_rounding (",
+          o.stochastic_rounding, ") must be 0 or 1");
+  require(o.hadamard_transform == 0 || o.hadamard_transform == 1, "options->hadamard_transform (", o.hadamard_transform,
+          ") must be 0 or 1");
+  Fp4Params p;
+  p.stochastic_rounding = o.stochastic_rounding != 0;
+  p.hadamard_transform = o.hadamard_transform != 0;
+  p.seed = o.seed;
+  p.offset = o.offset;
+  return p;
+}
+
 octet_quantize_options read_quantize_options(const octet_quantize_options* options) {
   return read_versioned(options, quantize_defaults(), "options");
 }
@@ -119,7 +134,8 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
   (void)ctx;
   require(is_high_precision(in.dtype) && !in.quantized(), "tensor 'input' must be a plain FP32, BF16 or FP16 tensor (it is ",
           dtype_name(in.dtype), ")");
-  require(out.quantized(), "tensor 'output' must be a quantized tensor (an FP8 dtype created with usages != 0)");
+  require(out.quantized(),
+          "tensor 'output' must be a quantized tensor (an FP8 or E2M1 dtype created with usages != 0)");
   require_same_shape(in, "input", out, "output");
   uint32_t usages = requested == 0 ? out.usages : requested;
   require((usages & ~out.usages) == 0, "options->usages (", requested,
@@ -128,8 +144,23 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
 }
 
 void quantize_into(const std::shared_ptr<ContextState>& context, const TensorState& in, TensorState& out,
-                   uint32_t usages, bool saturate, const BlockParams& block, octet_quantize_stats* stats_out) {
+                   uint32_t usages, bool saturate, const BlockParams& block, octet_quantize_stats* stats_out,
+                   const Fp4Params* fp4) {
   const ContextState& ctx = *context;
+  if (out.fp4()) {
+    require(saturate,
+            "options->saturate must be 1 for an FP4 output: block scales are chosen so that nothing "
+            "overflows, and E2M1 has no code for an overflow");
+    Fp4Params params = fp4 != nullptr ? *fp4 : Fp4Params{};
+    params.e8m0_rounding = fp4 != nullptr ? fp4->e8m0_rounding : block.e8m0_rounding;
+    StatsSlot stats(context, stats_out);
+    quantize_fp4(context, in, out, usages, params, stats.device());
+    stats.publish(uint64_t(in.numel()));
+    return;
+  }
+  require(fp4 == nullptr || (!fp4->stochastic_rounding && !fp4->hadamard_transform),
+          "options->stochastic_rounding and options->hadamard_transform apply to FP4 outputs only (tensor 'output' is ",
+          dtype_name(out.dtype), ")");
   if (stats_out != nullptr && !out.block_scaled())
     require_entry(ctx, (ctx.backend->features & OCTET_FEATURE_QUANTIZE_STATISTICS) != 0,
                   "quantize_with_statistics");
@@ -176,7 +207,19 @@ void quantize_into(const std::shared_ptr<ContextState>& context, const TensorSta
 
 }  // namespace octet::core
 
-extern "C" OCTET_API octet_status octet_quantize_options_init(octet_quantize_options* options) {
-  return octet::core::guarded("octet_quantize_options_init",
-                              [&] { octet::core::init_options(options, octet::core::quantize_defaults()); });
+// The struct as users' ABI 1.0-1.7 callers know it: it ends where the 1.8
+// fields begin. The unsized symbol must never write past that.
+constexpr size_t kQuantizeOptionsSize17 = offsetof(octet_quantize_options, stochastic_rounding);
+
+extern "C" OCTET_API octet_status(octet_quantize_options_init)(octet_quantize_options* options) {
+  return octet::core::guarded("octet_quantize_options_init", [&] {
+    octet::core::require(options != nullptr, "argument 'options' is NULL");
+    octet::core::write_defaults(octet::core::quantize_defaults(), options, kQuantizeOptionsSize17);
+  });
+}
+
+extern "C" OCTET_API octet_status octet_quantize_options_init_sized(octet_quantize_options* options,
+                                                                    size_t struct_size) {
+  return octet::core::guarded("octet_quantize_options_init_sized",
+                              [&] { octet::core::init_sized(options, octet::core::quantize_defaults(), struct_size); });
 }

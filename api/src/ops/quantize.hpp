@@ -17,8 +17,13 @@ uint32_t check_quantize(const ContextState& ctx, const TensorState& in, const Te
 
 // Quantizes `in` into `out` for `usages` with the scale already in out's
 // SCALE (per-tensor) or per block. stats (host) may be NULL.
-void quantize_into(const std::shared_ptr<ContextState>& ctx, const TensorState& in, TensorState& out,
-                   uint32_t usages, bool saturate, const BlockParams& block, octet_quantize_stats* stats);
+// fp4: the FP4 options (stochastic rounding, transform, stream); NULL for
+// the defaults. An FP8 output refuses non-default FP4 options.
+void quantize_into(const std::shared_ptr<ContextState>& ctx, const TensorState& in, TensorState& out, uint32_t usages,
+                   bool saturate, const BlockParams& block, octet_quantize_stats* stats,
+                   const Fp4Params* fp4 = nullptr);
+// The FP4 options an octet_quantize_options asks for (checked: 0 or 1).
+Fp4Params fp4_params_of(const octet_quantize_options& o);
 
 // A per-tensor quantize call writing `out`'s `usages` in one pass, with the
 // scale in out's SCALE and no input set (quantize_into sets it; a layer

@@ -39,6 +39,8 @@ size_t table_size_for_minor(uint32_t minor) {
     case 0: return offsetof(octet_backend_api, quantize_with_statistics);
     case 1: return offsetof(octet_backend_api, norm_forward);
     case 2: return offsetof(octet_backend_api, scale_from_amax);
+    case 3:
+      return offsetof(octet_backend_api, fp4_quantize);
     default: return sizeof(octet_backend_api);
   }
 }
@@ -84,6 +86,11 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   if (OCTET_HAS(accumulate)) f |= OCTET_FEATURE_ACCUMULATE;
   // Plugin ABI 1.3: a caps field (zero in a shorter caps struct).
   if (OCTET_HAS(gemm) && caps.fp8_gemm_output) f |= OCTET_FEATURE_GEMM_FP8_OUTPUT;
+  // Plugin ABI 1.4 (FP4): fp4_quantize honours stochastic rounding and the
+  // Hadamard transform by contract.
+  if (OCTET_HAS(fp4_quantize) && OCTET_HAS(fp4_dequantize))
+    f |= OCTET_FEATURE_FP4_QUANTIZE | OCTET_FEATURE_STOCHASTIC_ROUNDING | OCTET_FEATURE_HADAMARD_TRANSFORM;
+  if (OCTET_HAS(fp4_gemm)) f |= OCTET_FEATURE_FP4_GEMM;
 #undef OCTET_HAS
   return f;
 }

@@ -82,7 +82,11 @@ std::vector<uint8_t> serialize(const QuantizerState& q) {
   w.u32(uint32_t(q.role));
   w.u32(uint32_t(q.effective() ? q.effective()->kind : -1));
   w.u32(uint32_t(q.history.size()));
-  w.u32(0);  // extension bytes: none in this minor
+  // Extension bytes: users' ABI 1.8 appends the stream counter of an FP4
+  // recipe's quantizer; other states keep the 1.2-1.7 layout byte for byte.
+  const int32_t kind = q.effective() ? q.effective()->kind : -1;
+  const bool fp4 = kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4;
+  w.u32(fp4 ? 8 : 0);
   w.u64(q.update_count);
   w.f32(q.scale);
   w.f32(q.scale_inv);
@@ -90,6 +94,7 @@ std::vector<uint8_t> serialize(const QuantizerState& q) {
   w.u64(q.observed_saturated);
   w.u64(q.observed_total);
   for (float a : q.history_newest_first()) w.f32(a);
+  if (fp4) w.u64(q.stream_offset);
   w.u32(fnv1a(w.bytes.data(), w.bytes.size()));
   return w.bytes;
 }
@@ -151,8 +156,8 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
             "the checkpoint's size (", size, " bytes) does not match its history length (", length,
             ") and extension length (", extension, ")");
     require(fnv1a(p, size - 4) == Reader(p + size - 4, 4).u32(), "the checkpoint's checksum does not match: it is corrupt");
-    require(kind >= -1 && kind <= OCTET_RECIPE_BLOCK, "the checkpoint's recipe kind (", kind,
-            ") is not one of this library's");
+    require((kind >= -1 && kind <= OCTET_RECIPE_BLOCK) || kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4,
+            "the checkpoint's recipe kind (", kind, ") is not one of this library's");
     require(role == q.role, "the checkpoint is for role ", role, " but the quantizer has role ", q.role);
     const RecipeState* recipe = q.effective();
     if (recipe != nullptr) {
@@ -172,6 +177,9 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     loaded.observed_total = r.u64();
     std::vector<float> newest = host_array<float>(length, "the checkpoint's amax history");
     for (float& a : newest) a = r.f32();
+    // Extensions of later minors follow; 1.8's first 8 bytes are the FP4
+    // stream counter (older checkpoints have none: 0).
+    if (extension >= 8) loaded.stream_offset = r.u64();
     // The checksum only proves the bytes are the writer's: a state no
     // operation of the library can produce (an edited or foreign checkpoint)
     // would quantize with wrong scales silently, so it is refused.
@@ -194,6 +202,7 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
     q.observed_amax = loaded.observed_amax;
     q.observed_saturated = loaded.observed_saturated;
     q.observed_total = loaded.observed_total;
+    q.stream_offset = loaded.stream_offset;
     q.history.assign(length, 0.0f);
     q.current = 0;
     for (size_t i = 0; i < length; ++i) q.history[(length - i) % length] = newest[i];

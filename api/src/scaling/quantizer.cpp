@@ -184,8 +184,10 @@ UsedScale quantize_through(const std::shared_ptr<ContextState>& ctx, const std::
   octet_quantize_stats collected{};
   collected.struct_size = sizeof(collected);
   const UsedScale used = quantizer_prepare(ctx, *q, *r, in, out, reduced_amax);
-  quantize_into(ctx, in, out, usages, saturate, r->block_params(),
-                (stats != nullptr || observe) ? &collected : nullptr);
+  const Fp4Params fp4 = r->fp4_params(q->role, q->stream_offset, in.rows);
+  quantize_into(ctx, in, out, usages, saturate, r->block_params(), (stats != nullptr || observe) ? &collected : nullptr,
+                r->fp4() ? &fp4 : nullptr);
+  if (r->fp4()) q->stream_offset += 2;
   // Committed only once the quantize succeeded.
   quantizer_commit(ctx, q, r, out, used, observe ? &collected : nullptr);
   if (stats != nullptr) *stats = collected;
@@ -234,6 +236,9 @@ OCTET_API octet_status octet_quantizer_quantize(octet_context* context, octet_qu
     if (stats != nullptr) require_struct(stats, stats->struct_size, "stats");
     octet_quantize_options o = read_quantize_options(options);
     uint32_t usages = check_quantize(ctx, in, out, o.usages);
+    require(o.stochastic_rounding == 0 && o.hadamard_transform == 0,
+            "options->stochastic_rounding and options->hadamard_transform must be 0 for a quantizer: its recipe "
+            "decides them (octet_nvfp4_options, octet_mxfp4_options) and its stream counter gives the offset");
     std::shared_ptr<const RecipeState> recipe = recipe_for_call(q, ctx);
     require_output_format(*recipe, q.role, out);
 

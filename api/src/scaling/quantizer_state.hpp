@@ -40,6 +40,10 @@ struct QuantizerState {
   float observed_amax = 0.0f;
   uint64_t observed_saturated = 0;
   uint64_t observed_total = 0;
+  // FP4 recipes: the stochastic-rounding stream counter. Quantize n draws
+  // streams 2n (rowwise) and 2n + 1 (columnwise): it advances by 2 per
+  // quantize and is saved in checkpoints (numerics.md 15.5).
+  uint64_t stream_offset = 0;
   // Where the truth is. Null: the host fields above. Set: the device state,
   // and the host's scale, scale_inv and history equal it only while
   // host_current is true (after a download or an upload).

@@ -54,6 +54,21 @@ octet_block_scaling_options block_defaults() {
   return o;
 }
 
+octet_mxfp4_options mxfp4_defaults() {
+  octet_mxfp4_options o{};
+  o.struct_size = sizeof(o);
+  o.rounding = OCTET_MX_ROUND_RCEIL;
+  return o;
+}
+octet_nvfp4_options nvfp4_defaults() {
+  octet_nvfp4_options o{};
+  o.struct_size = sizeof(o);
+  o.weight_2d = 1;
+  o.stochastic_rounding = 1;
+  o.hadamard_transform = 1;
+  return o;
+}
+
 void require_format(int32_t format) {
   require(format >= OCTET_FORMAT_E4M3 && format <= OCTET_FORMAT_HYBRID_FNUZ, "options->format (", format,
           ") must be OCTET_FORMAT_E4M3, _E5M2, _HYBRID, _E4M3FNUZ, _E5M2FNUZ or _HYBRID_FNUZ");
@@ -117,6 +132,10 @@ const char* recipe_kind_name(int32_t kind) {
     case OCTET_RECIPE_STATIC: return "static scaling";
     case OCTET_RECIPE_MXFP8: return "MXFP8";
     case OCTET_RECIPE_BLOCK: return "float8 block scaling";
+    case OCTET_RECIPE_MXFP4:
+      return "MXFP4";
+    case OCTET_RECIPE_NVFP4:
+      return "NVFP4";
     default: return "no recipe";
   }
 }
@@ -143,6 +162,7 @@ void require_role(int32_t role) {
 }
 
 octet_dtype RecipeState::dtype_for(int32_t role) const {
+  if (fp4()) return OCTET_DTYPE_E2M1;
   switch (format) {
     case OCTET_FORMAT_E4M3:
       return OCTET_DTYPE_E4M3;
@@ -161,6 +181,9 @@ octet_dtype RecipeState::dtype_for(int32_t role) const {
 
 int32_t RecipeState::scaling_mode_for(int32_t role) const {
   if (kind == OCTET_RECIPE_MXFP8) return OCTET_SCALING_MXFP8_1X32;
+  if (kind == OCTET_RECIPE_MXFP4) return OCTET_SCALING_MXFP4_1X32;
+  if (kind == OCTET_RECIPE_NVFP4)
+    return role == OCTET_ROLE_WEIGHT && nvfp4.weight_2d ? OCTET_SCALING_NVFP4_16X16 : OCTET_SCALING_NVFP4_1X16;
   if (kind == OCTET_RECIPE_BLOCK) return role == OCTET_ROLE_WEIGHT ? OCTET_SCALING_BLOCK_128X128 : OCTET_SCALING_BLOCK_1X128;
   return OCTET_SCALING_PER_TENSOR;
 }
@@ -171,6 +194,21 @@ BlockParams RecipeState::block_params() const {
   if (kind == OCTET_RECIPE_BLOCK) {
     p.power_of_two = block.power_of_two_scales;
     p.amax_epsilon = block.amax_epsilon;
+  }
+  return p;
+}
+
+Fp4Params RecipeState::fp4_params(int32_t role, uint64_t offset, int64_t rows) const {
+  Fp4Params p;
+  p.offset = offset;
+  if (kind == OCTET_RECIPE_MXFP4) {
+    p.e8m0_rounding = mxfp4.rounding;
+    p.stochastic_rounding = role == OCTET_ROLE_GRADIENT && mxfp4.stochastic_rounding != 0;
+    p.seed = mxfp4.seed;
+  } else if (kind == OCTET_RECIPE_NVFP4) {
+    p.stochastic_rounding = role == OCTET_ROLE_GRADIENT && nvfp4.stochastic_rounding != 0;
+    p.hadamard_transform = role != OCTET_ROLE_WEIGHT && nvfp4.hadamard_transform != 0 && rows % 16 == 0;
+    p.seed = nvfp4.seed;
   }
   return p;
 }
@@ -208,6 +246,12 @@ OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options) {
 }
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options) {
   return guarded("octet_block_scaling_options_init", [&] { init_options(options, block_defaults()); });
+}
+OCTET_API octet_status octet_mxfp4_options_init(octet_mxfp4_options* options) {
+  return guarded("octet_mxfp4_options_init", [&] { init_options(options, mxfp4_defaults()); });
+}
+OCTET_API octet_status octet_nvfp4_options_init(octet_nvfp4_options* options) {
+  return guarded("octet_nvfp4_options_init", [&] { init_options(options, nvfp4_defaults()); });
 }
 
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options, octet_recipe** recipe) {
@@ -278,6 +322,35 @@ OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_optio
       r.kind = OCTET_RECIPE_BLOCK;
       r.format = o.format;
       r.block = o;
+    });
+  });
+}
+
+OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options, octet_recipe** recipe) {
+  return guarded("octet_recipe_create_mxfp4", [&] {
+    octet_mxfp4_options o = read_versioned(options, mxfp4_defaults(), "options");
+    require(o.rounding == OCTET_MX_ROUND_RCEIL || o.rounding == OCTET_MX_ROUND_FLOOR, "options->rounding (", o.rounding,
+            ") must be OCTET_MX_ROUND_RCEIL or OCTET_MX_ROUND_FLOOR");
+    require_flag(o.stochastic_rounding, "stochastic_rounding");
+    create(recipe, [&](RecipeState& r) {
+      r.kind = OCTET_RECIPE_MXFP4;
+      r.format = -1;  // E2M1 elements: no octet_fp8_format
+      r.mxfp4 = o;
+    });
+  });
+}
+
+OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* options, octet_recipe** recipe) {
+  return guarded("octet_recipe_create_nvfp4", [&] {
+    octet_nvfp4_options o = read_versioned(options, nvfp4_defaults(), "options");
+    require_flag(o.weight_2d, "weight_2d");
+    require_flag(o.stochastic_rounding, "stochastic_rounding");
+    require_flag(o.hadamard_transform, "hadamard_transform");
+    require(o.reserved == 0, "options->reserved (", o.reserved, ") must be 0");
+    create(recipe, [&](RecipeState& r) {
+      r.kind = OCTET_RECIPE_NVFP4;
+      r.format = -1;
+      r.nvfp4 = o;
     });
   });
 }

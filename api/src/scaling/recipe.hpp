@@ -23,10 +23,17 @@ struct RecipeState {
   octet_static_scaling_options fixed{};
   octet_mxfp8_options mx{};
   octet_block_scaling_options block{};
+  octet_mxfp4_options mxfp4{};
+  octet_nvfp4_options nvfp4{};
 
   octet_dtype dtype_for(int32_t role) const;
   int32_t scaling_mode_for(int32_t role) const;
   BlockParams block_params() const;
+  bool fp4() const { return kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4; }
+  // The FP4 options of a quantize of `role` drawing from stream `offset`
+  // (numerics.md 15.5); rows: the tensor's row count (the transform needs a
+  // multiple of 16).
+  Fp4Params fp4_params(int32_t role, uint64_t offset, int64_t rows) const;
   bool per_tensor() const { return kind <= OCTET_RECIPE_STATIC; }
   // Static scaling with observe = 1: every quantize of new data counts its
   // statistics into the quantizer (numerics.md section 10).

@@ -228,6 +228,10 @@ Managed* to_dlpack(octet_tensor* tensor, int32_t component) {
   const TensorState& t = tensor_handle(tensor, "tensor");  // live, its context held for this call
   const int32_t device = context_device(*t.ctx);
   ComponentView v = component_view(t, component);
+  if (v.dtype == OCTET_DTYPE_E2M1)
+    fail(OCTET_STATUS_UNSUPPORTED, "argument 'component' (", component,
+         ") holds packed E2M1 codes, which Octet does not export through DLPack: copy them with "
+         "octet_tensor_copy_to_host (its scale grids and AMAX export)");
   auto e = std::make_unique<Export<Managed>>();
   e->ctx = t.ctx;
   e->memory = v.buffer->share();

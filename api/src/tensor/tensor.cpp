@@ -13,6 +13,11 @@ namespace octet::core {
 
 size_t TensorState::element_bytes() const { return dtype_size(dtype); }
 
+size_t TensorState::copy_bytes(bool columnwise_copy) const {
+  const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
+  return size_t(r) * dtype_bytes(dtype, size_t(c));
+}
+
 size_t TensorState::scale_grid_bytes(bool columnwise_copy) const {
   const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
   const int64_t grid = ((r + block_rows - 1) / block_rows) * ((c + block_cols - 1) / block_cols);
@@ -65,6 +70,12 @@ const char* scaling_mode_name(int32_t mode) {
     case OCTET_SCALING_MXFP8_1X32: return "MXFP8 1x32";
     case OCTET_SCALING_BLOCK_1X128: return "block 1x128";
     case OCTET_SCALING_BLOCK_128X128: return "block 128x128";
+    case OCTET_SCALING_MXFP4_1X32:
+      return "MXFP4 1x32";
+    case OCTET_SCALING_NVFP4_1X16:
+      return "NVFP4 1x16";
+    case OCTET_SCALING_NVFP4_16X16:
+      return "NVFP4 16x16";
     default: return "unknown";
   }
 }
@@ -84,8 +95,9 @@ void require_same_shape(const TensorState& a, const char* a_name, const TensorSt
 
 std::string scaling_mode_list(uint32_t modes) {
   std::string out;
-  for (int32_t m : {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
-                    OCTET_SCALING_BLOCK_128X128})
+  for (int32_t m :
+       {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128,
+        OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16, OCTET_SCALING_NVFP4_16X16})
     if (modes & uint32_t(m)) out += (out.empty() ? "" : ", ") + std::string(scaling_mode_name(m));
   return out.empty() ? "none" : out;
 }
@@ -100,10 +112,11 @@ octet_tensor_desc read_desc(const octet_tensor_desc* desc) {
 // Validates a descriptor against the context and fills the shape fields.
 void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& ctx) {
   require(is_known(d.dtype), "desc->dtype (", d.dtype, ") is not an octet_dtype");
-  if (d.dtype == OCTET_DTYPE_E2M1)
-    fail(OCTET_STATUS_UNSUPPORTED,
-         "desc->dtype is e2m1: Octet has no E2M1 (packed FP4) tensors yet, on any backend; the E2M1 "
-         "array codecs (octet_fp8_encode_array) encode and decode packed arrays on the host");
+  // E2M1 tensors are quantized FP4 tensors: codes with their block scales.
+  require(d.dtype != OCTET_DTYPE_E2M1 || (d.usages != 0 && is_fp4_mode(d.scaling_mode)),
+          "desc->dtype e2m1 needs desc->usages != 0 and desc->scaling_mode MXFP4_1X32, NVFP4_1X16 or "
+          "NVFP4_16X16: an E2M1 tensor is a quantized FP4 tensor (a plain packed array is encoded and decoded "
+          "on the host by octet_fp8_encode_array)");
   if (!(ctx.caps.dtypes & OCTET_DTYPE_BIT(d.dtype)))
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not store dtype ", dtype_name(d.dtype));
   require(d.ndim >= 1 && d.ndim <= OCTET_MAX_DIMS, "desc->ndim (", d.ndim, ") must be in 1..", OCTET_MAX_DIMS);
@@ -120,15 +133,17 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   t.ndim = d.ndim;
   t.rows = rows;
   t.cols = d.shape[d.ndim - 1];
-  require(d.usages == 0 || is_fp8(d.dtype), "desc->usages (", d.usages,
-          ") must be 0 unless desc->dtype is an FP8 format (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ)");
+  require(d.usages == 0 || is_fp8(d.dtype) || d.dtype == OCTET_DTYPE_E2M1, "desc->usages (", d.usages,
+          ") must be 0 unless desc->dtype is an FP8 format (E4M3, E5M2, E4M3FNUZ or E5M2FNUZ) or E2M1");
   require((d.usages & ~uint32_t(OCTET_USAGE_BOTH)) == 0, "desc->usages (", d.usages,
           ") may only combine OCTET_USAGE_ROWWISE and OCTET_USAGE_COLUMNWISE");
   t.usages = d.usages;
   int32_t mode = d.scaling_mode == 0 ? int32_t(OCTET_SCALING_PER_TENSOR) : d.scaling_mode;
-  require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 ||
-              mode == OCTET_SCALING_BLOCK_1X128 || mode == OCTET_SCALING_BLOCK_128X128,
+  require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_BLOCK_1X128 ||
+              mode == OCTET_SCALING_BLOCK_128X128 || is_fp4_mode(mode),
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
+  require(!is_fp4_mode(mode) || d.dtype == OCTET_DTYPE_E2M1, "desc->scaling_mode ", scaling_mode_name(mode),
+          " takes E2M1 elements (desc->dtype e2m1); desc->dtype is ", dtype_name(d.dtype));
   require(mode == OCTET_SCALING_PER_TENSOR || d.usages != 0, "desc->scaling_mode (", d.scaling_mode,
           ") applies only to a quantized tensor (FP8 with usages != 0)");
   require(mode != OCTET_SCALING_MXFP8_1X32 || !is_fnuz(d.dtype),
@@ -139,8 +154,11 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' does not declare the scaling mode ",
          scaling_mode_name(mode), " (it declares ", scaling_mode_list(ctx.caps.scaling_modes), ")");
   t.scaling_mode = mode;
-  t.block_rows = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
-  t.block_cols = mode == OCTET_SCALING_MXFP8_1X32 ? 32 : mode == OCTET_SCALING_PER_TENSOR ? 1 : 128;
+  t.block_rows = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : mode == OCTET_SCALING_NVFP4_16X16 ? 16 : 1;
+  t.block_cols = mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_MXFP4_1X32 ? 32
+                 : is_nvfp4_mode(mode)                                                ? 16
+                 : mode == OCTET_SCALING_PER_TENSOR                                   ? 1
+                                                                                      : 128;
 }
 
 size_t component_bytes(const TensorState& t, int32_t component, const Buffer** buffer, size_t* offset) {
@@ -149,14 +167,14 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
     case OCTET_COMPONENT_DATA:
       require(bool(t.data), "the tensor has no DATA component (it was quantized for the columnwise usage only)");
       *buffer = &t.data;
-      return size_t(t.numel()) * t.element_bytes();
+      return t.copy_bytes();
     case OCTET_COMPONENT_COLUMNWISE_DATA:
       require(bool(t.columnwise), "the tensor has no COLUMNWISE_DATA component (",
               t.quantized() ? "the backend reads columns natively or the columnwise usage was not requested"
                             : "it is not a quantized tensor",
               ")");
       *buffer = &t.columnwise;
-      return size_t(t.numel()) * t.element_bytes();
+      return t.copy_bytes(true);
     case OCTET_COMPONENT_ROWWISE_SCALE_INV:
     case OCTET_COMPONENT_COLUMNWISE_SCALE_INV: {
       require(t.block_scaled(), "component ", component,
@@ -169,11 +187,18 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
       *buffer = &b;
       return t.scale_grid_bytes(columnwise);
     }
-    case OCTET_COMPONENT_SCALE:
     case OCTET_COMPONENT_SCALE_INV:
+      if (is_nvfp4_mode(t.scaling_mode)) {  // the two tensor scales g, rowwise then columnwise
+        *buffer = &t.scalars;
+        *offset = sizeof(float) * size_t(kRowwiseTensorScale);
+        return 2 * sizeof(float);
+      }
+      [[fallthrough]];
+    case OCTET_COMPONENT_SCALE:
       require(!t.block_scaled(), "component ", component, " (SCALE / SCALE_INV) does not exist on a ",
               scaling_mode_name(t.scaling_mode),
-              " tensor: its scales are per block (ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV)");
+              " tensor: its scales are per block (ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV; an NVFP4 tensor's "
+              "SCALE_INV holds its two tensor scales)");
       [[fallthrough]];
     case OCTET_COMPONENT_AMAX:
       require(t.quantized(), "component ", component, " exists only on a quantized tensor (FP8 with usages)");
@@ -192,6 +217,14 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
 // writes 1/scale of a finite scale > 0); MXFP8's E8M0 codes are all allowed
 // (0xFF, the NaN code, makes its whole block NaN; the quantizer never writes it).
 void check_written_scales(const TensorState& t, int32_t component, const void* src, size_t bytes) {
+  if (component == OCTET_COMPONENT_SCALE_INV && is_nvfp4_mode(t.scaling_mode)) {
+    float g[2] = {};
+    std::memcpy(g, src, sizeof(g));
+    for (int i = 0; i < 2; ++i)
+      require(scale_inv_allowed(g[i]), "argument 'src' holds ", g[i], " as the ", i == 0 ? "rowwise" : "columnwise",
+              " NVFP4 tensor scale of tensor 'tensor': it must be finite and > 0");
+    return;
+  }
   if (component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) {
     float value = 0.0f;
     std::memcpy(&value, src, sizeof(value));
@@ -219,7 +252,7 @@ std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>&
   TensorState& s = t->state;
   s.ctx = ctx;
   init_shape(s, d, *ctx);
-  size_t bytes = size_t(s.numel()) * s.element_bytes();
+  size_t bytes = s.copy_bytes();
   if (!s.quantized()) {
     s.data = Buffer(ctx, bytes, plain_category);
     return t;
@@ -231,12 +264,12 @@ std::unique_ptr<octet_tensor> create_tensor(const std::shared_ptr<ContextState>&
   bool rowwise = (s.usages & OCTET_USAGE_ROWWISE) || native;
   bool transposed = (s.usages & OCTET_USAGE_COLUMNWISE) && !native;
   if (rowwise) s.data = Buffer(ctx, bytes, q);
-  if (transposed) s.columnwise = Buffer(ctx, bytes, q);
+  if (transposed) s.columnwise = Buffer(ctx, s.copy_bytes(true), q);
   if (s.block_scaled() && rowwise) s.rowwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(false), q);
   if (s.block_scaled() && transposed) s.columnwise_scale_inv = Buffer(ctx, s.scale_grid_bytes(true), q);
-  s.scalars = Buffer(ctx, kScalarCount * sizeof(float), q);
-  const float initial[kScalarCount] = {1.0f, 1.0f, 0.0f};
-  s.scalars.copy_from_host(initial, sizeof(initial));
+  s.scalars = Buffer(ctx, s.scalar_count() * sizeof(float), q);
+  const float initial[kFp4ScalarCount] = {1.0f, 1.0f, 0.0f, 1.0f, 1.0f};
+  s.scalars.copy_from_host(initial, s.scalar_count() * sizeof(float));
   return t;
 }
 
@@ -276,7 +309,7 @@ OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_ten
     TensorState& s = t->state;
     s.ctx = ctx;
     init_shape(s, d, *ctx);
-    s.data = Buffer::wrap(ctx, data, size_t(s.numel()) * s.element_bytes());
+    s.data = Buffer::wrap(ctx, data, s.copy_bytes());
     *tensor = t.release();
   });
 }
@@ -304,16 +337,16 @@ OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor, octet_t
     out.owns_memory = s.data ? (s.data.owned() ? 1 : 0) : 1;
     out.has_rowwise_data = s.data ? 1 : 0;
     out.has_columnwise_data = s.columnwise ? 1 : 0;
-    size_t bytes = size_t(s.numel()) * s.element_bytes();
+    size_t bytes = s.copy_bytes();
     out.rowwise_bytes = s.data ? bytes : 0;
-    out.columnwise_bytes = s.columnwise ? bytes : 0;
+    out.columnwise_bytes = s.columnwise ? s.copy_bytes(true) : 0;
     out.scaling_mode = s.scaling_mode;
     out.block_rows = s.block_rows;
     out.block_cols = s.block_cols;
     out.scale_inv_dtype = s.scale_inv_dtype();
     out.rowwise_scale_inv_bytes = s.rowwise_scale_inv ? s.scale_grid_bytes(false) : 0;
     out.columnwise_scale_inv_bytes = s.columnwise_scale_inv ? s.scale_grid_bytes(true) : 0;
-    out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? kScalarCount * sizeof(float) : 0) +
+    out.total_bytes = out.rowwise_bytes + out.columnwise_bytes + (s.scalars ? s.scalar_count() * sizeof(float) : 0) +
                       out.rowwise_scale_inv_bytes + out.columnwise_scale_inv_bytes;
     write_versioned(out, info, "info");
   });

@@ -15,7 +15,25 @@
 namespace octet::core {
 
 // Offsets of the FP32 scalars of a quantized tensor inside its scalar buffer.
-enum ScalarSlot { kScale = 0, kScaleInv = 1, kAmax = 2, kScalarCount = 3 };
+// FP4 tensors have two more: the NVFP4 tensor scales g of the rowwise and
+// the columnwise copy (numerics.md section 15), their SCALE_INV component.
+enum ScalarSlot {
+  kScale = 0,
+  kScaleInv = 1,
+  kAmax = 2,
+  kScalarCount = 3,
+  kRowwiseTensorScale = 3,
+  kColumnwiseTensorScale = 4,
+  kFp4ScalarCount = 5
+};
+
+// The FP4 scaling modes (E2M1 data).
+inline bool is_fp4_mode(int32_t mode) {
+  return mode == OCTET_SCALING_MXFP4_1X32 || mode == OCTET_SCALING_NVFP4_1X16 || mode == OCTET_SCALING_NVFP4_16X16;
+}
+inline bool is_nvfp4_mode(int32_t mode) {
+  return mode == OCTET_SCALING_NVFP4_1X16 || mode == OCTET_SCALING_NVFP4_16X16;
+}
 
 struct TensorState {
   std::shared_ptr<ContextState> ctx;
@@ -37,10 +55,16 @@ struct TensorState {
 
   bool quantized() const { return usages != 0; }
   bool block_scaled() const { return scaling_mode != OCTET_SCALING_PER_TENSOR; }
-  // E8M0 codes for MXFP8, FP32 otherwise.
+  bool fp4() const { return is_fp4_mode(scaling_mode); }
+  // E8M0 codes for MXFP8 and MXFP4, E4M3 codes for NVFP4, FP32 otherwise.
   octet_dtype scale_inv_dtype() const {
-    return scaling_mode == OCTET_SCALING_MXFP8_1X32 ? OCTET_DTYPE_E8M0 : OCTET_DTYPE_FP32;
+    if (scaling_mode == OCTET_SCALING_MXFP8_1X32 || scaling_mode == OCTET_SCALING_MXFP4_1X32) return OCTET_DTYPE_E8M0;
+    return is_nvfp4_mode(scaling_mode) ? OCTET_DTYPE_E4M3 : OCTET_DTYPE_FP32;
   }
+  // Bytes of the rowwise copy [rows, cols] or the columnwise one [cols, rows]
+  // (E2M1: each row packed on its own bytes, docs/abi.md "Sub-byte dtypes").
+  size_t copy_bytes(bool columnwise_copy = false) const;
+  size_t scalar_count() const { return fp4() ? kFp4ScalarCount : kScalarCount; }
   size_t scale_grid_bytes(bool columnwise_copy) const;
   int64_t numel() const { return rows * cols; }
   size_t element_bytes() const;

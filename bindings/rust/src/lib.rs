@@ -415,6 +415,8 @@ sized_c_structs!(
     octet_layernorm_mlp_options,
     octet_delayed_scaling_options,
     octet_linear_options,
+    octet_mxfp4_options,
+    octet_nvfp4_options,
     octet_quantizer_info,
     octet_recipe_info,
     octet_tensor_desc,
@@ -1081,6 +1083,35 @@ impl Recipe {
             options.margin = margin;
             options.amax_history_len = amax_history_len;
             Recipe::from_raw(sys::octet_recipe_create_delayed(&options, &mut raw), raw)
+        }
+    }
+
+    /// MXFP4 (E2M1, 1x32 E8M0 scales, every role) with the library's
+    /// defaults but for stochastic rounding of the gradient role and the
+    /// seed of its random bits (numerics.md section 15).
+    pub fn mxfp4(stochastic_rounding: bool, seed: u64) -> Result<Recipe> {
+        let mut options: sys::octet_mxfp4_options = zeroed_with_size();
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid pointers.
+        unsafe {
+            check(sys::octet_mxfp4_options_init(&mut options))?;
+            options.stochastic_rounding = i32::from(stochastic_rounding);
+            options.seed = seed;
+            Recipe::from_raw(sys::octet_recipe_create_mxfp4(&options, &mut raw), raw)
+        }
+    }
+
+    /// NVFP4 as Transformer Engine runs it (16x16 weight blocks, stochastic
+    /// rounding of gradients, the random Hadamard transform of the
+    /// weight-gradient operands), drawing its random bits from `seed`.
+    pub fn nvfp4(seed: u64) -> Result<Recipe> {
+        let mut options: sys::octet_nvfp4_options = zeroed_with_size();
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid pointers.
+        unsafe {
+            check(sys::octet_nvfp4_options_init(&mut options))?;
+            options.seed = seed;
+            Recipe::from_raw(sys::octet_recipe_create_nvfp4(&options, &mut raw), raw)
         }
     }
 

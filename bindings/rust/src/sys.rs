@@ -169,6 +169,9 @@ c_constants! {
     pub const OCTET_SCALING_MXFP8_1X32: u32 = 1 << 1;
     pub const OCTET_SCALING_BLOCK_1X128: u32 = 1 << 2;
     pub const OCTET_SCALING_BLOCK_128X128: u32 = 1 << 3;
+    pub const OCTET_SCALING_MXFP4_1X32: u32 = 1 << 6;
+    pub const OCTET_SCALING_NVFP4_1X16: u32 = 1 << 7;
+    pub const OCTET_SCALING_NVFP4_16X16: u32 = 1 << 8;
 
     pub const OCTET_GEMM_LAYOUT_TN: u32 = 1 << 0;
     pub const OCTET_GEMM_LAYOUT_NN: u32 = 1 << 1;
@@ -195,6 +198,10 @@ c_constants! {
     pub const OCTET_FEATURE_BIAS_GRADIENT: u32 = 1 << 13;
     pub const OCTET_FEATURE_ACCUMULATE: u32 = 1 << 14;
     pub const OCTET_FEATURE_GEMM_FP8_OUTPUT: u32 = 1 << 15;
+    pub const OCTET_FEATURE_FP4_QUANTIZE: u32 = 1 << 18;
+    pub const OCTET_FEATURE_FP4_GEMM: u32 = 1 << 19;
+    pub const OCTET_FEATURE_STOCHASTIC_ROUNDING: u32 = 1 << 20;
+    pub const OCTET_FEATURE_HADAMARD_TRANSFORM: u32 = 1 << 21;
 
     pub const OCTET_PROFILE_NATIVE: octet_capability_profile = 0;
     pub const OCTET_PROFILE_HOPPER_LIKE: octet_capability_profile = 1;
@@ -241,6 +248,8 @@ c_constants! {
     pub const OCTET_RECIPE_STATIC: octet_recipe_kind = 2;
     pub const OCTET_RECIPE_MXFP8: octet_recipe_kind = 3;
     pub const OCTET_RECIPE_BLOCK: octet_recipe_kind = 4;
+    pub const OCTET_RECIPE_MXFP4: octet_recipe_kind = 6;
+    pub const OCTET_RECIPE_NVFP4: octet_recipe_kind = 7;
 
     pub const OCTET_FORMAT_E4M3: octet_fp8_format = 0;
     pub const OCTET_FORMAT_E5M2: octet_fp8_format = 1;
@@ -375,6 +384,11 @@ c_structs! {
         pub struct_size: usize,
         pub usages: u32,
         pub saturate: i32,
+        // users' ABI 1.8: FP4 outputs
+        pub stochastic_rounding: i32,
+        pub hadamard_transform: i32,
+        pub seed: u64,
+        pub offset: u64,
     }
 
     pub struct octet_gemm_options {
@@ -437,6 +451,22 @@ c_structs! {
         pub struct_size: usize,
         pub format: i32,
         pub rounding: i32,
+    }
+
+    pub struct octet_mxfp4_options {
+        pub struct_size: usize,
+        pub rounding: i32,
+        pub stochastic_rounding: i32,
+        pub seed: u64,
+    }
+
+    pub struct octet_nvfp4_options {
+        pub struct_size: usize,
+        pub weight_2d: i32,
+        pub stochastic_rounding: i32,
+        pub hadamard_transform: i32,
+        pub reserved: i32,
+        pub seed: u64,
     }
 
     pub struct octet_block_scaling_options {
@@ -716,7 +746,13 @@ extern "C" {
         input: *const octet_tensor,
         amax: *mut f32,
     ) -> octet_status;
+    /// The users' ABI 1.0 export: writes the 1.0-1.7 struct only. Call
+    /// [`octet_quantize_options_init_sized`], as the header's macro does.
     pub fn octet_quantize_options_init(options: *mut octet_quantize_options) -> octet_status;
+    pub fn octet_quantize_options_init_sized(
+        options: *mut octet_quantize_options,
+        struct_size: usize,
+    ) -> octet_status;
     pub fn octet_quantize(
         context: *mut octet_context,
         input: *const octet_tensor,
@@ -754,6 +790,8 @@ extern "C" {
     ) -> octet_status;
 
     // Scaling recipes
+    pub fn octet_mxfp4_options_init(options: *mut octet_mxfp4_options) -> octet_status;
+    pub fn octet_nvfp4_options_init(options: *mut octet_nvfp4_options) -> octet_status;
     pub fn octet_delayed_scaling_options_init(
         options: *mut octet_delayed_scaling_options,
     ) -> octet_status;
@@ -791,6 +829,14 @@ extern "C" {
     ) -> octet_status;
     pub fn octet_recipe_create_block(
         options: *const octet_block_scaling_options,
+        recipe: *mut *mut octet_recipe,
+    ) -> octet_status;
+    pub fn octet_recipe_create_mxfp4(
+        options: *const octet_mxfp4_options,
+        recipe: *mut *mut octet_recipe,
+    ) -> octet_status;
+    pub fn octet_recipe_create_nvfp4(
+        options: *const octet_nvfp4_options,
         recipe: *mut *mut octet_recipe,
     ) -> octet_status;
     pub fn octet_recipe_destroy(recipe: *mut octet_recipe);

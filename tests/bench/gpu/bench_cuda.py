@@ -175,13 +175,13 @@ class OctetCuda:
         return out
 
     def quantize(self, x, q, usages=0):
-        o = self.lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init")
+        o = self.lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init_sized")
         o.usages = usages
         self.lib.call("octet_quantize", self.ctx, x.handle, q.handle, _c.byref(o))
 
     def quantize_fn(self, x, q, usages=0):
         """A no-argument closure of octet_quantize with its options built once."""
-        o = self.lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init")
+        o = self.lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init_sized")
         o.usages = usages
         fn, ctx, xh, qh, op = self.lib.fn("octet_quantize"), self.ctx, x.handle, q.handle, _c.byref(o)
         call = self.lib.call
@@ -650,7 +650,7 @@ def _bench_quantize_shape(torch, octet, lib, stream, s, rows, r_, c_):
         rec = Recipe(lib, "current_e4m3")
         qz = _c.c_void_p()
         lib.call("octet_quantizer_create", rec.handle, A.ROLE_INPUT, _c.byref(qz))
-        qopts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init")
+        qopts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init_sized")
         qq = lib.fn("octet_quantizer_quantize")
 
         def octet_current():
@@ -860,7 +860,7 @@ def run_profile(torch, octet, lib, stream, args, s):
             rec = Recipe(lib, "current_e4m3")
             qz = _c.c_void_p()
             lib.call("octet_quantizer_create", rec.handle, A.ROLE_INPUT, _c.byref(qz))
-            qopts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init")
+            qopts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init_sized")
 
             def fn():
                 lib.call("octet_quantizer_quantize", octet.ctx, qz, xw.handle, q.handle, _c.byref(qopts), None)

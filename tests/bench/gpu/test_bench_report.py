@@ -349,7 +349,7 @@ def test_quantize_gemm_and_tensor_info_through_the_declarations(lib):
     assert info.has_rowwise_data == 1 and info.rowwise_bytes == rows * cols
     scale = ctypes.c_float(4.0)
     lib.call("octet_tensor_copy_from_host", q, A.COMPONENT_SCALE, ctypes.byref(scale), 4)
-    opts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init")
+    opts = lib.init_struct(A.QuantizeOptions, "octet_quantize_options_init_sized")
     assert opts.usages == 0 and opts.saturate == 1
     lib.call("octet_quantize", hc.ctx, x, q, ctypes.byref(opts))
     lib.call("octet_context_synchronize", hc.ctx)
