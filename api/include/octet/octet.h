@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 7
+#define OCTET_ABI_MINOR 8
 
 typedef struct octet_version {
   uint32_t major;
@@ -562,7 +562,8 @@ enum {
   OCTET_RECIPE_CURRENT = 1, /* scale from this tensor's amax (numerics.md 14.1) */
   OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (docs/recipes.md) */
   OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (numerics.md section 11) */
-  OCTET_RECIPE_BLOCK = 4    /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_BLOCK = 4,   /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_ROWWISE = 5  /* per-row FP32 scales (numerics.md section 15), users' ABI 1.8 */
 };
 
 /* FP8 formats a recipe uses. HYBRID: E4M3 for the input and weight roles,
@@ -679,7 +680,24 @@ typedef struct octet_block_scaling_options {
   int32_t power_of_two_scales;
 } octet_block_scaling_options;
 
+/* Rowwise (axiswise) scaling, torchao's "rowwise" recipes (users' ABI 1.8):
+ * every role quantized OCTET_SCALING_PER_ROW, so each GEMM operand has one
+ * FP32 scale per row of the copy it reads (numerics.md section 15).
+ * Defaults, torchao's: format E4M3, amax_epsilon 1e-12, power_of_two_scales
+ * 1, high_precision_wgrad 0. high_precision_wgrad = 1 is torchao's
+ * "rowwise_with_gw_hp": a Linear's weight-gradient GEMM runs in high
+ * precision (its dgrad and forward GEMMs stay per-row FP8); the recipe's
+ * octet_recipe_info reports it as override_wgrad = 1. */
+typedef struct octet_rowwise_scaling_options {
+  size_t struct_size;
+  int32_t format;               /* any octet_fp8_format */
+  float amax_epsilon;           /* >= 0: a row's amax = max(amax, epsilon) */
+  int32_t power_of_two_scales;  /* 1: round each row's scale down to a power of two */
+  int32_t high_precision_wgrad; /* 1: the wgrad GEMM in high precision */
+} octet_rowwise_scaling_options;
+
 /* Fill *options with the defaults (struct_size set to sizeof). */
+OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options);
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
 OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scaling_options* options);
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
@@ -707,13 +725,16 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
                                                  octet_recipe** recipe);
 OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options,
                                                  octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_rowwise(const octet_rowwise_scaling_options* options, octet_recipe** recipe);
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe);
 
 typedef struct octet_recipe_info {
   size_t struct_size;
   int32_t kind;                /* octet_recipe_kind */
   int32_t format;              /* octet_fp8_format */
-  int32_t override_fprop;      /* delayed scaling only; else 0 */
+  int32_t override_fprop;      /* delayed scaling (and override_wgrad of a
+                                  rowwise recipe with high_precision_wgrad);
+                                  else 0 */
   int32_t override_dgrad;
   int32_t override_wgrad;
 } octet_recipe_info;

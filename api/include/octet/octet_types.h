@@ -71,7 +71,13 @@ enum {
   OCTET_SCALING_PER_TENSOR = 1u << 0,
   OCTET_SCALING_MXFP8_1X32 = 1u << 1,
   OCTET_SCALING_BLOCK_1X128 = 1u << 2,
-  OCTET_SCALING_BLOCK_128X128 = 1u << 3
+  OCTET_SCALING_BLOCK_128X128 = 1u << 3,
+  /* Axiswise FP32 scales (users' ABI 1.8, numerics.md section 15): one
+   * scale per row of each stored copy (PER_ROW), or one per column of the
+   * rowwise copy as stored (PER_COLUMN); a GEMM applies them in its
+   * epilogue. */
+  OCTET_SCALING_PER_ROW = 1u << 4,
+  OCTET_SCALING_PER_COLUMN = 1u << 5
 };
 
 /* FP8 GEMM operand layouts (bit flags), named as cuBLAS names them. With

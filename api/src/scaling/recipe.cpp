@@ -54,6 +54,15 @@ octet_block_scaling_options block_defaults() {
   return o;
 }
 
+octet_rowwise_scaling_options rowwise_defaults() {
+  octet_rowwise_scaling_options o{};
+  o.struct_size = sizeof(o);
+  o.format = OCTET_FORMAT_E4M3;
+  o.amax_epsilon = 1e-12f;
+  o.power_of_two_scales = 1;
+  return o;
+}
+
 void require_format(int32_t format) {
   require(format >= OCTET_FORMAT_E4M3 && format <= OCTET_FORMAT_HYBRID_FNUZ, "options->format (", format,
           ") must be OCTET_FORMAT_E4M3, _E5M2, _HYBRID, _E4M3FNUZ, _E5M2FNUZ or _HYBRID_FNUZ");
@@ -117,6 +126,8 @@ const char* recipe_kind_name(int32_t kind) {
     case OCTET_RECIPE_STATIC: return "static scaling";
     case OCTET_RECIPE_MXFP8: return "MXFP8";
     case OCTET_RECIPE_BLOCK: return "float8 block scaling";
+    case OCTET_RECIPE_ROWWISE:
+      return "rowwise scaling";
     default: return "no recipe";
   }
 }
@@ -162,6 +173,7 @@ octet_dtype RecipeState::dtype_for(int32_t role) const {
 int32_t RecipeState::scaling_mode_for(int32_t role) const {
   if (kind == OCTET_RECIPE_MXFP8) return OCTET_SCALING_MXFP8_1X32;
   if (kind == OCTET_RECIPE_BLOCK) return role == OCTET_ROLE_WEIGHT ? OCTET_SCALING_BLOCK_128X128 : OCTET_SCALING_BLOCK_1X128;
+  if (kind == OCTET_RECIPE_ROWWISE) return OCTET_SCALING_PER_ROW;
   return OCTET_SCALING_PER_TENSOR;
 }
 
@@ -171,6 +183,10 @@ BlockParams RecipeState::block_params() const {
   if (kind == OCTET_RECIPE_BLOCK) {
     p.power_of_two = block.power_of_two_scales;
     p.amax_epsilon = block.amax_epsilon;
+  }
+  if (kind == OCTET_RECIPE_ROWWISE) {
+    p.power_of_two = rowwise.power_of_two_scales;
+    p.amax_epsilon = rowwise.amax_epsilon;
   }
   return p;
 }
@@ -208,6 +224,10 @@ OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options) {
 }
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options) {
   return guarded("octet_block_scaling_options_init", [&] { init_options(options, block_defaults()); });
+}
+
+OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options) {
+  return guarded("octet_rowwise_scaling_options_init", [&] { init_options(options, rowwise_defaults()); });
 }
 
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options, octet_recipe** recipe) {
@@ -282,6 +302,22 @@ OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_optio
   });
 }
 
+OCTET_API octet_status octet_recipe_create_rowwise(const octet_rowwise_scaling_options* options,
+                                                   octet_recipe** recipe) {
+  return guarded("octet_recipe_create_rowwise", [&] {
+    octet_rowwise_scaling_options o = read_versioned(options, rowwise_defaults(), "options");
+    require_format(o.format);
+    require_epsilon(o.amax_epsilon);
+    require_flag(o.power_of_two_scales, "power_of_two_scales");
+    require_flag(o.high_precision_wgrad, "high_precision_wgrad");
+    create(recipe, [&](RecipeState& r) {
+      r.kind = OCTET_RECIPE_ROWWISE;
+      r.format = o.format;
+      r.rowwise = o;
+    });
+  });
+}
+
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe) {
   if (recipe == nullptr) return;
   guarded("octet_recipe_destroy", [&] {
@@ -304,6 +340,7 @@ OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_r
       out.override_dgrad = r.delayed.override_dgrad;
       out.override_wgrad = r.delayed.override_wgrad;
     }
+    if (r.kind == OCTET_RECIPE_ROWWISE) out.override_wgrad = r.rowwise.high_precision_wgrad;
     write_versioned(out, info, "info");
   });
 }

@@ -23,6 +23,7 @@ struct RecipeState {
   octet_static_scaling_options fixed{};
   octet_mxfp8_options mx{};
   octet_block_scaling_options block{};
+  octet_rowwise_scaling_options rowwise{};
 
   octet_dtype dtype_for(int32_t role) const;
   int32_t scaling_mode_for(int32_t role) const;
