@@ -1,7 +1,7 @@
 // Plugin ABI 1.1 kernels of the cpu backend against the reference backend,
 // both driven through octet.h (recipes, quantizers, octet_quantize_with_stats,
-// octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR) and 1x128 / 128x128
-// block quantization (codes, scale grids of both usages, amax, statistics)
+// octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR), 1x128 / 128x128 and
+// per-row (numerics.md section 15) quantization (codes, scale grids of both usages, amax, statistics)
 // bit for bit on ragged shapes; block dequantize bit for bit; per-tensor
 // quantize statistics; block-scaled GEMMs within the bound of
 // docs/numerics.md sections 8 and 12, computed here from the codes and
@@ -40,14 +40,21 @@ struct BlockConfig {
 };
 
 const std::vector<BlockConfig>& block_configs() {
-  static const std::vector<BlockConfig> c = {
-      {"mxfp8_rceil", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_RCEIL, 0.0f, 0},
-      {"mxfp8_floor", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_FLOOR, 0.0f, 0},
-      {"block1x128", OCTET_SCALING_BLOCK_1X128, 0, 0.0f, 0},
-      {"block1x128_eps_pow2", OCTET_SCALING_BLOCK_1X128, 0, 1e-3f, 1},
-      {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
-      {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1}};
+  static const std::vector<BlockConfig> c = {{"mxfp8_rceil", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_RCEIL, 0.0f, 0},
+                                             {"mxfp8_floor", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_FLOOR, 0.0f, 0},
+                                             {"block1x128", OCTET_SCALING_BLOCK_1X128, 0, 0.0f, 0},
+                                             {"block1x128_eps_pow2", OCTET_SCALING_BLOCK_1X128, 0, 1e-3f, 1},
+                                             {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
+                                             {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1},
+                                             {"per_row", OCTET_SCALING_PER_ROW, 0, 0.0f, 0},
+                                             {"per_row_eps_pow2", OCTET_SCALING_PER_ROW, 0, 1e-12f, 1}};
   return c;
+}
+
+// The block extent along a row of a copy `cols` wide (per-row: the whole row).
+int64_t block_cols_of(const BlockConfig& c, int64_t cols) {
+  if (c.mode == OCTET_SCALING_PER_ROW) return std::max<int64_t>(cols, 1);
+  return c.mode == OCTET_SCALING_MXFP8_1X32 ? 32 : 128;
 }
 
 int32_t role_of(const BlockConfig& c) {
@@ -57,7 +64,14 @@ int32_t role_of(const BlockConfig& c) {
 Recipe make_recipe(const BlockConfig& c, int32_t dtype) {
   const int32_t format = dtype == OCTET_DTYPE_E4M3 ? OCTET_FORMAT_E4M3 : OCTET_FORMAT_E5M2;
   octet_recipe* r = nullptr;
-  if (c.mode == OCTET_SCALING_MXFP8_1X32) {
+  if (c.mode == OCTET_SCALING_PER_ROW) {
+    octet_rowwise_scaling_options o;
+    EXPECT_EQ(octet_rowwise_scaling_options_init(&o), OCTET_STATUS_SUCCESS);
+    o.format = format;
+    o.amax_epsilon = c.epsilon;
+    o.power_of_two_scales = c.pow2;
+    EXPECT_EQ(octet_recipe_create_rowwise(&o, &r), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  } else if (c.mode == OCTET_SCALING_MXFP8_1X32) {
     octet_mxfp8_options o;
     EXPECT_EQ(octet_mxfp8_options_init(&o), OCTET_STATUS_SUCCESS);
     o.format = format;
@@ -344,7 +358,7 @@ NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows
                                        int32_t fp8) {
   const bool mx = c.mode == OCTET_SCALING_MXFP8_1X32;
   const int64_t br = c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
-  const int64_t bc = mx ? 32 : 128;
+  const int64_t bc = block_cols_of(c, cols);
   const bool e4m3 = fp8 == OCTET_DTYPE_E4M3;
   const double fp8_max = e4m3 ? 448.0 : 57344.0;
   const uint8_t max_code = e4m3 ? 0x7E : 0x7B;
@@ -601,9 +615,10 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     int trans_a, trans_b;
   };
   const std::vector<Case> cases = {
-      {0, 0, 5, 7, 70, 0, 0},       {1, 0, 33, 17, 96, 1, 0},   {0, 1, 130, 300, 257, 0, 1},
-      {0, 0, 64, 64, 1000, 1, 1},   {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0},
-      {2, 2, 3, 5, 129, 1, 0},      {4, 4, 200, 131, 260, 0, 1}, {2, 5, 1, 1, 1, 0, 0}};
+      {0, 0, 5, 7, 70, 0, 0},     {1, 0, 33, 17, 96, 1, 0},    {0, 1, 130, 300, 257, 0, 1}, {0, 0, 64, 64, 1000, 1, 1},
+      {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0}, {2, 2, 3, 5, 129, 1, 0},     {4, 4, 200, 131, 260, 0, 1},
+      {2, 5, 1, 1, 1, 0, 0},      {6, 6, 5, 7, 70, 0, 0},      {7, 7, 33, 17, 96, 1, 0},    {6, 7, 130, 300, 257, 0, 1},
+      {7, 7, 64, 64, 1000, 1, 1}, {6, 6, 1, 1, 1, 0, 0},       {7, 6, 129, 260, 384, 0, 0}};
   for (const Case& g : cases) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];
@@ -673,8 +688,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
           std::memcpy(d_result[side].data(), bytes.data(), bytes.size());
         }
         // Codes and scales as the reference stored them, K-contiguous.
-        const bool mx = ca.mode == OCTET_SCALING_MXFP8_1X32;
-        const int64_t bk = mx ? 32 : 128, kbs = (g.k + bk - 1) / bk;
+        const int64_t bk = block_cols_of(ca, g.k), kbs = (g.k + bk - 1) / bk;
         auto operand = [&](const octet_tensor* t, bool trans, const BlockConfig& c,
                            std::vector<float>* values, std::vector<float>* scales) {
           const BlockImage im = image_of(t);

@@ -78,13 +78,26 @@ std::vector<float> special_rows(int64_t rows, int64_t cols, uint32_t seed) {
     for (int64_t c = 0; c < cols; ++c) {
       float& v = x[size_t(r * cols + c)];
       switch (r % 8) {
-        case 0: v = 0.0f; break;
-        case 1: v = (c % 5 == 2) ? kNan : v * 1000.0f; break;
-        case 2: v = kNan; break;
-        case 3: v = (c % 7 == 1) ? -kInf : v; break;
-        case 4: v = v * 1e-40f; break;
-        case 5: v = v * 3e37f; break;
-        default: break;
+        case 0:
+          v = 0.0f;
+          break;
+        case 1:
+          v = (c % 5 == 2) ? kNan : v * 1000.0f;
+          break;
+        case 2:
+          v = kNan;
+          break;
+        case 3:
+          v = (c % 7 == 1) ? -kInf : v;
+          break;
+        case 4:
+          v = v * 1e-40f;
+          break;
+        case 5:
+          v = v * 3e37f;
+          break;
+        default:
+          break;
       }
     }
   return x;
@@ -178,8 +191,8 @@ TEST(RowwiseScaling, DequantizeAppliesEachCopysScales) {
       for (int64_t r = 0; r < cr; ++r)
         for (int64_t c = 0; c < cc; ++c) {
           const size_t at = size_t(r * cc + c);
-          const float want = float(fp8_value(m.codes[at], OCTET_DTYPE_E4M3)) *
-                             m.scale_inv[size_t(per_row_copy ? r : c)];
+          const float want =
+              float(fp8_value(m.codes[at], OCTET_DTYPE_E4M3)) * m.scale_inv[size_t(per_row_copy ? r : c)];
           const size_t got_at = columnwise ? size_t(c * cols + r) : at;
           ASSERT_EQ(got[got_at], want) << "mode " << mode << " usage " << usage << " at " << r << "," << c;
         }
@@ -196,10 +209,10 @@ TEST(RowwiseScaling, GemmAppliesRowScalesInItsEpilogue) {
     int trans_a, trans_b;
   };
   const int32_t row = OCTET_SCALING_PER_ROW, column = OCTET_SCALING_PER_COLUMN;
-  for (GemmCase g : {GemmCase{row, row, 5, 7, 70, 0, 0}, GemmCase{row, row, 4, 3, 129, 1, 0},
-                     GemmCase{row, row, 6, 9, 33, 0, 1}, GemmCase{row, row, 3, 5, 200, 1, 1},
-                     GemmCase{column, column, 7, 4, 50, 1, 1}, GemmCase{row, column, 8, 6, 31, 0, 1},
-                     GemmCase{column, row, 2, 2, 1, 1, 0}}) {
+  for (GemmCase g :
+       {GemmCase{row, row, 5, 7, 70, 0, 0}, GemmCase{row, row, 4, 3, 129, 1, 0}, GemmCase{row, row, 6, 9, 33, 0, 1},
+        GemmCase{row, row, 3, 5, 200, 1, 1}, GemmCase{column, column, 7, 4, 50, 1, 1},
+        GemmCase{row, column, 8, 6, 31, 0, 1}, GemmCase{column, row, 2, 2, 1, 1, 0}}) {
     const std::string where = "case m" + std::to_string(g.m) + " n" + std::to_string(g.n) + " k" + std::to_string(g.k) +
                               " trans " + std::to_string(g.trans_a) + std::to_string(g.trans_b);
     const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
@@ -209,8 +222,10 @@ TEST(RowwiseScaling, GemmAppliesRowScalesInItsEpilogue) {
     Tensor ha = make_fp32(ctx.get(), a_rows, a_cols, xa), hb = make_fp32(ctx.get(), b_rows, b_cols, xb);
     Tensor qa = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, a_rows, a_cols, OCTET_USAGE_BOTH, g.mode_a);
     Tensor qb = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, b_rows, b_cols, OCTET_USAGE_BOTH, g.mode_b);
-    ASSERT_EQ(octet_quantize(ctx.get(), ha.get(), qa.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    ASSERT_EQ(octet_quantize(ctx.get(), hb.get(), qb.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+    ASSERT_EQ(octet_quantize(ctx.get(), ha.get(), qa.get(), nullptr), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    ASSERT_EQ(octet_quantize(ctx.get(), hb.get(), qb.get(), nullptr), OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
     Tensor d = make_tensor(ctx.get(), OCTET_DTYPE_FP32, g.m, g.n);
     octet_gemm_options o;
     ASSERT_EQ(octet_gemm_options_init(&o), OCTET_STATUS_SUCCESS);
