@@ -51,7 +51,9 @@ std::string scaling_mode_list(uint32_t modes) {
   return join_flags(modes, {{OCTET_SCALING_PER_TENSOR, "per-tensor"},
                             {OCTET_SCALING_MXFP8_1X32, "mxfp8 1x32"},
                             {OCTET_SCALING_BLOCK_1X128, "block 1x128"},
-                            {OCTET_SCALING_BLOCK_128X128, "block 128x128"}});
+                            {OCTET_SCALING_BLOCK_128X128, "block 128x128"},
+                            {OCTET_SCALING_PER_ROW, "per-row"},
+                            {OCTET_SCALING_PER_COLUMN, "per-column"}});
 }
 
 std::string gemm_layout_list(uint32_t layouts) {

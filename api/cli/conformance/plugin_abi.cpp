@@ -281,7 +281,8 @@ void check_table(Section& s, const std::string& path) {
         "native_columnwise " + std::to_string(caps.native_columnwise) + ", fused_cast_transpose " +
             std::to_string(caps.fused_cast_transpose) + ", fp8_gemm_output " + std::to_string(caps.fp8_gemm_output));
   // What is declared has the entries that implement it.
-  const uint32_t block_modes = OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128;
+  const uint32_t block_modes = OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
+                               OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN;
   if (caps.scaling_modes & block_modes)
     s.add("declared block scaling modes have block_quantize and block_dequantize",
           t.block_quantize && t.block_dequantize ? Outcome::Pass : Outcome::Fail);

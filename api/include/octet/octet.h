@@ -368,7 +368,10 @@ typedef struct octet_tensor_desc {
   /* One OCTET_SCALING_* value for a quantized tensor; 0 (or a struct_size
    * that ends before this field) means OCTET_SCALING_PER_TENSOR.
    * Block modes: MXFP8_1X32 (1x32 blocks, E8M0 scales), BLOCK_1X128 (1x128,
-   * FP32 scales), BLOCK_128X128 (128x128, FP32 scales). A block-scaled
+   * FP32 scales), BLOCK_128X128 (128x128, FP32 scales); users' ABI 1.8:
+   * PER_ROW (one FP32 scale per row of each stored copy) and PER_COLUMN
+   * (one per column of the rowwise copy; numerics.md section 15), block
+   * modes whose blocks span a whole row or column. A block-scaled
    * tensor has no SCALE / SCALE_INV components (its scales are per block,
    * ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV) but has AMAX; its columnwise
    * usage is always a separate copy quantized from the high-precision
@@ -504,6 +507,11 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
  * native columnwise access or the transposed copy, per its capabilities.
+ * Block-scaled operands (numerics.md section 12) are read as their
+ * K-contiguous copies with their per-block scales inside the sum; per-row
+ * and per-column ones (users' ABI 1.8, numerics.md section 15) give
+ * D[m,n] = alpha * (sum_k A'[m,k] * B'[n,k]) * sa[m] * sb[n], the scales
+ * applied in the epilogue (a per-column operand only used transposed).
  * FP8 output: D may be a per-tensor quantized FP8 tensor
  * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
  * block-scaled. With r the FP32 value an FP32 D would hold
@@ -697,12 +705,12 @@ typedef struct octet_rowwise_scaling_options {
 } octet_rowwise_scaling_options;
 
 /* Fill *options with the defaults (struct_size set to sizeof). */
-OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options);
 OCTET_API octet_status octet_delayed_scaling_options_init(octet_delayed_scaling_options* options);
 OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scaling_options* options);
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
 OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options);
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options);
+OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options);
 
 /* The exported octet_current_scaling_options_init writes the users' ABI
  * 1.1-1.4 struct only: it is the entry point of binaries built against those

@@ -27,7 +27,7 @@ _P = _c.POINTER
 
 # ---- #defines ---------------------------------------------------------------------
 # (OCTET_VERSION_*: not restated; octet.__version__ asks the loaded library.)
-ABI_MAJOR, ABI_MINOR = 1, 7
+ABI_MAJOR, ABI_MINOR = 1, 8
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8
 COLLECTIVE_MAX_KINDS = 8
@@ -43,6 +43,7 @@ DTYPE_E4M3FNUZ, DTYPE_E5M2FNUZ, DTYPE_E2M1 = 11, 13, 17
 E8M0_ROUND_CEIL, E8M0_ROUND_FLOOR = 0, 1
 
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
+SCALING_PER_ROW, SCALING_PER_COLUMN = 16, 32
 
 GEMM_LAYOUT_TN, GEMM_LAYOUT_NN, GEMM_LAYOUT_TT, GEMM_LAYOUT_NT, GEMM_LAYOUT_ALL = 1, 2, 4, 8, 0xF
 
@@ -84,6 +85,7 @@ COMPONENT_ROWWISE_SCALE_INV, COMPONENT_COLUMNWISE_SCALE_INV = 5, 6
 EPILOGUE_NONE, EPILOGUE_GELU = 0, 1
 
 RECIPE_DELAYED, RECIPE_CURRENT, RECIPE_STATIC, RECIPE_MXFP8, RECIPE_BLOCK = 0, 1, 2, 3, 4
+RECIPE_ROWWISE = 5
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
 FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
 ROLE_INPUT, ROLE_WEIGHT, ROLE_GRADIENT = 0, 1, 2
@@ -289,6 +291,17 @@ class BlockScalingOptions(_c.Structure):
     _fields_ = [("struct_size", _sz), ("format", _i32), ("amax_epsilon", _f32), ("power_of_two_scales", _i32)]
 
 
+class RowwiseScalingOptions(_c.Structure):
+    _c_name = "octet_rowwise_scaling_options"
+    _fields_ = [
+        ("struct_size", _sz),
+        ("format", _i32),
+        ("amax_epsilon", _f32),
+        ("power_of_two_scales", _i32),
+        ("high_precision_wgrad", _i32),
+    ]
+
+
 class RecipeInfo(_c.Structure):
     _c_name = "octet_recipe_info"
     _fields_ = [
@@ -444,7 +457,7 @@ DLPackManagedTensorVersioned._fields_ = [
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
-    BlockScalingOptions, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
+    BlockScalingOptions, RowwiseScalingOptions, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
     LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
 
@@ -460,6 +473,7 @@ INIT_FUNCTIONS = {
     "octet_static_scaling_options": "octet_static_scaling_options_init",
     "octet_mxfp8_options": "octet_mxfp8_options_init",
     "octet_block_scaling_options": "octet_block_scaling_options_init",
+    "octet_rowwise_scaling_options": "octet_rowwise_scaling_options_init",
     "octet_linear_options": "octet_linear_options_init",
     "octet_layernorm_linear_options": "octet_layernorm_linear_options_init",
     "octet_layernorm_mlp_options": "octet_layernorm_mlp_options_init",
@@ -530,12 +544,14 @@ FUNCTIONS = {
     "octet_static_scaling_options_init": (_i32, [_P(StaticScalingOptions)]),
     "octet_mxfp8_options_init": (_i32, [_P(MXFP8Options)]),
     "octet_block_scaling_options_init": (_i32, [_P(BlockScalingOptions)]),
+    "octet_rowwise_scaling_options_init": (_i32, [_P(RowwiseScalingOptions)]),
     "octet_current_scaling_options_init_sized": (_i32, [_P(CurrentScalingOptions), _sz]),
     "octet_recipe_create_delayed": (_i32, [_P(DelayedScalingOptions), _P(_p)]),
     "octet_recipe_create_current": (_i32, [_P(CurrentScalingOptions), _P(_p)]),
     "octet_recipe_create_static": (_i32, [_P(StaticScalingOptions), _P(_p)]),
     "octet_recipe_create_mxfp8": (_i32, [_P(MXFP8Options), _P(_p)]),
     "octet_recipe_create_block": (_i32, [_P(BlockScalingOptions), _P(_p)]),
+    "octet_recipe_create_rowwise": (_i32, [_P(RowwiseScalingOptions), _P(_p)]),
     "octet_recipe_destroy": (None, [_p]),
     "octet_recipe_get_info": (_i32, [_p, _P(RecipeInfo)]),
     "octet_recipe_tensor_format": (_i32, [_p, _i32, _P(_i32), _P(_i32)]),

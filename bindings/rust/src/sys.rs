@@ -139,7 +139,7 @@ c_constants! {
     pub const OCTET_VERSION_MINOR: u32 = 1;
     pub const OCTET_VERSION_PATCH: u32 = 0;
     pub const OCTET_ABI_MAJOR: u32 = 1;
-    pub const OCTET_ABI_MINOR: u32 = 7;
+    pub const OCTET_ABI_MINOR: u32 = 8;
 
     pub const OCTET_STATUS_SUCCESS: octet_status = 0;
     pub const OCTET_STATUS_INVALID_ARGUMENT: octet_status = 1;
@@ -169,6 +169,8 @@ c_constants! {
     pub const OCTET_SCALING_MXFP8_1X32: u32 = 1 << 1;
     pub const OCTET_SCALING_BLOCK_1X128: u32 = 1 << 2;
     pub const OCTET_SCALING_BLOCK_128X128: u32 = 1 << 3;
+    pub const OCTET_SCALING_PER_ROW: u32 = 1 << 4;
+    pub const OCTET_SCALING_PER_COLUMN: u32 = 1 << 5;
 
     pub const OCTET_GEMM_LAYOUT_TN: u32 = 1 << 0;
     pub const OCTET_GEMM_LAYOUT_NN: u32 = 1 << 1;
@@ -241,6 +243,7 @@ c_constants! {
     pub const OCTET_RECIPE_STATIC: octet_recipe_kind = 2;
     pub const OCTET_RECIPE_MXFP8: octet_recipe_kind = 3;
     pub const OCTET_RECIPE_BLOCK: octet_recipe_kind = 4;
+    pub const OCTET_RECIPE_ROWWISE: octet_recipe_kind = 5;
 
     pub const OCTET_FORMAT_E4M3: octet_fp8_format = 0;
     pub const OCTET_FORMAT_E5M2: octet_fp8_format = 1;
@@ -444,6 +447,14 @@ c_structs! {
         pub format: i32,
         pub amax_epsilon: f32,
         pub power_of_two_scales: i32,
+    }
+
+    pub struct octet_rowwise_scaling_options {
+        pub struct_size: usize,
+        pub format: i32,
+        pub amax_epsilon: f32,
+        pub power_of_two_scales: i32,
+        pub high_precision_wgrad: i32,
     }
 
     pub struct octet_recipe_info {
@@ -769,6 +780,9 @@ extern "C" {
     pub fn octet_block_scaling_options_init(
         options: *mut octet_block_scaling_options,
     ) -> octet_status;
+    pub fn octet_rowwise_scaling_options_init(
+        options: *mut octet_rowwise_scaling_options,
+    ) -> octet_status;
     pub fn octet_current_scaling_options_init_sized(
         options: *mut octet_current_scaling_options,
         struct_size: usize,
@@ -791,6 +805,10 @@ extern "C" {
     ) -> octet_status;
     pub fn octet_recipe_create_block(
         options: *const octet_block_scaling_options,
+        recipe: *mut *mut octet_recipe,
+    ) -> octet_status;
+    pub fn octet_recipe_create_rowwise(
+        options: *const octet_rowwise_scaling_options,
         recipe: *mut *mut octet_recipe,
     ) -> octet_status;
     pub fn octet_recipe_destroy(recipe: *mut octet_recipe);
