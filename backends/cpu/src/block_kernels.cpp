@@ -444,10 +444,15 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
   const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
   const float* sa = static_cast<const float*>(args->a_scale_inv);
   const float* sb = static_cast<const float*>(args->b_scale_inv);
-  Buffer<float> acc(element_count(m, n));
+  // The sums go straight into D when D is FP32 and its old values are not needed.
+  const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
+  Buffer<float> acc_buffer;
+  if (!direct) acc_buffer.reset(element_count(m, n));
+  float* acc = direct ? static_cast<float*>(d.data) : acc_buffer.get();
+  const int64_t ldc = direct ? d.ld : n;
   const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
   const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
-  fp8_gemm_bf16(a, b, m, n, k, acc.get(), n);  // k >= 1: one k-block
+  fp8_gemm_bf16(a, b, m, n, k, acc, ldc);  // k >= 1: one k-block
   Buffer<float> bias_values;
   if (has_bias) {
     bias_values.reset(static_cast<std::size_t>(n));
@@ -460,7 +465,7 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
     float* old = beta != 0.0f ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
-      float* v = acc.get() + i * n;
+      float* v = acc + i * ldc;
       const float s = sa[i];
       for (int64_t j = 0; j < n; ++j) v[j] = alpha * (0.0f + v[j] * (s * sb[j]));
       if (beta != 0.0f) {
@@ -473,7 +478,7 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
       if (has_gelu) {
         for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
       }
-      rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
+      if (!direct) rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
     }
   }
   return OCTET_STATUS_SUCCESS;
