@@ -17,15 +17,15 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi13) {
-  for (uint32_t minor : {0u, 4u}) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi14) {
+  for (uint32_t minor : {0u, 5u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
               OCTET_STATUS_SUCCESS);
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 3u);
+    EXPECT_EQ(api->abi_minor, 4u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.
@@ -63,8 +63,8 @@ TEST_F(ReferenceCaps, DeclaresEveryCapability) {
   for (int32_t dtype : all_dtypes()) dtypes |= OCTET_DTYPE_BIT(dtype);
   EXPECT_EQ(caps_.dtypes, dtypes);
   EXPECT_EQ(caps_.scaling_modes,
-            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 |
-                                  OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128));
+            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN));
   EXPECT_EQ(caps_.native_columnwise, 1);
   EXPECT_EQ(caps_.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
   EXPECT_EQ(caps_.alignment, 64u);

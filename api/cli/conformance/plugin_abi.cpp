@@ -268,7 +268,9 @@ void check_table(Section& s, const std::string& path) {
         "dtypes " + hex(caps.dtypes));
   s.add("dtypes include fp32", (caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)) ? Outcome::Pass : Outcome::Fail,
         "dtypes " + hex(caps.dtypes));
-  s.add("scaling_modes are known modes", (caps.scaling_modes & ~0xFu) == 0 ? Outcome::Pass : Outcome::Fail,
+  // Plugin ABI 1.4 added PER_ROW and PER_COLUMN (1 << 4, 1 << 5).
+  const uint32_t known_modes = minor >= 4 ? 0x3Fu : 0xFu;
+  s.add("scaling_modes are known modes", (caps.scaling_modes & ~known_modes) == 0 ? Outcome::Pass : Outcome::Fail,
         "scaling_modes " + hex(caps.scaling_modes));
   s.add("fp8_gemm_layouts are known layouts",
         (caps.fp8_gemm_layouts & ~uint32_t(OCTET_GEMM_LAYOUT_ALL)) == 0 ? Outcome::Pass : Outcome::Fail,
