@@ -52,6 +52,8 @@ std::string scaling_mode_list(uint32_t modes) {
                             {OCTET_SCALING_MXFP8_1X32, "mxfp8 1x32"},
                             {OCTET_SCALING_BLOCK_1X128, "block 1x128"},
                             {OCTET_SCALING_BLOCK_128X128, "block 128x128"},
+                            {OCTET_SCALING_PER_ROW, "per-row"},
+                            {OCTET_SCALING_PER_COLUMN, "per-column"},
                             {OCTET_SCALING_MXFP4_1X32, "mxfp4 1x32"},
                             {OCTET_SCALING_NVFP4_1X16, "nvfp4 1x16"},
                             {OCTET_SCALING_NVFP4_16X16, "nvfp4 16x16"}});

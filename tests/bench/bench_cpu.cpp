@@ -7,6 +7,8 @@
 //    oneDNN dnnl_sgemm on FP32 operands of the same shape.
 //  - FP8 GEMM on cpu vs the reference backend (512^3: the reference is slow).
 //  - FP8 GEMM with 2 OpenMP threads vs 1.
+//  - per-row scaled FP8 GEMM (numerics.md section 16) vs the per-tensor FP8
+//    GEMM of the same shape, in the same iterations.
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
 #include <omp.h>
@@ -106,18 +108,35 @@ void BM_Quantize(benchmark::State& state) {
 BENCHMARK(BM_Quantize)->Arg(1)->Arg(3)->UseManualTime()->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
 
+octet_tensor* scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int32_t mode) {
+  octet_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = OCTET_DTYPE_E4M3;
+  d.ndim = 2;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  d.usages = OCTET_USAGE_ROWWISE;
+  d.scaling_mode = mode;
+  octet_tensor* t = nullptr;
+  if (octet_tensor_create(ctx, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
+  return t;
+}
+
 struct Fp8Gemm {
-  Fp8Gemm(const char* backend, int64_t m, int64_t n, int64_t k) : m(m), n(n), k(k) {
+  // mode: OCTET_SCALING_PER_TENSOR (scale 100) or OCTET_SCALING_PER_ROW
+  // (each row's scale from its amax).
+  Fp8Gemm(const char* backend, int64_t m, int64_t n, int64_t k, int32_t mode = OCTET_SCALING_PER_TENSOR)
+      : m(m), n(n), k(k) {
     ctx = context(backend, OCTET_PROFILE_NATIVE);
-    a = tensor(ctx, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE);
-    b = tensor(ctx, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE);
+    a = scaled_tensor(ctx, m, k, mode);
+    b = scaled_tensor(ctx, n, k, mode);
     d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
     for (auto [t, rows] : {std::pair{a, m}, std::pair{b, n}}) {
       octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
       const std::vector<float> x = random_floats(std::size_t(rows * k), 1.0f);
       octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
       const float scale = 100.0f;  // scale_inv = 0.01 applied by the GEMM
-      octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
+      if (mode == OCTET_SCALING_PER_TENSOR) octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
       if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
       octet_tensor_destroy(hp);
     }
@@ -294,10 +313,42 @@ void BM_Fp8GemmThreads(benchmark::State& state) {
 BENCHMARK(BM_Fp8GemmThreads)->Arg(2048)->UseManualTime()->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
 
+// Per-row scaled FP8 GEMM (one scale per row of A and of B, applied in the
+// epilogue) vs the per-tensor FP8 GEMM of the same shape, interleaved.
+void BM_PerRowFp8GemmVsPerTensor(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  Fp8Gemm ours("cpu", m, n, k, OCTET_SCALING_PER_ROW);
+  Fp8Gemm base("cpu", m, n, k, OCTET_SCALING_PER_TENSOR);
+  ours.run();
+  base.run();
+  double t_o = 0, t_b = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    base.run();
+    auto b = Clock::now();
+    ours.run();
+    auto c = Clock::now();
+    t_b += seconds(a, b);
+    t_o += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_o / 1e9;
+  state.counters["per_tensor_GFLOP/s"] = flops / t_b / 1e9;
+  state.counters["ratio_vs_per_tensor"] = t_b / t_o;
+}
+BENCHMARK(BM_PerRowFp8GemmVsPerTensor)
+    ->Args({2048, 2048, 2048})
+    ->Args({4096, 4096, 1024})
+    ->Args({16, 8192, 8192})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
 // Block-scaled quantize of 64 MiB of FP32 input (both usages: the rowwise
 // and the columnwise copies, each with its scale grid) vs memcpy.
-// range(0): OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128 or
-// OCTET_SCALING_BLOCK_128X128.
+// range(0): OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
+// OCTET_SCALING_BLOCK_128X128 or OCTET_SCALING_PER_ROW.
 void BM_BlockQuantize(benchmark::State& state) {
   const int64_t rows = 4096, cols = 4096;
   const int32_t mode = static_cast<int32_t>(state.range(0));
@@ -325,9 +376,14 @@ void BM_BlockQuantize(benchmark::State& state) {
   octet_tensor_destroy(in);
   octet_context_destroy(ctx);
 }
-BENCHMARK(BM_BlockQuantize)->Arg(OCTET_SCALING_MXFP8_1X32)->Arg(OCTET_SCALING_BLOCK_1X128)
+BENCHMARK(BM_BlockQuantize)
+    ->Arg(OCTET_SCALING_MXFP8_1X32)
+    ->Arg(OCTET_SCALING_BLOCK_1X128)
     ->Arg(OCTET_SCALING_BLOCK_128X128)
-    ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+    ->Arg(OCTET_SCALING_PER_ROW)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
 
 // Block-scaled FP8 GEMM, 2048^3 (E4M3 x E4M3 -> FP32): range(0) =
 // OCTET_SCALING_MXFP8_1X32 (both operands 1x32) or

@@ -269,6 +269,13 @@ TEST(OctetHpp, RecipeFactoriesInfoAndTensorFormats) {
             static_cast<int32_t>(OCTET_SCALING_BLOCK_1X128));
   EXPECT_EQ(block.tensor_format(OCTET_ROLE_WEIGHT).scaling_mode,
             static_cast<int32_t>(OCTET_SCALING_BLOCK_128X128));
+  octet_rowwise_scaling_options ro = octet::rowwise_scaling_options();
+  ro.high_precision_wgrad = 1;
+  const octet::Recipe rowwise = octet::Recipe::rowwise(ro);
+  EXPECT_EQ(rowwise.kind(), OCTET_RECIPE_ROWWISE);
+  EXPECT_EQ(rowwise.info().override_wgrad, 1);
+  EXPECT_EQ(rowwise.tensor_format(OCTET_ROLE_WEIGHT).scaling_mode, static_cast<int32_t>(OCTET_SCALING_PER_ROW));
+  EXPECT_EQ(octet::Recipe::rowwise().info().override_wgrad, 0);
 }
 
 TEST(OctetHpp, BadArgumentsThrowWithStatusAndTheArgumentsName) {

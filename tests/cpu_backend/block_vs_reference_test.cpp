@@ -1,7 +1,7 @@
 // Plugin ABI 1.1 kernels of the cpu backend against the reference backend,
 // both driven through octet.h (recipes, quantizers, octet_quantize_with_stats,
-// octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR) and 1x128 / 128x128
-// block quantization (codes, scale grids of both usages, amax, statistics)
+// octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR), 1x128 / 128x128 and
+// per-row (numerics.md section 16) quantization (codes, scale grids of both usages, amax, statistics)
 // bit for bit on ragged shapes; block dequantize bit for bit; per-tensor
 // quantize statistics; block-scaled GEMMs within the bound of
 // docs/numerics.md sections 8 and 12, computed here from the codes and
@@ -40,14 +40,31 @@ struct BlockConfig {
 };
 
 const std::vector<BlockConfig>& block_configs() {
-  static const std::vector<BlockConfig> c = {
-      {"mxfp8_rceil", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_RCEIL, 0.0f, 0},
-      {"mxfp8_floor", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_FLOOR, 0.0f, 0},
-      {"block1x128", OCTET_SCALING_BLOCK_1X128, 0, 0.0f, 0},
-      {"block1x128_eps_pow2", OCTET_SCALING_BLOCK_1X128, 0, 1e-3f, 1},
-      {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
-      {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1}};
+  static const std::vector<BlockConfig> c = {{"mxfp8_rceil", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_RCEIL, 0.0f, 0},
+                                             {"mxfp8_floor", OCTET_SCALING_MXFP8_1X32, OCTET_MX_ROUND_FLOOR, 0.0f, 0},
+                                             {"block1x128", OCTET_SCALING_BLOCK_1X128, 0, 0.0f, 0},
+                                             {"block1x128_eps_pow2", OCTET_SCALING_BLOCK_1X128, 0, 1e-3f, 1},
+                                             {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
+                                             {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1},
+                                             {"per_row", OCTET_SCALING_PER_ROW, 0, 0.0f, 0},
+                                             {"per_row_eps_pow2", OCTET_SCALING_PER_ROW, 0, 1e-12f, 1}};
   return c;
+}
+
+// Whether the backend under test declares c's mode (per-row is the cpu
+// backend's, not kokkos'): configurations it does not declare are skipped.
+bool declared(const BlockConfig& c) {
+  Context ctx = context(OCTET_TEST_BACKEND);
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  EXPECT_EQ(octet_context_get_info(ctx.get(), &info), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return (info.scaling_modes & static_cast<uint32_t>(c.mode)) != 0;
+}
+
+// The block extent along a row of a copy `cols` wide (per-row: the whole row).
+int64_t block_cols_of(const BlockConfig& c, int64_t cols) {
+  if (c.mode == OCTET_SCALING_PER_ROW) return std::max<int64_t>(cols, 1);
+  return c.mode == OCTET_SCALING_MXFP8_1X32 ? 32 : 128;
 }
 
 int32_t role_of(const BlockConfig& c) {
@@ -57,7 +74,14 @@ int32_t role_of(const BlockConfig& c) {
 Recipe make_recipe(const BlockConfig& c, int32_t dtype) {
   const int32_t format = dtype == OCTET_DTYPE_E4M3 ? OCTET_FORMAT_E4M3 : OCTET_FORMAT_E5M2;
   octet_recipe* r = nullptr;
-  if (c.mode == OCTET_SCALING_MXFP8_1X32) {
+  if (c.mode == OCTET_SCALING_PER_ROW) {
+    octet_rowwise_scaling_options o;
+    EXPECT_EQ(octet_rowwise_scaling_options_init(&o), OCTET_STATUS_SUCCESS);
+    o.format = format;
+    o.amax_epsilon = c.epsilon;
+    o.power_of_two_scales = c.pow2;
+    EXPECT_EQ(octet_recipe_create_rowwise(&o, &r), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  } else if (c.mode == OCTET_SCALING_MXFP8_1X32) {
     octet_mxfp8_options o;
     EXPECT_EQ(octet_mxfp8_options_init(&o), OCTET_STATUS_SUCCESS);
     o.format = format;
@@ -208,6 +232,7 @@ const std::vector<Shape>& block_shapes() {
 
 TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
       for (int32_t in_dtype : high_precision_dtypes()) {
         for (Shape s : block_shapes()) {
@@ -249,6 +274,7 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
 TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
   const int64_t widths[] = {15, 16, 17, 31, 33, 63, 65, 127, 129};
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (int64_t cols : widths) {
       const Shape s{33, cols};
       std::vector<uint8_t> raw = random_elements(
@@ -276,6 +302,7 @@ TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
 TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
   const Shape s{131, 300};
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (uint32_t usages : {uint32_t(OCTET_USAGE_ROWWISE), uint32_t(OCTET_USAGE_COLUMNWISE)}) {
       std::vector<uint8_t> raw = graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, 17);
       const std::string where = std::string(c.name) + " usages " + std::to_string(usages);
@@ -301,6 +328,7 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
                                           0x7F800000u, 0xFF800000u, 0x00000001u, 0x00400000u,
                                           0x00700000u, 0x7F7FFFFFu, 0x3F800000u, 0x43E00000u};
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
       for (uint32_t special : specials) {
         const Shape s{3, 40};
@@ -344,7 +372,7 @@ NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows
                                        int32_t fp8) {
   const bool mx = c.mode == OCTET_SCALING_MXFP8_1X32;
   const int64_t br = c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
-  const int64_t bc = mx ? 32 : 128;
+  const int64_t bc = block_cols_of(c, cols);
   const bool e4m3 = fp8 == OCTET_DTYPE_E4M3;
   const double fp8_max = e4m3 ? 448.0 : 57344.0;
   const uint8_t max_code = e4m3 ? 0x7E : 0x7B;
@@ -429,6 +457,7 @@ TEST(CpuBlockScaling, NonFiniteElementsLeaveTheFiniteOnesTheirScale) {
   std::vector<uint8_t> raw(x.size() * 4);
   std::memcpy(raw.data(), x.data(), raw.size());
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
       const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8);
       const NonFiniteExpectation rowwise = expect_non_finite(x, n, n, c, fp8);
@@ -476,6 +505,7 @@ TEST(CpuBlockScaling, NonFiniteElementsLeaveTheFiniteOnesTheirScale) {
 
 TEST(CpuBlockScaling, DequantizeMatchesReferenceBitForBit) {
   for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
     for (Shape s : block_shapes()) {
       std::vector<uint8_t> raw =
           graded_elements(OCTET_DTYPE_FP32, s.rows, s.cols, static_cast<uint32_t>(s.rows + s.cols));
@@ -601,12 +631,15 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     int trans_a, trans_b;
   };
   const std::vector<Case> cases = {
-      {0, 0, 5, 7, 70, 0, 0},    {1, 0, 33, 17, 96, 1, 0},    {0, 1, 130, 300, 257, 0, 1}, {0, 0, 64, 64, 1000, 1, 1},
-      {2, 4, 6, 130, 300, 0, 0}, {3, 5, 129, 260, 384, 0, 0}, {2, 2, 3, 5, 129, 1, 0},     {4, 4, 200, 131, 260, 0, 1},
-      {2, 5, 1, 1, 1, 0, 0},     {0, 0, 70, 1100, 520, 0, 0}, {3, 5, 26, 1040, 300, 0, 0}};
+      {0, 0, 5, 7, 70, 0, 0},     {1, 0, 33, 17, 96, 1, 0},    {0, 1, 130, 300, 257, 0, 1}, {0, 0, 64, 64, 1000, 1, 1},
+      {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0}, {2, 2, 3, 5, 129, 1, 0},     {4, 4, 200, 131, 260, 0, 1},
+      {2, 5, 1, 1, 1, 0, 0},      {6, 6, 5, 7, 70, 0, 0},      {7, 7, 33, 17, 96, 1, 0},    {6, 7, 130, 300, 257, 0, 1},
+      {7, 7, 64, 64, 1000, 1, 1}, {6, 6, 1, 1, 1, 0, 0},       {7, 6, 129, 260, 384, 0, 0},
+      {0, 0, 70, 1100, 520, 0, 0}, {3, 5, 26, 1040, 300, 0, 0}};
   for (const Case& g : cases) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];
+    if (!declared(ca) || !declared(cb)) continue;
     const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
     const int64_t b_rows = g.trans_b ? g.k : g.n, b_cols = g.trans_b ? g.n : g.k;
     const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, a_rows, a_cols, 3);
@@ -673,8 +706,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
           std::memcpy(d_result[side].data(), bytes.data(), bytes.size());
         }
         // Codes and scales as the reference stored them, K-contiguous.
-        const bool mx = ca.mode == OCTET_SCALING_MXFP8_1X32;
-        const int64_t bk = mx ? 32 : 128, kbs = (g.k + bk - 1) / bk;
+        const int64_t bk = block_cols_of(ca, g.k), kbs = (g.k + bk - 1) / bk;
         auto operand = [&](const octet_tensor* t, bool trans, const BlockConfig& c,
                            std::vector<float>* values, std::vector<float>* scales) {
           const BlockImage im = image_of(t);

@@ -141,6 +141,10 @@ TEST_F(CpuTable, DeclaresAHostBackendWithEveryLayout) {
   EXPECT_EQ(caps.fused_cast_transpose, 1);
   EXPECT_EQ(caps.alignment, 64u);
   EXPECT_EQ(caps.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
+  // Every block mode and per-row (numerics.md section 16); not per-column.
+  EXPECT_EQ(caps.scaling_modes,
+            static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW));
   EXPECT_EQ(api->mem_alloc, nullptr);
 }
 

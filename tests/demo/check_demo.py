@@ -18,7 +18,8 @@ import tempfile
 import xml.dom.minidom
 
 SKIP = 77
-PRECISIONS = ["fp32", "bf16", "fp8-delayed", "fp8-current", "fp8-static", "fp8-mxfp8", "fp8-block", "nvfp4"]
+PRECISIONS = ["fp32", "bf16", "fp8-delayed", "fp8-current", "fp8-static", "fp8-mxfp8", "fp8-block", "fp8-rowwise",
+              "nvfp4"]
 MUST_RUN = ["fp32", "bf16", "fp8-delayed", "fp8-current", "fp8-static"]  # per-tensor: layers take them
 
 

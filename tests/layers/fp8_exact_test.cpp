@@ -1,5 +1,5 @@
 // Every layer in FP8, with every recipe (delayed, current, static, MXFP8,
-// 1x128/128x128 blocks), against a reference written here that quantizes
+// 1x128/128x128 blocks, rowwise with and without high-precision wgrad), against a reference written here that quantizes
 // exactly as numerics.md says (sections 7, 11), with the scalar codecs
 // octet_fp8_encode/decode and octet_e8m0_encode/decode as the codec oracle,
 // and runs each GEMM in the order of sections 8/12 (FP32). The layer's GEMM
@@ -26,7 +26,7 @@ using Fvec = std::vector<float>;
 
 // ---- the test's description of a recipe -----------------------------------
 
-enum class Mode { Delayed, Current, Static, Mx, Block };
+enum class Mode { Delayed, Current, Static, Mx, Block, Rowwise };
 
 struct Rule {
   Mode mode = Mode::Static;
@@ -103,6 +103,22 @@ Operand quantize_rows(const Rule& r, int32_t role, const Fvec& m, int64_t rows, 
   }
   o.br = r.mode == Mode::Block && role == OCTET_ROLE_WEIGHT ? 128 : 1;
   o.bk = r.mode == Mode::Mx ? 32 : 128;
+  if (r.mode == Mode::Rowwise) {
+    // numerics.md section 16: one scale per row, from max(amax, 1e-12),
+    // rounded down to a power of two (the recipe's torchao defaults).
+    o.bk = std::max<int64_t>(cols, 1);
+    o.s.resize(size_t(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      float amax = 1e-12f;
+      for (int64_t j = 0; j < cols; ++j) amax = std::fmax(amax, std::fabs(m[size_t(i * cols + j)]));
+      int e = 0;
+      std::frexp(fp8_max(dt) / amax, &e);  // the quotient is in [2^(e-1), 2^e)
+      const float scale = std::ldexp(1.0f, e - 1);
+      for (int64_t j = 0; j < cols; ++j) o.v[size_t(i * cols + j)] = code(m[size_t(i * cols + j)] * scale);
+      o.s[size_t(i)] = 1.0f / scale;
+    }
+    return o;
+  }
   const int64_t gr = (rows + o.br - 1) / o.br, gc = (cols + o.bk - 1) / o.bk;
   o.s.resize(size_t(gr * gc));
   for (int64_t bi = 0; bi < gr; ++bi)
@@ -592,6 +608,18 @@ std::vector<RecipeCase> all_recipes() {
   c.rule.name = "block 1x128/128x128 e4m3";
   EXPECT_OK(octet_recipe_create_block(nullptr, &c.recipe));
   out.push_back(c);
+  for (int hp_wgrad : {0, 1}) {
+    octet_rowwise_scaling_options ro;
+    octet_rowwise_scaling_options_init(&ro);
+    ro.high_precision_wgrad = hp_wgrad;
+    c.rule = Rule{};
+    c.rule.mode = Mode::Rowwise;
+    c.rule.format = OCTET_FORMAT_E4M3;  // the rowwise recipe's default
+    c.rule.wgrad = hp_wgrad == 0;
+    c.rule.name = hp_wgrad ? "rowwise e4m3, high-precision wgrad" : "rowwise e4m3";
+    EXPECT_OK(octet_recipe_create_rowwise(&ro, &c.recipe));
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -676,7 +704,7 @@ TEST(LayersFp8Exact, BlockRecipesAcrossProfiles) {
   const Params p = make_params(s);
   const Fvec x = data_x(s), dy = data_dy(s);
   for (const RecipeCase& c : cases) {
-    if (c.rule.mode != Mode::Mx && c.rule.mode != Mode::Block) continue;
+    if (c.rule.mode != Mode::Mx && c.rule.mode != Mode::Block && c.rule.mode != Mode::Rowwise) continue;
     SCOPED_TRACE(c.rule.name);
     Out want = reference(s, c.rule, true, p, x, dy);
     for (int32_t profile : {OCTET_PROFILE_HOPPER_LIKE, OCTET_PROFILE_BLACKWELL_LIKE}) {

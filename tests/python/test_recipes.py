@@ -167,6 +167,25 @@ def test_mxfp8_quantizer_block_scales_and_codes(ctx):
     assert np.array_equal(t.codes(), want)
 
 
+def test_rowwise_quantizer_scales_each_row(ctx):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 40)) * np.exp2(rng.integers(-30, 8, (6, 1)))).astype(np.float32)
+    x[2] = 0.0
+    recipe = octet.RowwiseScaling(high_precision_wgrad=True)
+    assert recipe.info()["kind"] == "rowwise" and recipe.info()["override_wgrad"] is True
+    assert recipe.tensor_format("gradient") == (octet.E4M3, octet.SCALING_PER_ROW)
+    t = octet.Quantizer(recipe, "input").quantize(ctx, x, usages=octet.ROWWISE)
+    assert t.scaling_mode == octet.SCALING_PER_ROW
+    grid = t.component(octet.ROWWISE_SCALE_INV)
+    assert grid.shape == (6, 1) and grid.dtype == np.float32
+    # numerics.md section 16: fp8_max / max(amax, 1e-12), rounded down to a power of two.
+    amax = np.maximum(np.abs(x).max(axis=1), np.float32(1e-12)).astype(np.float32)
+    quotient = (np.float32(448.0) / amax).astype(np.float32)
+    scale = np.exp2(np.frexp(quotient.astype(np.float64))[1] - 1).astype(np.float32)
+    assert np.array_equal(grid[:, 0], (np.float32(1.0) / scale).astype(np.float32))
+    assert np.array_equal(t.codes(), encode((x * scale[:, None]).astype(np.float32), octet.E4M3))
+
+
 def test_quantizer_without_recipe_follows_autocast_and_the_outermost_end_updates(ctx):
     rng = np.random.default_rng(5)
     recipe = octet.DelayedScaling(amax_history_len=4)

@@ -18,7 +18,7 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
 }
 
 TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi14) {
-  for (uint32_t minor : {0u, 4u}) {
+  for (uint32_t minor : {0u, 5u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
               OCTET_STATUS_SUCCESS);
@@ -63,8 +63,8 @@ TEST_F(ReferenceCaps, DeclaresEveryCapability) {
   EXPECT_EQ(caps_.dtypes, dtypes | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1));
   EXPECT_EQ(caps_.scaling_modes,
             static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 |
-                                  OCTET_SCALING_NVFP4_16X16));
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN |
+                                  OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16));
   EXPECT_EQ(caps_.native_columnwise, 1);
   EXPECT_EQ(caps_.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
   EXPECT_EQ(caps_.alignment, 64u);

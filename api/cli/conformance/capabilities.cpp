@@ -476,8 +476,9 @@ Section check_capabilities(const std::string& backend) {
   // it: per-tensor (which every backend declares for plain tensors) with
   // the quantize feature, the block modes with block_quantize.
   const uint32_t fp8 = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2);
-  for (uint32_t mode : {uint32_t(OCTET_SCALING_PER_TENSOR), uint32_t(OCTET_SCALING_MXFP8_1X32),
-                        uint32_t(OCTET_SCALING_BLOCK_1X128), uint32_t(OCTET_SCALING_BLOCK_128X128)})
+  for (uint32_t mode :
+       {uint32_t(OCTET_SCALING_PER_TENSOR), uint32_t(OCTET_SCALING_MXFP8_1X32), uint32_t(OCTET_SCALING_BLOCK_1X128),
+        uint32_t(OCTET_SCALING_BLOCK_128X128), uint32_t(OCTET_SCALING_PER_ROW), uint32_t(OCTET_SCALING_PER_COLUMN)})
     p.run("scaling mode " + scaling_mode_list(mode) + " (quantize, dequantize)",
           (modes & mode) != 0 && (dtypes & fp8) != 0 &&
               has(mode == OCTET_SCALING_PER_TENSOR ? OCTET_FEATURE_QUANTIZE : OCTET_FEATURE_BLOCK_QUANTIZE),

@@ -268,7 +268,9 @@ void check_table(Section& s, const std::string& path) {
         "dtypes " + hex(caps.dtypes));
   s.add("dtypes include fp32", (caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)) ? Outcome::Pass : Outcome::Fail,
         "dtypes " + hex(caps.dtypes));
-  s.add("scaling_modes are known modes", (caps.scaling_modes & ~0xFu) == 0 ? Outcome::Pass : Outcome::Fail,
+  // Plugin ABI 1.4 added PER_ROW and PER_COLUMN (1 << 4, 1 << 5).
+  const uint32_t known_modes = minor >= 4 ? 0x3Fu : 0xFu;
+  s.add("scaling_modes are known modes", (caps.scaling_modes & ~known_modes) == 0 ? Outcome::Pass : Outcome::Fail,
         "scaling_modes " + hex(caps.scaling_modes));
   s.add("fp8_gemm_layouts are known layouts",
         (caps.fp8_gemm_layouts & ~uint32_t(OCTET_GEMM_LAYOUT_ALL)) == 0 ? Outcome::Pass : Outcome::Fail,
@@ -281,7 +283,8 @@ void check_table(Section& s, const std::string& path) {
         "native_columnwise " + std::to_string(caps.native_columnwise) + ", fused_cast_transpose " +
             std::to_string(caps.fused_cast_transpose) + ", fp8_gemm_output " + std::to_string(caps.fp8_gemm_output));
   // What is declared has the entries that implement it.
-  const uint32_t block_modes = OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128;
+  const uint32_t block_modes = OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
+                               OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN;
   if (caps.scaling_modes & block_modes)
     s.add("declared block scaling modes have block_quantize and block_dequantize",
           t.block_quantize && t.block_dequantize ? Outcome::Pass : Outcome::Fail);

@@ -16,7 +16,8 @@ const std::vector<Precision>& all_precisions() {
       {"fp32", OCTET_DTYPE_FP32, RecipeKind::None},           {"bf16", OCTET_DTYPE_BF16, RecipeKind::None},
       {"fp8-delayed", OCTET_DTYPE_FP32, RecipeKind::Delayed}, {"fp8-current", OCTET_DTYPE_FP32, RecipeKind::Current},
       {"fp8-static", OCTET_DTYPE_FP32, RecipeKind::Static},   {"fp8-mxfp8", OCTET_DTYPE_FP32, RecipeKind::Mxfp8},
-      {"fp8-block", OCTET_DTYPE_FP32, RecipeKind::Block},     {"nvfp4", OCTET_DTYPE_FP32, RecipeKind::Nvfp4},
+      {"fp8-block", OCTET_DTYPE_FP32, RecipeKind::Block},     {"fp8-rowwise", OCTET_DTYPE_FP32, RecipeKind::Rowwise},
+      {"nvfp4", OCTET_DTYPE_FP32, RecipeKind::Nvfp4},
   };
   return list;
 }
@@ -63,6 +64,12 @@ RecipePtr make_recipe(RecipeKind kind, float static_scale, int32_t observe) {
       octet_block_scaling_options o;
       octet::check(octet_block_scaling_options_init(&o));
       octet::check(octet_recipe_create_block(&o, &r));
+      break;
+    }
+    case RecipeKind::Rowwise: {
+      octet_rowwise_scaling_options o;
+      octet::check(octet_rowwise_scaling_options_init(&o));
+      octet::check(octet_recipe_create_rowwise(&o, &r));
       break;
     }
     case RecipeKind::Nvfp4: {

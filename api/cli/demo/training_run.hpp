@@ -13,7 +13,7 @@
 namespace octet_cli {
 namespace demo {
 
-enum class RecipeKind { None, Delayed, Current, Static, Mxfp8, Block, Nvfp4 };
+enum class RecipeKind { None, Delayed, Current, Static, Mxfp8, Block, Rowwise, Nvfp4 };
 
 struct Precision {
   std::string name;      // "fp32", "bf16", "fp8-delayed", ...

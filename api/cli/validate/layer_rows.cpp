@@ -118,6 +118,12 @@ const std::vector<RecipeCase>& recipe_cases() {
          octet::check(octet_recipe_create_block(&o, &r));
          return r;
        }},
+      {"rowwise",
+       [] {
+         octet_recipe* r = nullptr;
+         octet::check(octet_recipe_create_rowwise(nullptr, &r));  // power-of-two scales by default
+         return r;
+       }},
   };
   return cases;
 }

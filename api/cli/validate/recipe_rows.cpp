@@ -171,8 +171,61 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
   });
 }
 
+// The block of one stored copy [rows, cols] of a tensor of `mode`
+// (numerics.md sections 11 and 15): per-row blocks span the copy's row,
+// per-column ones (the rowwise copy only) its column.
+void block_shape(int32_t mode, bool columnwise, int64_t rows, int64_t cols, int64_t* br, int64_t* bc) {
+  *br = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
+  *bc = mode == OCTET_SCALING_MXFP8_1X32 ? 32 : 128;
+  if (mode == OCTET_SCALING_PER_ROW || (mode == OCTET_SCALING_PER_COLUMN && columnwise)) *bc = cols;
+  if (mode == OCTET_SCALING_PER_COLUMN && !columnwise) {
+    *br = rows;
+    *bc = 1;
+  }
+}
+
+// Compares both stored copies of `out` (quantized from x [kRows, kCols])
+// with host_blocks.
+void check_copies(RowCheck& check, const TensorPtr& out, const std::vector<float>& x, int32_t mode, int32_t dtype,
+                  bool mx, int32_t rounding, float eps, bool pow2) {
+  for (bool columnwise : {false, true}) {
+    std::vector<float> src = x;
+    int64_t rows = kRows, cols = kCols;
+    if (columnwise) {
+      for (int64_t r = 0; r < kRows; ++r)
+        for (int64_t c = 0; c < kCols; ++c) src[size_t(c * kRows + r)] = x[size_t(r * kCols + c)];
+      std::swap(rows, cols);
+    }
+    int64_t br = 1, bc = 1;
+    block_shape(mode, columnwise, rows, cols, &br, &bc);
+    std::vector<uint8_t> codes, scales;
+    host_blocks(src, rows, cols, br, bc, mx, dtype, rounding, eps, pow2, &codes, &scales);
+    check.exact(first_difference(
+        read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, codes.size()), codes,
+        columnwise ? "columnwise codes" : "rowwise codes"));
+    check.exact(first_difference(
+        read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
+                       scales.size()),
+        scales, columnwise ? "columnwise scales" : "rowwise scales"));
+  }
+}
+
+// Per-row / per-column quantize without a recipe (octet_quantize's
+// defaults: epsilon 0, no power-of-two rounding).
+void axiswise_row(const ValidationRun& run, const std::string& name, int32_t mode, int32_t dtype) {
+  run.row(name, [&](RowCheck& check) {
+    check.run_case(name, [&] {
+      std::vector<float> x = inputs(run.seed + 90, 30.0f);
+      octet::Tensor tin = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
+      TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
+      octet::check(octet_quantize(run.context->get(), tin.get(), out.get(), nullptr));
+      check_copies(check, out, x, mode, dtype, false, 0, 0.0f, false);
+    });
+  });
+}
+
 void block_row(const ValidationRun& run, const std::string& name, RecipePtr recipe, int32_t role, bool mx,
-               int32_t rounding, bool pow2) {
+               int32_t rounding, bool pow2, float eps = 0.0f) {
   run.row(name, [&](RowCheck& check) {
     check.run_case(name, [&] {
       int32_t dtype = 0, mode = 0;
@@ -184,52 +237,46 @@ void block_row(const ValidationRun& run, const std::string& name, RecipePtr reci
       octet::Tensor tin = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
       TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
       octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
-      const int64_t br = mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1, bc = mx ? 32 : 128;
-      for (bool columnwise : {false, true}) {
-        std::vector<float> src = x;
-        int64_t rows = kRows, cols = kCols;
-        if (columnwise) {
-          for (int64_t r = 0; r < kRows; ++r)
-            for (int64_t c = 0; c < kCols; ++c) src[size_t(c * kRows + r)] = x[size_t(r * kCols + c)];
-          std::swap(rows, cols);
-        }
-        std::vector<uint8_t> codes, scales;
-        host_blocks(src, rows, cols, br, bc, mx, dtype, rounding, 0.0f, pow2, &codes, &scales);
-        check.exact(first_difference(
-            read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, codes.size()),
-            codes, columnwise ? "columnwise codes" : "rowwise codes"));
-        check.exact(first_difference(
-            read_component(out, columnwise ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,
-                           scales.size()),
-            scales, columnwise ? "columnwise scales" : "rowwise scales"));
-      }
+      check_copies(check, out, x, mode, dtype, mx, rounding, eps, pow2);
     });
   });
 }
 
-void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t mode_a, int32_t mode_b) {
+// trans: both operands stored [k, outer] and used transposed (the GEMM
+// reads their columnwise copies).
+void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t mode_a, int32_t mode_b,
+                    bool trans = false) {
   run.row(name, [&](RowCheck& check) {
     check.run_case(name, [&] {
       const int64_t m = 9, n = 130, k = 200;
       std::mt19937_64 rng(run.seed);
       std::vector<float> xa = uniform_floats(size_t(m * k), rng, -3, 3), xb = uniform_floats(size_t(n * k), rng, -1, 1);
-      octet::Tensor ha = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {m, k}, xa));
-      octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {n, k}, xb));
-      TensorPtr qa = make_quantized(*run.context, OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE, mode_a);
-      TensorPtr qb = make_quantized(*run.context, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE, mode_b);
+      const std::vector<int64_t> shape_a = trans ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      const std::vector<int64_t> shape_b = trans ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k};
+      octet::Tensor ha = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, shape_a, xa));
+      octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, shape_b, xb));
+      const uint32_t usage = trans ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
+      TensorPtr qa = make_quantized(*run.context, OCTET_DTYPE_E4M3, shape_a[0], shape_a[1], usage, mode_a);
+      TensorPtr qb = make_quantized(*run.context, OCTET_DTYPE_E4M3, shape_b[0], shape_b[1], usage, mode_b);
       octet::check(octet_quantize(run.context->get(), ha.get(), qa.get(), nullptr));
       octet::check(octet_quantize(run.context->get(), hb.get(), qb.get(), nullptr));
       octet::Tensor d = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {m, n});
-      octet::check(octet_gemm(run.context->get(), qa.get(), qb.get(), d.get(), nullptr));
+      octet_gemm_options o;
+      octet::check(octet_gemm_options_init(&o));
+      o.trans_a = o.trans_b = trans ? 1 : 0;
+      octet::check(octet_gemm(run.context->get(), qa.get(), qb.get(), d.get(), &o));
       const bool mx = mode_a == OCTET_SCALING_MXFP8_1X32;
-      const int64_t bk = mx ? 32 : 128, kb = (k + bk - 1) / bk;
+      const bool axiswise = mode_a == OCTET_SCALING_PER_ROW || mode_a == OCTET_SCALING_PER_COLUMN;
+      const int64_t bk = mx ? 32 : axiswise ? k : 128, kb = (k + bk - 1) / bk;
       const int64_t brb = mode_b == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
       const size_t sz = mx ? 1 : 4;
-      std::vector<uint8_t> ca = read_component(qa, OCTET_COMPONENT_DATA, size_t(m * k));
-      std::vector<uint8_t> cb = read_component(qb, OCTET_COMPONENT_DATA, size_t(n * k));
-      std::vector<uint8_t> sa = read_component(qa, OCTET_COMPONENT_ROWWISE_SCALE_INV, size_t(m * kb) * sz);
-      std::vector<uint8_t> sb =
-          read_component(qb, OCTET_COMPONENT_ROWWISE_SCALE_INV, size_t((n + brb - 1) / brb * kb) * sz);
+      // The K-contiguous copies the GEMM reads, [outer, k].
+      const int32_t data = trans ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA;
+      const int32_t grid = trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV;
+      std::vector<uint8_t> ca = read_component(qa, data, size_t(m * k));
+      std::vector<uint8_t> cb = read_component(qb, data, size_t(n * k));
+      std::vector<uint8_t> sa = read_component(qa, grid, size_t(m * kb) * sz);
+      std::vector<uint8_t> sb = read_component(qb, grid, size_t((n + brb - 1) / brb * kb) * sz);
       auto scale = [&](const std::vector<uint8_t>& s, size_t i) {
         if (mx) return double(octet_e8m0_decode(s[i]));
         float f;
@@ -350,6 +397,24 @@ void check_recipes(const ValidationRun& run) {
   }
   block_gemm_row(run, "gemm mxfp8", OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_MXFP8_1X32);
   block_gemm_row(run, "gemm block 1x128 x 128x128", OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128);
+  // Per-row and per-column scaling (numerics.md section 16).
+  for (int32_t dtype : {int32_t(OCTET_DTYPE_E4M3), int32_t(OCTET_DTYPE_E5M2)}) {
+    const std::string f = dtype == OCTET_DTYPE_E4M3 ? " e4m3" : " e5m2";
+    axiswise_row(run, "quantize per-row" + f, OCTET_SCALING_PER_ROW, dtype);
+    axiswise_row(run, "quantize per-column" + f, OCTET_SCALING_PER_COLUMN, dtype);
+  }
+  for (int hp_wgrad : {0, 1}) {
+    octet_rowwise_scaling_options ro;
+    octet_rowwise_scaling_options_init(&ro);
+    ro.high_precision_wgrad = hp_wgrad;
+    block_row(run, hp_wgrad ? "recipe rowwise hp wgrad" : "recipe rowwise",
+              make([&](octet_recipe** r) { return octet_recipe_create_rowwise(&ro, r); }),
+              hp_wgrad ? OCTET_ROLE_GRADIENT : OCTET_ROLE_INPUT, false, 0, ro.power_of_two_scales != 0,
+              ro.amax_epsilon);
+  }
+  block_gemm_row(run, "gemm per-row", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW);
+  block_gemm_row(run, "gemm per-row transposed", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW, true);
+  block_gemm_row(run, "gemm per-column transposed", OCTET_SCALING_PER_COLUMN, OCTET_SCALING_PER_COLUMN, true);
 }
 
 }  // namespace octet_cli

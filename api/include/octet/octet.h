@@ -373,7 +373,10 @@ typedef struct octet_tensor_desc {
   /* One OCTET_SCALING_* value for a quantized tensor; 0 (or a struct_size
    * that ends before this field) means OCTET_SCALING_PER_TENSOR.
    * Block modes: MXFP8_1X32 (1x32 blocks, E8M0 scales), BLOCK_1X128 (1x128,
-   * FP32 scales), BLOCK_128X128 (128x128, FP32 scales). A block-scaled
+   * FP32 scales), BLOCK_128X128 (128x128, FP32 scales); users' ABI 1.8:
+   * PER_ROW (one FP32 scale per row of each stored copy) and PER_COLUMN
+   * (one per column of the rowwise copy; numerics.md section 16), block
+   * modes whose blocks span a whole row or column. A block-scaled
    * tensor has no SCALE / SCALE_INV components (its scales are per block,
    * ROWWISE_SCALE_INV / COLUMNWISE_SCALE_INV) but has AMAX; its columnwise
    * usage is always a separate copy quantized from the high-precision
@@ -523,6 +526,11 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
  * (sa = sb = 1). D is FP32, BF16 or FP16, shape [M,N]. For a quantized
  * operand used transposed the core picks the columnwise usage: the backend's
  * native columnwise access or the transposed copy, per its capabilities.
+ * Block-scaled operands (numerics.md section 12) are read as their
+ * K-contiguous copies with their per-block scales inside the sum; per-row
+ * and per-column ones (users' ABI 1.8, numerics.md section 16) give
+ * D[m,n] = alpha * (sum_k A'[m,k] * B'[n,k]) * sa[m] * sb[n], the scales
+ * applied in the epilogue (a per-column operand only used transposed).
  * FP8 output: D may be a per-tensor quantized FP8 tensor
  * (usages != 0, per-tensor scaling) when beta = 0 and neither operand is
  * block-scaled. With r the FP32 value an FP32 D would hold
@@ -582,6 +590,7 @@ enum {
   OCTET_RECIPE_STATIC = 2,  /* fixed scale, the clip path (docs/recipes.md) */
   OCTET_RECIPE_MXFP8 = 3,   /* 1x32 blocks, E8M0 scales (numerics.md section 11) */
   OCTET_RECIPE_BLOCK = 4,   /* 1x128 / 128x128 blocks, FP32 scales (numerics.md section 11) */
+  OCTET_RECIPE_ROWWISE = 5, /* per-row FP32 scales (numerics.md section 16), users' ABI 1.8 */
   OCTET_RECIPE_MXFP4 = 6,   /* E2M1, 1x32 blocks, E8M0 scales (numerics.md section 15) */
   OCTET_RECIPE_NVFP4 = 7    /* E2M1, 1x16 / 16x16 E4M3 scales + FP32 (numerics.md section 15) */
 };
@@ -700,6 +709,22 @@ typedef struct octet_block_scaling_options {
   int32_t power_of_two_scales;
 } octet_block_scaling_options;
 
+/* Rowwise (axiswise) scaling, torchao's "rowwise" recipes (users' ABI 1.8):
+ * every role quantized OCTET_SCALING_PER_ROW, so each GEMM operand has one
+ * FP32 scale per row of the copy it reads (numerics.md section 16).
+ * Defaults, torchao's: format E4M3, amax_epsilon 1e-12, power_of_two_scales
+ * 1, high_precision_wgrad 0. high_precision_wgrad = 1 is torchao's
+ * "rowwise_with_gw_hp": a Linear's weight-gradient GEMM runs in high
+ * precision (its dgrad and forward GEMMs stay per-row FP8); the recipe's
+ * octet_recipe_info reports it as override_wgrad = 1. */
+typedef struct octet_rowwise_scaling_options {
+  size_t struct_size;
+  int32_t format;               /* any octet_fp8_format */
+  float amax_epsilon;           /* >= 0: a row's amax = max(amax, epsilon) */
+  int32_t power_of_two_scales;  /* 1: round each row's scale down to a power of two */
+  int32_t high_precision_wgrad; /* 1: the wgrad GEMM in high precision */
+} octet_rowwise_scaling_options;
+
 /* MXFP4 (users' ABI 1.8; numerics.md section 15): E2M1 with one E8M0 scale
  * per 1x32 block, every role. Defaults: rounding RCEIL, no stochastic
  * rounding, seed 0. */
@@ -735,6 +760,7 @@ OCTET_API octet_status (octet_current_scaling_options_init)(octet_current_scalin
 OCTET_API octet_status octet_static_scaling_options_init(octet_static_scaling_options* options);
 OCTET_API octet_status octet_mxfp8_options_init(octet_mxfp8_options* options);
 OCTET_API octet_status octet_block_scaling_options_init(octet_block_scaling_options* options);
+OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options);
 
 /* The exported octet_current_scaling_options_init writes the users' ABI
  * 1.1-1.4 struct only: it is the entry point of binaries built against those
@@ -757,6 +783,7 @@ OCTET_API octet_status octet_recipe_create_mxfp8(const octet_mxfp8_options* opti
                                                  octet_recipe** recipe);
 OCTET_API octet_status octet_recipe_create_block(const octet_block_scaling_options* options,
                                                  octet_recipe** recipe);
+OCTET_API octet_status octet_recipe_create_rowwise(const octet_rowwise_scaling_options* options, octet_recipe** recipe);
 /* FP4 recipes (users' ABI 1.8). Their quantizers keep a stream counter for
  * stochastic rounding, saved in checkpoints (docs/recipes.md). */
 OCTET_API octet_status octet_recipe_create_mxfp4(const octet_mxfp4_options* options, octet_recipe** recipe);
@@ -767,7 +794,9 @@ typedef struct octet_recipe_info {
   size_t struct_size;
   int32_t kind;                /* octet_recipe_kind */
   int32_t format;              /* octet_fp8_format; -1 for the FP4 recipes (E2M1) */
-  int32_t override_fprop;      /* delayed scaling only; else 0 */
+  int32_t override_fprop;      /* delayed scaling (and override_wgrad of a
+                                  rowwise recipe with high_precision_wgrad);
+                                  else 0 */
   int32_t override_dgrad;
   int32_t override_wgrad;
 } octet_recipe_info;

@@ -491,6 +491,11 @@ inline octet_block_scaling_options block_scaling_options() {
   check(octet_block_scaling_options_init(&o));
   return o;
 }
+inline octet_rowwise_scaling_options rowwise_scaling_options() {
+  octet_rowwise_scaling_options o{};
+  check(octet_rowwise_scaling_options_init(&o));
+  return o;
+}
 inline octet_linear_options linear_options() {
   octet_linear_options o{};
   check(octet_linear_options_init(&o));
@@ -561,6 +566,8 @@ class Recipe {
   static Recipe block(const octet_block_scaling_options& o) {
     return make(octet_recipe_create_block, &o);
   }
+  static Recipe rowwise() { return make(octet_recipe_create_rowwise, nullptr); }
+  static Recipe rowwise(const octet_rowwise_scaling_options& o) { return make(octet_recipe_create_rowwise, &o); }
 
   octet_recipe* get() const noexcept { return handle_; }
   explicit operator bool() const noexcept { return handle_ != nullptr; }

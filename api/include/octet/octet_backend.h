@@ -82,7 +82,16 @@ typedef struct octet_backend_caps {
                                 passes a dtype missing here (E4M3FNUZ and
                                 E5M2FNUZ for an FNUZ device, E4M3 and E5M2
                                 for an OCP one) */
-  uint32_t scaling_modes;    /* OCTET_SCALING_* */
+  uint32_t scaling_modes;    /* OCTET_SCALING_*. Plugin ABI 1.4: PER_ROW
+                                and PER_COLUMN (numerics.md section 16)
+                                reach the block kernels below as FP32
+                                blocks as wide as the copy's row
+                                (1 x cols_out) or, for a per-column
+                                rowwise copy, as tall as its column
+                                (rows_out x 1); a per-row block GEMM has
+                                a_block_cols = b_block_cols >= k (one
+                                k-block) and block rows 1. Declare them
+                                only if those kernels take such shapes. */
   int32_t native_columnwise; /* 1: FP8 operands may be read along columns */
   uint32_t fp8_gemm_layouts; /* OCTET_GEMM_LAYOUT_* for FP8 operands;
                                 high-precision GEMMs accept every layout */

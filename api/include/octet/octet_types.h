@@ -72,6 +72,12 @@ enum {
   OCTET_SCALING_MXFP8_1X32 = 1u << 1,
   OCTET_SCALING_BLOCK_1X128 = 1u << 2,
   OCTET_SCALING_BLOCK_128X128 = 1u << 3,
+  /* Axiswise FP32 scales (users' ABI 1.8, numerics.md section 16): one
+   * scale per row of each stored copy (PER_ROW), or one per column of the
+   * rowwise copy as stored (PER_COLUMN); a GEMM applies them in its
+   * epilogue. */
+  OCTET_SCALING_PER_ROW = 1u << 4,
+  OCTET_SCALING_PER_COLUMN = 1u << 5,
   /* FP4 modes (E2M1 data, users' ABI 1.8 / plugin ABI 1.4; numerics.md
    * section 15): one E8M0 scale per 1x32 block (OCP MXFP4); one E4M3
    * scale per 1x16 block plus one FP32 scale per tensor (NVFP4); the same

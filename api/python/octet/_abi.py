@@ -43,6 +43,8 @@ DTYPE_E4M3FNUZ, DTYPE_E5M2FNUZ, DTYPE_E2M1 = 11, 13, 17
 E8M0_ROUND_CEIL, E8M0_ROUND_FLOOR = 0, 1
 
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
+# Axiswise FP32 scales (ABI 1.8)
+SCALING_PER_ROW, SCALING_PER_COLUMN = 1 << 4, 1 << 5
 # FP4 (ABI 1.8)
 SCALING_MXFP4_1X32, SCALING_NVFP4_1X16, SCALING_NVFP4_16X16 = 1 << 6, 1 << 7, 1 << 8
 
@@ -90,6 +92,7 @@ COMPONENT_ROWWISE_SCALE_INV, COMPONENT_COLUMNWISE_SCALE_INV = 5, 6
 EPILOGUE_NONE, EPILOGUE_GELU = 0, 1
 
 RECIPE_DELAYED, RECIPE_CURRENT, RECIPE_STATIC, RECIPE_MXFP8, RECIPE_BLOCK = 0, 1, 2, 3, 4
+RECIPE_ROWWISE = 5
 RECIPE_MXFP4, RECIPE_NVFP4 = 6, 7
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
 FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
@@ -313,6 +316,17 @@ class BlockScalingOptions(_c.Structure):
     _fields_ = [("struct_size", _sz), ("format", _i32), ("amax_epsilon", _f32), ("power_of_two_scales", _i32)]
 
 
+class RowwiseScalingOptions(_c.Structure):
+    _c_name = "octet_rowwise_scaling_options"
+    _fields_ = [
+        ("struct_size", _sz),
+        ("format", _i32),
+        ("amax_epsilon", _f32),
+        ("power_of_two_scales", _i32),
+        ("high_precision_wgrad", _i32),
+    ]
+
+
 class RecipeInfo(_c.Structure):
     _c_name = "octet_recipe_info"
     _fields_ = [
@@ -468,7 +482,7 @@ DLPackManagedTensorVersioned._fields_ = [
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
-    BlockScalingOptions, MXFP4Options, NVFP4Options, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
+    BlockScalingOptions, RowwiseScalingOptions, MXFP4Options, NVFP4Options, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
     LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
 
@@ -484,6 +498,7 @@ INIT_FUNCTIONS = {
     "octet_static_scaling_options": "octet_static_scaling_options_init",
     "octet_mxfp8_options": "octet_mxfp8_options_init",
     "octet_block_scaling_options": "octet_block_scaling_options_init",
+    "octet_rowwise_scaling_options": "octet_rowwise_scaling_options_init",
     "octet_mxfp4_options": "octet_mxfp4_options_init",
     "octet_nvfp4_options": "octet_nvfp4_options_init",
     "octet_linear_options": "octet_linear_options_init",
@@ -559,12 +574,14 @@ FUNCTIONS = {
     "octet_static_scaling_options_init": (_i32, [_P(StaticScalingOptions)]),
     "octet_mxfp8_options_init": (_i32, [_P(MXFP8Options)]),
     "octet_block_scaling_options_init": (_i32, [_P(BlockScalingOptions)]),
+    "octet_rowwise_scaling_options_init": (_i32, [_P(RowwiseScalingOptions)]),
     "octet_current_scaling_options_init_sized": (_i32, [_P(CurrentScalingOptions), _sz]),
     "octet_recipe_create_delayed": (_i32, [_P(DelayedScalingOptions), _P(_p)]),
     "octet_recipe_create_current": (_i32, [_P(CurrentScalingOptions), _P(_p)]),
     "octet_recipe_create_static": (_i32, [_P(StaticScalingOptions), _P(_p)]),
     "octet_recipe_create_mxfp8": (_i32, [_P(MXFP8Options), _P(_p)]),
     "octet_recipe_create_block": (_i32, [_P(BlockScalingOptions), _P(_p)]),
+    "octet_recipe_create_rowwise": (_i32, [_P(RowwiseScalingOptions), _P(_p)]),
     "octet_recipe_create_mxfp4": (_i32, [_P(MXFP4Options), _P(_p)]),
     "octet_recipe_create_nvfp4": (_i32, [_P(NVFP4Options), _P(_p)]),
     "octet_recipe_destroy": (None, [_p]),

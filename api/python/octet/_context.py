@@ -113,7 +113,8 @@ class ContextBase(_Handle):
     def empty(self, shape, dtype, usages=0, scaling_mode=0):
         """An uninitialised tensor. FP8 with usages != 0 makes a quantized
         tensor, per-tensor scaled unless scaling_mode names a block mode
-        (SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128)."""
+        (SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128) or
+        an axiswise one (SCALING_PER_ROW, SCALING_PER_COLUMN)."""
         shape = _dims(shape)
         if not 1 <= len(shape) <= _lib.MAX_DIMS:
             raise ValueError(f"shape must have 1..{_lib.MAX_DIMS} dimensions")

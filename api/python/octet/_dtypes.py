@@ -22,6 +22,8 @@ DATA, COLUMNWISE_DATA, SCALE, SCALE_INV, AMAX = 0, 1, 2, 3, 4
 ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV = 5, 6
 # Scaling modes of a quantized tensor (octet_tensor_desc.scaling_mode).
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
+# One FP32 scale per row / per column (users' ABI 1.8, numerics.md section 16).
+SCALING_PER_ROW, SCALING_PER_COLUMN = 16, 32
 # Host representation of each dtype: FP8 and BF16 as raw codes.
 _NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8,
           E4M3FNUZ: _np.uint8, E5M2FNUZ: _np.uint8}

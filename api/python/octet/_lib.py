@@ -15,7 +15,7 @@ from ._abi import (ALLREDUCE_MAX_FN, AMAX_COMPUTE_FN, MAX_DIMS, SCALE_COMPUTE_FN
                    BackendFailure, BackendInfo, BlockScalingOptions, Communicator, ContextOptions,
                    CurrentScalingOptions, DelayedScalingOptions, GemmOptions, LayerNormLinearOptions,
                    LayerNormMLPOptions, LinearOptions, MemoryStats, MXFP8Options, QuantizeOptions, QuantizerInfo,
-                   QuantizeStats, RecipeInfo, StaticScalingOptions, TensorDesc, TensorInfo, Version)
+                   QuantizeStats, RecipeInfo, RowwiseScalingOptions, StaticScalingOptions, TensorDesc, TensorInfo, Version)
 from ._abi import MEMORY_MAX_CATEGORIES as MAX_MEMORY_CATEGORIES  # noqa: F401
 from ._abi import ABI_MAJOR as _ABI_MAJOR, ABI_MINOR as _ABI_MINOR, declare as _declare_all
 

@@ -5,6 +5,7 @@
     recipe = octet.StaticScaling(scale=4.0, observe=True)
     recipe = octet.MXFP8Scaling(rounding="floor")
     recipe = octet.BlockScaling(power_of_two_scales=True)
+    recipe = octet.RowwiseScaling(high_precision_wgrad=True)
 
 Every keyword mirrors the field of the C option struct of the same name; a
 keyword left out (None) keeps the default the library's `_init` function
@@ -24,8 +25,9 @@ from ._handle import _Handle
 from ._lib import lib as _libc
 
 # octet_recipe_kind
-DELAYED, CURRENT, STATIC, MXFP8, BLOCK = 0, 1, 2, 3, 4
-_KIND_NAMES = {DELAYED: "delayed", CURRENT: "current", STATIC: "static", MXFP8: "mxfp8", BLOCK: "block"}
+DELAYED, CURRENT, STATIC, MXFP8, BLOCK, ROWWISE = 0, 1, 2, 3, 4, 5
+_KIND_NAMES = {DELAYED: "delayed", CURRENT: "current", STATIC: "static", MXFP8: "mxfp8", BLOCK: "block",
+               ROWWISE: "rowwise"}
 # octet_fp8_format
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
 FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
@@ -90,7 +92,8 @@ class Recipe(_Handle):
     kind = None
 
     def __init__(self):
-        raise TypeError("create a DelayedScaling, CurrentScaling, StaticScaling, MXFP8Scaling or BlockScaling")
+        raise TypeError("create a DelayedScaling, CurrentScaling, StaticScaling, MXFP8Scaling, BlockScaling or "
+                        "RowwiseScaling")
 
     def _create(self, create, options, keepalive=()):
         self._handle = None
@@ -266,3 +269,21 @@ class BlockScaling(Recipe):
         _apply(options, self._FIELDS, dict(format=format, amax_epsilon=amax_epsilon,
                                            power_of_two_scales=power_of_two_scales))
         self._create(_libc.octet_recipe_create_block, options)
+
+
+class RowwiseScaling(Recipe):
+    """Rowwise scaling, torchao's "rowwise" recipe: one FP32 scale per row of
+    each stored copy (numerics.md section 16); high_precision_wgrad=True is
+    "rowwise_with_gw_hp" (the weight-gradient GEMM in high precision)."""
+
+    kind = ROWWISE
+    _FIELDS = {"format": (_FORMATS, "format"), "amax_epsilon": float, "power_of_two_scales": bool,
+               "high_precision_wgrad": bool}
+
+    def __init__(self, *, format=None, amax_epsilon=None, power_of_two_scales=None, high_precision_wgrad=None):
+        options = _lib.RowwiseScalingOptions()
+        _check(_libc.octet_rowwise_scaling_options_init(_c.byref(options)))
+        _apply(options, self._FIELDS, dict(format=format, amax_epsilon=amax_epsilon,
+                                           power_of_two_scales=power_of_two_scales,
+                                           high_precision_wgrad=high_precision_wgrad))
+        self._create(_libc.octet_recipe_create_rowwise, options)

@@ -15,7 +15,8 @@ Precision precision_of(const std::shared_ptr<const RecipeState>& r) {
   const bool delayed = r->kind == OCTET_RECIPE_DELAYED;
   precision.fprop = !(delayed && r->delayed.override_fprop);
   precision.dgrad = !(delayed && r->delayed.override_dgrad);
-  precision.wgrad = !(delayed && r->delayed.override_wgrad);
+  precision.wgrad =
+      !(delayed && r->delayed.override_wgrad) && !(r->kind == OCTET_RECIPE_ROWWISE && r->rowwise.high_precision_wgrad);
   return precision;
 }
 

@@ -25,8 +25,8 @@ void dequantize_blocks(const std::shared_ptr<ContextState>& context, const Tenso
   octet_block_dequantize_args args{};
   args.struct_size = sizeof(args);
   args.scale_dtype = in.scale_inv_dtype();
-  args.block_rows = in.block_rows;
-  args.block_cols = in.block_cols;
+  args.block_rows = in.block_shape(false).rows;
+  args.block_cols = in.block_shape(false).cols;
   if (in.data) {
     args.input = in.rowwise_view();
     args.scale_inv = in.rowwise_scale_inv.data();
@@ -38,6 +38,8 @@ void dequantize_blocks(const std::shared_ptr<ContextState>& context, const Tenso
   Buffer scratch(context, size_t(out.numel()) * out.element_bytes(), OCTET_MEMORY_WORKSPACE);
   args.input = in.columnwise_view();
   args.scale_inv = in.columnwise_scale_inv.data();
+  args.block_rows = in.block_shape(true).rows;
+  args.block_cols = in.block_shape(true).cols;
   args.output = octet_matrix_view{scratch.data(), out.dtype, 0, out.cols, out.rows, out.rows};
   call_backend(ctx, "block_dequantize", [&] { return ctx.api().block_dequantize(ctx.handle, &args); });
   octet_matrix_view dst = out.rowwise_view();

@@ -71,12 +71,18 @@ struct BlockOperand {
 BlockOperand block_operand(const TensorState& t, int32_t trans, const char* name) {
   if (!trans) {
     require(bool(t.data), "tensor '", name, "' is block-scaled and used as stored: it needs the rowwise usage");
-    return {t.rowwise_view(), t.rowwise_scale_inv.data(), t.block_rows, t.block_cols};
+    require(t.scaling_mode != OCTET_SCALING_PER_COLUMN, "tensor '", name,
+            "' is per-column scaled and used as stored (trans_", name,
+            " = 0): its scales vary along K, so no epilogue can apply them; use it transposed (its columnwise "
+            "copy has one scale per row) or quantize it per-row (numerics.md section 16)");
+    const TensorState::BlockShape shape = t.block_shape(false);
+    return {t.rowwise_view(), t.rowwise_scale_inv.data(), shape.rows, shape.cols};
   }
   require(bool(t.columnwise), "tensor '", name,
           "' is block-scaled and used transposed: it needs the columnwise usage (a copy quantized along the "
           "other dimension)");
-  return {t.columnwise_view(), t.columnwise_scale_inv.data(), t.block_rows, t.block_cols};
+  const TensorState::BlockShape shape = t.block_shape(true);
+  return {t.columnwise_view(), t.columnwise_scale_inv.data(), shape.rows, shape.cols};
 }
 
 void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const TensorState& tb, TensorState& td,
@@ -84,10 +90,11 @@ void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const Ten
   bool mx_a = ta.scaling_mode == OCTET_SCALING_MXFP8_1X32, mx_b = tb.scaling_mode == OCTET_SCALING_MXFP8_1X32;
   bool fp32_a = ta.scaling_mode == OCTET_SCALING_BLOCK_1X128 || ta.scaling_mode == OCTET_SCALING_BLOCK_128X128;
   bool fp32_b = tb.scaling_mode == OCTET_SCALING_BLOCK_1X128 || tb.scaling_mode == OCTET_SCALING_BLOCK_128X128;
-  if (!((mx_a && mx_b) || (fp32_a && fp32_b)))
+  if (!((mx_a && mx_b) || (fp32_a && fp32_b) || (ta.axiswise() && tb.axiswise())))
     fail(OCTET_STATUS_UNSUPPORTED, "tensors 'a' (", scaling_mode_name(ta.scaling_mode), ") and 'b' (",
          scaling_mode_name(tb.scaling_mode),
-         ") cannot be multiplied: block-scaled GEMMs take MXFP8 with MXFP8, or 1x128/128x128 with 1x128/128x128");
+         ") cannot be multiplied: block-scaled GEMMs take MXFP8 with MXFP8, 1x128/128x128 with 1x128/128x128, "
+         "or per-row/per-column with per-row/per-column");
   require_entry(ctx, (ctx.backend->features & OCTET_FEATURE_BLOCK_GEMM) != 0, "block_gemm");
   BlockOperand a = block_operand(ta, o.trans_a, "a");
   BlockOperand b = block_operand(tb, o.trans_b, "b");

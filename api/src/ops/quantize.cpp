@@ -42,8 +42,6 @@ void quantize_blocks(const std::shared_ptr<ContextState>& context, const TensorS
   args.struct_size = sizeof(args);
   args.input = in.rowwise_view();
   args.out_dtype = out.dtype;
-  args.block_rows = out.block_rows;
-  args.block_cols = out.block_cols;
   args.scale_dtype = out.scale_inv_dtype();
   args.e8m0_rounding = block.e8m0_rounding;
   args.power_of_two = block.power_of_two;
@@ -56,6 +54,9 @@ void quantize_blocks(const std::shared_ptr<ContextState>& context, const TensorS
     uint32_t usage = columnwise ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
     if (!(usages & usage)) continue;
     args.transposed = columnwise ? 1 : 0;
+    const TensorState::BlockShape shape = out.block_shape(columnwise);
+    args.block_rows = shape.rows;
+    args.block_cols = shape.cols;
     args.out = static_cast<uint8_t*>(columnwise ? out.columnwise.data() : out.data.data());
     args.scale_inv_out = columnwise ? out.columnwise_scale_inv.data() : out.rowwise_scale_inv.data();
     args.stats_out = stats_taken ? nullptr : stats.device();

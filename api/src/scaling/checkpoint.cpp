@@ -156,7 +156,7 @@ OCTET_API octet_status octet_quantizer_load(octet_quantizer* quantizer, const vo
             "the checkpoint's size (", size, " bytes) does not match its history length (", length,
             ") and extension length (", extension, ")");
     require(fnv1a(p, size - 4) == Reader(p + size - 4, 4).u32(), "the checkpoint's checksum does not match: it is corrupt");
-    require((kind >= -1 && kind <= OCTET_RECIPE_BLOCK) || kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4,
+    require((kind >= -1 && kind <= OCTET_RECIPE_ROWWISE) || kind == OCTET_RECIPE_MXFP4 || kind == OCTET_RECIPE_NVFP4,
             "the checkpoint's recipe kind (", kind, ") is not one of this library's");
     require(role == q.role, "the checkpoint is for role ", role, " but the quantizer has role ", q.role);
     const RecipeState* recipe = q.effective();

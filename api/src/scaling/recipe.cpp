@@ -68,6 +68,14 @@ octet_nvfp4_options nvfp4_defaults() {
   o.hadamard_transform = 1;
   return o;
 }
+octet_rowwise_scaling_options rowwise_defaults() {
+  octet_rowwise_scaling_options o{};
+  o.struct_size = sizeof(o);
+  o.format = OCTET_FORMAT_E4M3;
+  o.amax_epsilon = 1e-12f;
+  o.power_of_two_scales = 1;
+  return o;
+}
 
 void require_format(int32_t format) {
   require(format >= OCTET_FORMAT_E4M3 && format <= OCTET_FORMAT_HYBRID_FNUZ, "options->format (", format,
@@ -136,6 +144,8 @@ const char* recipe_kind_name(int32_t kind) {
       return "MXFP4";
     case OCTET_RECIPE_NVFP4:
       return "NVFP4";
+    case OCTET_RECIPE_ROWWISE:
+      return "rowwise scaling";
     default: return "no recipe";
   }
 }
@@ -185,6 +195,7 @@ int32_t RecipeState::scaling_mode_for(int32_t role) const {
   if (kind == OCTET_RECIPE_NVFP4)
     return role == OCTET_ROLE_WEIGHT && nvfp4.weight_2d ? OCTET_SCALING_NVFP4_16X16 : OCTET_SCALING_NVFP4_1X16;
   if (kind == OCTET_RECIPE_BLOCK) return role == OCTET_ROLE_WEIGHT ? OCTET_SCALING_BLOCK_128X128 : OCTET_SCALING_BLOCK_1X128;
+  if (kind == OCTET_RECIPE_ROWWISE) return OCTET_SCALING_PER_ROW;
   return OCTET_SCALING_PER_TENSOR;
 }
 
@@ -194,6 +205,10 @@ BlockParams RecipeState::block_params() const {
   if (kind == OCTET_RECIPE_BLOCK) {
     p.power_of_two = block.power_of_two_scales;
     p.amax_epsilon = block.amax_epsilon;
+  }
+  if (kind == OCTET_RECIPE_ROWWISE) {
+    p.power_of_two = rowwise.power_of_two_scales;
+    p.amax_epsilon = rowwise.amax_epsilon;
   }
   return p;
 }
@@ -252,6 +267,10 @@ OCTET_API octet_status octet_mxfp4_options_init(octet_mxfp4_options* options) {
 }
 OCTET_API octet_status octet_nvfp4_options_init(octet_nvfp4_options* options) {
   return guarded("octet_nvfp4_options_init", [&] { init_options(options, nvfp4_defaults()); });
+}
+
+OCTET_API octet_status octet_rowwise_scaling_options_init(octet_rowwise_scaling_options* options) {
+  return guarded("octet_rowwise_scaling_options_init", [&] { init_options(options, rowwise_defaults()); });
 }
 
 OCTET_API octet_status octet_recipe_create_delayed(const octet_delayed_scaling_options* options, octet_recipe** recipe) {
@@ -355,6 +374,22 @@ OCTET_API octet_status octet_recipe_create_nvfp4(const octet_nvfp4_options* opti
   });
 }
 
+OCTET_API octet_status octet_recipe_create_rowwise(const octet_rowwise_scaling_options* options,
+                                                   octet_recipe** recipe) {
+  return guarded("octet_recipe_create_rowwise", [&] {
+    octet_rowwise_scaling_options o = read_versioned(options, rowwise_defaults(), "options");
+    require_format(o.format);
+    require_epsilon(o.amax_epsilon);
+    require_flag(o.power_of_two_scales, "power_of_two_scales");
+    require_flag(o.high_precision_wgrad, "high_precision_wgrad");
+    create(recipe, [&](RecipeState& r) {
+      r.kind = OCTET_RECIPE_ROWWISE;
+      r.format = o.format;
+      r.rowwise = o;
+    });
+  });
+}
+
 OCTET_API void octet_recipe_destroy(octet_recipe* recipe) {
   if (recipe == nullptr) return;
   guarded("octet_recipe_destroy", [&] {
@@ -377,6 +412,7 @@ OCTET_API octet_status octet_recipe_get_info(const octet_recipe* recipe, octet_r
       out.override_dgrad = r.delayed.override_dgrad;
       out.override_wgrad = r.delayed.override_wgrad;
     }
+    if (r.kind == OCTET_RECIPE_ROWWISE) out.override_wgrad = r.rowwise.high_precision_wgrad;
     write_versioned(out, info, "info");
   });
 }

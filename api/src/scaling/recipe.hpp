@@ -23,6 +23,7 @@ struct RecipeState {
   octet_static_scaling_options fixed{};
   octet_mxfp8_options mx{};
   octet_block_scaling_options block{};
+  octet_rowwise_scaling_options rowwise{};
   octet_mxfp4_options mxfp4{};
   octet_nvfp4_options nvfp4{};
 

@@ -182,8 +182,9 @@ ComponentView component_view(const TensorState& t, int32_t component) {
       v.buffer = &b;
       v.dtype = t.scale_inv_dtype();
       v.ndim = 2;
-      v.shape[0] = (r + t.block_rows - 1) / t.block_rows;
-      v.shape[1] = (c + t.block_cols - 1) / t.block_cols;
+      const TensorState::BlockShape shape = t.block_shape(columnwise);
+      v.shape[0] = (r + shape.rows - 1) / shape.rows;
+      v.shape[1] = (c + shape.cols - 1) / shape.cols;
       return v;
     }
     case OCTET_COMPONENT_SCALE:

@@ -1,6 +1,7 @@
 #include "tensor/tensor.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -18,9 +19,22 @@ size_t TensorState::copy_bytes(bool columnwise_copy) const {
   return size_t(r) * dtype_bytes(dtype, size_t(c));
 }
 
+namespace {
+// A block extent covering `n` elements (at least 1, so an empty tensor has a valid shape).
+int32_t whole(int64_t n) { return int32_t(n < 1 ? 1 : n); }
+}  // namespace
+
+TensorState::BlockShape TensorState::block_shape(bool columnwise_copy) const {
+  if (scaling_mode == OCTET_SCALING_PER_ROW) return {1, whole(columnwise_copy ? rows : cols)};
+  if (scaling_mode == OCTET_SCALING_PER_COLUMN)
+    return columnwise_copy ? BlockShape{1, whole(rows)} : BlockShape{whole(rows), 1};
+  return {block_rows, block_cols};
+}
+
 size_t TensorState::scale_grid_bytes(bool columnwise_copy) const {
   const int64_t r = columnwise_copy ? cols : rows, c = columnwise_copy ? rows : cols;
-  const int64_t grid = ((r + block_rows - 1) / block_rows) * ((c + block_cols - 1) / block_cols);
+  const BlockShape b = block_shape(columnwise_copy);
+  const int64_t grid = ((r + b.rows - 1) / b.rows) * ((c + b.cols - 1) / b.cols);
   return size_t(grid) * dtype_size(scale_inv_dtype());
 }
 
@@ -70,6 +84,10 @@ const char* scaling_mode_name(int32_t mode) {
     case OCTET_SCALING_MXFP8_1X32: return "MXFP8 1x32";
     case OCTET_SCALING_BLOCK_1X128: return "block 1x128";
     case OCTET_SCALING_BLOCK_128X128: return "block 128x128";
+    case OCTET_SCALING_PER_ROW:
+      return "per-row";
+    case OCTET_SCALING_PER_COLUMN:
+      return "per-column";
     case OCTET_SCALING_MXFP4_1X32:
       return "MXFP4 1x32";
     case OCTET_SCALING_NVFP4_1X16:
@@ -97,7 +115,8 @@ std::string scaling_mode_list(uint32_t modes) {
   std::string out;
   for (int32_t m :
        {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128,
-        OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16, OCTET_SCALING_NVFP4_16X16})
+        OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN, OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16,
+        OCTET_SCALING_NVFP4_16X16})
     if (modes & uint32_t(m)) out += (out.empty() ? "" : ", ") + std::string(scaling_mode_name(m));
   return out.empty() ? "none" : out;
 }
@@ -140,7 +159,8 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   t.usages = d.usages;
   int32_t mode = d.scaling_mode == 0 ? int32_t(OCTET_SCALING_PER_TENSOR) : d.scaling_mode;
   require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_BLOCK_1X128 ||
-              mode == OCTET_SCALING_BLOCK_128X128 || is_fp4_mode(mode),
+              mode == OCTET_SCALING_BLOCK_128X128 || mode == OCTET_SCALING_PER_ROW || mode == OCTET_SCALING_PER_COLUMN ||
+                  is_fp4_mode(mode),
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
   require(!is_fp4_mode(mode) || d.dtype == OCTET_DTYPE_E2M1, "desc->scaling_mode ", scaling_mode_name(mode),
           " takes E2M1 elements (desc->dtype e2m1); desc->dtype is ", dtype_name(d.dtype));
@@ -159,6 +179,14 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
                  : is_nvfp4_mode(mode)                                                ? 16
                  : mode == OCTET_SCALING_PER_TENSOR                                   ? 1
                                                                                       : 128;
+  if (t.axiswise()) {
+    require(t.rows <= INT32_MAX && t.cols <= INT32_MAX, "desc->shape: a ", scaling_mode_name(mode), " tensor's rows (",
+            t.rows, ") and columns (", t.cols,
+            ") must each be at most 2^31 - 1 (one scale block spans a whole row or column)");
+    const TensorState::BlockShape b = t.block_shape(false);
+    t.block_rows = b.rows;
+    t.block_cols = b.cols;
+  }
 }
 
 size_t component_bytes(const TensorState& t, int32_t component, const Buffer** buffer, size_t* offset) {
@@ -213,7 +241,7 @@ size_t component_bytes(const TensorState& t, int32_t component, const Buffer** b
 }
 
 // Scales a caller writes: per-tensor SCALE / SCALE_INV by kScaleRule; FP32
-// block grids (1x128, 128x128) entry by entry by the same rule (the library
+// block grids (1x128, 128x128, per-row, per-column) entry by entry by the same rule (the library
 // writes 1/scale of a finite scale > 0); MXFP8's E8M0 codes are all allowed
 // (0xFF, the NaN code, makes its whole block NaN; the quantizer never writes it).
 void check_written_scales(const TensorState& t, int32_t component, const void* src, size_t bytes) {

@@ -47,15 +47,28 @@ struct TensorState {
   Buffer columnwise;  // the physically transposed copy [cols, rows]
   Buffer scalars;     // kScalarCount floats, quantized tensors only
   // Block scaling (users' ABI 1.1). Per-tensor tensors keep block 1x1.
+  // block_rows x block_cols is the rowwise copy's block; the columnwise
+  // copy's is the same except for the axiswise modes (block_shape).
   int32_t scaling_mode = OCTET_SCALING_PER_TENSOR;
   int32_t block_rows = 1;
   int32_t block_cols = 1;
   Buffer rowwise_scale_inv;     // grid [ceil(rows/br), ceil(cols/bc)]
-  Buffer columnwise_scale_inv;  // grid [ceil(cols/br), ceil(rows/bc)]
+  Buffer columnwise_scale_inv;  // grid [ceil(cols/br'), ceil(rows/bc')]
 
   bool quantized() const { return usages != 0; }
   bool block_scaled() const { return scaling_mode != OCTET_SCALING_PER_TENSOR; }
   bool fp4() const { return is_fp4_mode(scaling_mode); }
+  // PER_ROW / PER_COLUMN (numerics.md section 16): blocks that span a whole
+  // row or column of a stored copy.
+  bool axiswise() const { return scaling_mode == OCTET_SCALING_PER_ROW || scaling_mode == OCTET_SCALING_PER_COLUMN; }
+  // The block shape of one stored copy: the rowwise copy [rows, cols] or the
+  // columnwise copy [cols, rows] (x^T). Per-row: 1 x (the copy's width) for
+  // both copies; per-column: rows x 1 for the rowwise copy, 1 x rows for the
+  // columnwise one (one scale per row of x^T, i.e. per column of x).
+  struct BlockShape {
+    int32_t rows, cols;
+  };
+  BlockShape block_shape(bool columnwise_copy) const;
   // E8M0 codes for MXFP8 and MXFP4, E4M3 codes for NVFP4, FP32 otherwise.
   octet_dtype scale_inv_dtype() const {
     if (scaling_mode == OCTET_SCALING_MXFP8_1X32 || scaling_mode == OCTET_SCALING_MXFP4_1X32) return OCTET_DTYPE_E8M0;

@@ -20,6 +20,9 @@
 // (fp8_block_gemm_bf16, gemm_fp8.hpp); otherwise, for each output tile,
 // from one oneDNN sgemm over the block on FP32 panels of the whole
 // operands. Only the order inside a block differs from the reference.
+// With one k-block and one scale per row of each operand (per-row
+// scaling, numerics.md section 16), the FP8 GEMM's own kernel gives the
+// sums from the codes and the scales go into the epilogue.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -208,8 +211,11 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   const int64_t grid_cols = ceil_div(cols, bc);
   const int32_t dtype = args->out_dtype;
   const bool want_stats = args->stats_out != nullptr;
-  // A region: rb block rows x gb block columns (about 64 x 256 elements).
-  const int64_t rb = std::max<int64_t>(1, 64 / br), gb = std::max<int64_t>(1, 256 / bc);
+  // A region: rb block rows x gb block columns (about 64 x 256 elements;
+  // blocks that span a whole row (per-row scaling) take fewer rows, so
+  // that a region stays near 16384 elements).
+  const int64_t rb = std::max<int64_t>(1, std::min<int64_t>(64 / br, 16384 / bc));
+  const int64_t gb = std::max<int64_t>(1, 256 / bc);
   const int64_t region_h = std::min(rb * br, rows), region_w = std::min(gb * bc, cols);
   const int64_t regions_down = rows > 0 ? ceil_div(rows, rb * br) : 0;
   const int64_t regions_across = cols > 0 ? ceil_div(cols, gb * bc) : 0;
@@ -485,19 +491,78 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   return OCTET_STATUS_SUCCESS;
 }
 
+// D = alpha * (0 + P[i,j] * (sa[i] * sb[j])) (+ beta * D, + bias, GELU):
+// numerics.md section 12 with one k-block, P from the BF16-dot-product FP8
+// GEMM (gemm_fp8.hpp) straight from the codes, one FP32 m x n accumulator.
+int32_t per_row_gemm(const octet_block_gemm_args* args) {
+  const int64_t m = args->m, n = args->n, k = args->k;
+  const RowKernels& rk = row_kernels();
+  const octet_matrix_view d = args->d;
+  const float alpha = args->alpha, beta = args->beta;
+  const bool has_bias = args->bias.data != nullptr;
+  const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
+  const float* sa = static_cast<const float*>(args->a_scale_inv);
+  const float* sb = static_cast<const float*>(args->b_scale_inv);
+  // The sums go straight into D when D is FP32 and its old values are not needed.
+  const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
+  Buffer<float> acc_buffer;
+  if (!direct) acc_buffer.reset(element_count(m, n));
+  float* acc = direct ? static_cast<float*>(d.data) : acc_buffer.get();
+  const int64_t ldc = direct ? d.ld : n;
+  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
+  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
+  fp8_gemm_bf16(a, b, m, n, k, acc, ldc);  // k >= 1: one k-block
+  Buffer<float> bias_values;
+  if (has_bias) {
+    bias_values.reset(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias_values.get());
+  }
+  Buffer<float> old_rows;
+  if (beta != 0.0f) old_rows.reset(element_count(omp_get_max_threads(), n));
+#pragma omp parallel if (m * n >= 16384)
+  {
+    float* old = beta != 0.0f ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      float* v = acc + i * ldc;
+      const float s = sa[i];
+      for (int64_t j = 0; j < n; ++j) v[j] = alpha * (0.0f + v[j] * (s * sb[j]));
+      if (beta != 0.0f) {
+        rk.widen(element_ptr(d, i, 0), d.dtype, n, old);
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[j];
+      }
+      if (has_bias) {
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values.get()[j];
+      }
+      if (has_gelu) {
+        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+      }
+      if (!direct) rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   if (int32_t s = check_block_gemm(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;
   if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
-  const RowKernels& rk = row_kernels();
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
   const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  // Per-row scales (one k-block, one scale per row of each operand): the
+  // scales factor out of the sum, so the FP8 GEMM's BF16 dot products give
+  // the block's partial sums and the scales go into the epilogue.
+  if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && cpu_isa() >= Isa::Avx512Bf16 &&
+      fp8_gemm_bf16_built()) {
+    return per_row_gemm(args);
+  }
   if (k > 0 && fp8_block_gemm_bf16_takes(bk) && is_ocp_fp8(args->a.dtype) && is_ocp_fp8(args->b.dtype) &&
       cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built()) {
     return block_gemm_bf16(args, ws);
   }
+  const RowKernels& rk = row_kernels();
   const octet_matrix_view d = args->d;
   const float alpha = args->alpha, beta = args->beta;
   const bool has_bias = args->bias.data != nullptr;

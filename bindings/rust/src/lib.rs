@@ -419,6 +419,7 @@ sized_c_structs!(
     octet_nvfp4_options,
     octet_quantizer_info,
     octet_recipe_info,
+    octet_rowwise_scaling_options,
     octet_tensor_desc,
     octet_tensor_info
 );
@@ -1112,6 +1113,21 @@ impl Recipe {
             check(sys::octet_nvfp4_options_init(&mut options))?;
             options.seed = seed;
             Recipe::from_raw(sys::octet_recipe_create_nvfp4(&options, &mut raw), raw)
+        }
+    }
+
+    /// Rowwise scaling (torchao's "rowwise" recipe; with
+    /// `high_precision_wgrad`, "rowwise_with_gw_hp"): one FP32 scale per
+    /// row of each stored copy, the library's defaults but for the format.
+    pub fn rowwise(format: Format, high_precision_wgrad: bool) -> Result<Recipe> {
+        let mut options: sys::octet_rowwise_scaling_options = zeroed_with_size();
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid pointers.
+        unsafe {
+            check(sys::octet_rowwise_scaling_options_init(&mut options))?;
+            options.format = format.code();
+            options.high_precision_wgrad = i32::from(high_precision_wgrad);
+            Recipe::from_raw(sys::octet_recipe_create_rowwise(&options, &mut raw), raw)
         }
     }
 

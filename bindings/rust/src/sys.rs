@@ -169,6 +169,8 @@ c_constants! {
     pub const OCTET_SCALING_MXFP8_1X32: u32 = 1 << 1;
     pub const OCTET_SCALING_BLOCK_1X128: u32 = 1 << 2;
     pub const OCTET_SCALING_BLOCK_128X128: u32 = 1 << 3;
+    pub const OCTET_SCALING_PER_ROW: u32 = 1 << 4;
+    pub const OCTET_SCALING_PER_COLUMN: u32 = 1 << 5;
     pub const OCTET_SCALING_MXFP4_1X32: u32 = 1 << 6;
     pub const OCTET_SCALING_NVFP4_1X16: u32 = 1 << 7;
     pub const OCTET_SCALING_NVFP4_16X16: u32 = 1 << 8;
@@ -248,6 +250,7 @@ c_constants! {
     pub const OCTET_RECIPE_STATIC: octet_recipe_kind = 2;
     pub const OCTET_RECIPE_MXFP8: octet_recipe_kind = 3;
     pub const OCTET_RECIPE_BLOCK: octet_recipe_kind = 4;
+    pub const OCTET_RECIPE_ROWWISE: octet_recipe_kind = 5;
     pub const OCTET_RECIPE_MXFP4: octet_recipe_kind = 6;
     pub const OCTET_RECIPE_NVFP4: octet_recipe_kind = 7;
 
@@ -474,6 +477,14 @@ c_structs! {
         pub format: i32,
         pub amax_epsilon: f32,
         pub power_of_two_scales: i32,
+    }
+
+    pub struct octet_rowwise_scaling_options {
+        pub struct_size: usize,
+        pub format: i32,
+        pub amax_epsilon: f32,
+        pub power_of_two_scales: i32,
+        pub high_precision_wgrad: i32,
     }
 
     pub struct octet_recipe_info {
@@ -807,6 +818,9 @@ extern "C" {
     pub fn octet_block_scaling_options_init(
         options: *mut octet_block_scaling_options,
     ) -> octet_status;
+    pub fn octet_rowwise_scaling_options_init(
+        options: *mut octet_rowwise_scaling_options,
+    ) -> octet_status;
     pub fn octet_current_scaling_options_init_sized(
         options: *mut octet_current_scaling_options,
         struct_size: usize,
@@ -829,6 +843,10 @@ extern "C" {
     ) -> octet_status;
     pub fn octet_recipe_create_block(
         options: *const octet_block_scaling_options,
+        recipe: *mut *mut octet_recipe,
+    ) -> octet_status;
+    pub fn octet_recipe_create_rowwise(
+        options: *const octet_rowwise_scaling_options,
         recipe: *mut *mut octet_recipe,
     ) -> octet_status;
     pub fn octet_recipe_create_mxfp4(

@@ -266,3 +266,21 @@ fn fused_layers_train() {
         assert!(dx.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
     }
 }
+
+#[test]
+fn the_rowwise_recipe_reports_its_kind_and_high_precision_wgrad() {
+    for hp in [false, true] {
+        let recipe = Recipe::rowwise(octet::Format::E4m3, hp).unwrap();
+        let info = recipe.info().unwrap();
+        assert_eq!(info.kind, sys::OCTET_RECIPE_ROWWISE);
+        assert_eq!(info.override_wgrad, i32::from(hp));
+        let (mut dtype, mut mode) = (0, 0);
+        // SAFETY: a live recipe and valid out-pointers.
+        let status = unsafe {
+            sys::octet_recipe_tensor_format(recipe.as_ptr(), sys::OCTET_ROLE_INPUT, &mut dtype, &mut mode)
+        };
+        assert_eq!(status, sys::OCTET_STATUS_SUCCESS);
+        assert_eq!(dtype, sys::OCTET_DTYPE_E4M3);
+        assert_eq!(mode as u32, sys::OCTET_SCALING_PER_ROW);
+    }
+}
