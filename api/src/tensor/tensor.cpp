@@ -113,10 +113,9 @@ void require_same_shape(const TensorState& a, const char* a_name, const TensorSt
 
 std::string scaling_mode_list(uint32_t modes) {
   std::string out;
-  for (int32_t m :
-       {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128,
-        OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN, OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16,
-        OCTET_SCALING_NVFP4_16X16})
+  for (int32_t m : {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
+                    OCTET_SCALING_BLOCK_128X128, OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN,
+                    OCTET_SCALING_MXFP4_1X32, OCTET_SCALING_NVFP4_1X16, OCTET_SCALING_NVFP4_16X16})
     if (modes & uint32_t(m)) out += (out.empty() ? "" : ", ") + std::string(scaling_mode_name(m));
   return out.empty() ? "none" : out;
 }
@@ -159,8 +158,8 @@ void init_shape(TensorState& t, const octet_tensor_desc& d, const ContextState& 
   t.usages = d.usages;
   int32_t mode = d.scaling_mode == 0 ? int32_t(OCTET_SCALING_PER_TENSOR) : d.scaling_mode;
   require(mode == OCTET_SCALING_PER_TENSOR || mode == OCTET_SCALING_MXFP8_1X32 || mode == OCTET_SCALING_BLOCK_1X128 ||
-              mode == OCTET_SCALING_BLOCK_128X128 || mode == OCTET_SCALING_PER_ROW || mode == OCTET_SCALING_PER_COLUMN ||
-                  is_fp4_mode(mode),
+              mode == OCTET_SCALING_BLOCK_128X128 || mode == OCTET_SCALING_PER_ROW ||
+              mode == OCTET_SCALING_PER_COLUMN || is_fp4_mode(mode),
           "desc->scaling_mode (", d.scaling_mode, ") must be 0 or one OCTET_SCALING_* value");
   require(!is_fp4_mode(mode) || d.dtype == OCTET_DTYPE_E2M1, "desc->scaling_mode ", scaling_mode_name(mode),
           " takes E2M1 elements (desc->dtype e2m1); desc->dtype is ", dtype_name(d.dtype));
