@@ -4,7 +4,7 @@
 // boundary: its entry points are the C functions of octet_backend_api, and
 // nothing here is exported or crosses the ABI.
 //
-// What it holds (docs/plugins.md, "The SDK header", shows them in use):
+// What it holds (docs/plugin_sdk.md shows them in use):
 //   struct_size   read_struct(): a host struct of any size, read as the
 //                 plugin's view (fields past the host's struct_size read as
 //                 0); write_struct(): a plugin-side struct written only up
@@ -15,13 +15,13 @@
 //                 naming the argument and the rule and return the status
 //                 (OCTET_STATUS_SUCCESS when the argument is fine);
 //                 *_problem() give the same verdict without reporting, for
-//                 code that throws (require()).
+//                 code that throws (raise()).
 //   guard()       runs an entry point's body and turns every exception into
 //                 a status reported through the host, so no exception leaves
 //                 a C entry point: Failure keeps its status, OutOfMemory and
 //                 std::bad_alloc become OUT_OF_MEMORY, any other
 //                 std::exception BACKEND_ERROR, anything else INTERNAL.
-//   Capabilities  the dtypes, scaling modes, layouts and features a backend
+//   Capabilities  the dtypes, scaling modes, layouts and flags a backend
 //                 declares, in one place: answer() fills the host's caps
 //                 (within its struct_size) and declares_*() let the kernels
 //                 ask the same table.

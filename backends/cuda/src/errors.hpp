@@ -48,7 +48,13 @@ const octet::plugin::Host& host();
 void set_host_services(const octet_host_services* host);
 
 // Reports through the host callback; never throws. Returns status.
-inline int32_t report(int32_t status, const std::string& message) noexcept { return host().report(status, message); }
+inline int32_t report(int32_t status, const std::string& message) noexcept {
+  try {
+    return host().report(status, message);
+  } catch (...) {
+    return status;  // a C++ host's callback threw
+  }
+}
 
 // Runs an entry's body (void: success) so that no exception crosses the ABI.
 template <typename Body>
