@@ -2,8 +2,6 @@
 // loadable plugin, so the core treats it like any other backend.
 #include "octet_reference/reference_backend.h"
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 #include <string>
 

@@ -4,8 +4,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 #include <string>
 

@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "arch.hpp"

@@ -2,7 +2,6 @@
 // block_quantize, block_dequantize, block_gemm. Each checks its arguments
 // by the reference's rules (a clear status and message naming the argument),
 // then queues its kernels (block_kernels.cu) on the context's stream.
-#include <cstring>
 #include <optional>
 
 #include "block_kernels.hpp"

@@ -6,7 +6,6 @@
 #include <octet/octet_backend.h>
 
 #include <cstddef>
-#include <cstring>
 
 #include "checks.hpp"
 #include "context.hpp"

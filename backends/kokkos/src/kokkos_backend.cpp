@@ -14,7 +14,6 @@
 #include <octet/octet_backend.h>
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <string>
 
