@@ -226,9 +226,9 @@ constexpr uint32_t dtype_bits(std::initializer_list<int32_t> dtypes) {
   for (int32_t d : dtypes) bits |= OCTET_DTYPE_BIT(d);
   return bits;
 }
-constexpr uint32_t kHighPrecisionDtypes = dtype_bits({OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16});
-constexpr uint32_t kOcpFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2});
-constexpr uint32_t kFnuzFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ});
+inline constexpr uint32_t kHighPrecisionDtypes = dtype_bits({OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16});
+inline constexpr uint32_t kOcpFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2});
+inline constexpr uint32_t kFnuzFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ});
 
 inline bool dtype_in(int32_t dtype, uint32_t set) noexcept {
   return dtype > 0 && dtype < 32 && (set & OCTET_DTYPE_BIT(dtype)) != 0;
