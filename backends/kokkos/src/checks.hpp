@@ -1,9 +1,9 @@
-// Host-side argument checks and error reporting, on the plugin SDK
-// (<octet/octet_plugin.hpp>) bound to the kokkos backend's Host. Every check reports one
-// message naming the kernel, the argument and the broken rule (the same
-// rules, and the same argument names, as the reference), and returns the
-// status; OCTET_STATUS_SUCCESS when the argument is fine. Nothing here runs
-// in a Kokkos kernel.
+// Host-side argument checks and error reporting: the plugin SDK's
+// (<octet/octet_plugin.hpp>), bound to the kokkos backend's Host. Every
+// check reports one message naming the kernel, the argument and the broken
+// rule (the same rules, and the same argument names, as the reference), and
+// returns the status; OCTET_STATUS_SUCCESS when the argument is fine.
+// Nothing here runs in a Kokkos kernel.
 #pragma once
 
 #include <octet/octet_backend.h>
