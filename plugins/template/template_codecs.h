@@ -1,10 +1,14 @@
 /* Exact scalar codecs of the template backend (numerics.md sections 1-2),
- * in plain C99 so that the template depends on nothing but the plugin ABI
- * header. A real backend would run the same rules in its device kernels. */
+ * in plain C99 (callable from C++) so that they depend on nothing but
+ * <stdint.h>. A real backend would run the same rules in its device kernels. */
 #ifndef OCTET_TEMPLATE_CODECS_H
 #define OCTET_TEMPLATE_CODECS_H
 
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* dtype is OCTET_DTYPE_E4M3 or OCTET_DTYPE_E5M2 (checked by the caller).
  * Round to nearest even once, exponent unbounded above, then overflow per
@@ -18,5 +22,9 @@ uint16_t template_bf16_encode(float value);
 float template_bf16_decode(uint16_t code);
 uint16_t template_fp16_encode(float value);
 float template_fp16_decode(uint16_t code);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

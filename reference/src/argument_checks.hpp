@@ -4,6 +4,7 @@
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -11,9 +12,10 @@
 
 namespace octet::ref {
 
-const char* dtype_name(int32_t dtype);
-// 0 for a value that is not an octet_dtype.
-std::size_t dtype_size(int32_t dtype);
+// "fp32", ...; bytes per element, 0 for E2M1 and for a value that is not an
+// octet_dtype (the plugin SDK's).
+using plugin::dtype_name;
+using plugin::dtype_size;
 bool is_fp8(int32_t dtype);  // E4M3, E5M2, E4M3FNUZ, E5M2FNUZ
 // "e4m3, e5m2, e4m3fnuz or e5m2fnuz": the dtypes is_fp8 accepts, for messages.
 extern const std::string kFp8DtypeNames;

@@ -1,37 +1,36 @@
 // How the reference reports failures: through the host's callback, the way
 // every plugin must (octet_backend.h), never through thread-local state.
+// The mechanics are the plugin SDK's (<octet/octet_plugin.hpp>); this file
+// binds them to the reference's one Host.
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace octet::ref {
 
-// Keeps a copy of the host's services given to initialize() (the host's
-// struct may be older, hence smaller, than ours). NULL forgets them.
+// The host's services given to initialize(), kept by host_errors.cpp.
+const plugin::Host& host();
+
+// Keeps a copy of the host's services (the host's struct may be older,
+// hence smaller, than ours). NULL forgets them.
 void remember_host_services(const octet_host_services* host);
 
 // Reports `message` with `status` to the host (when it gave a callback) and
 // returns `status`, so a check can end with `return report(...)`.
-int32_t report(int32_t status, const std::string& message);
+inline int32_t report(int32_t status, const std::string& message) { return host().report(status, message); }
 
-// A host allocation of `bytes` that failed: guarded() reports it as
-// OCTET_STATUS_OUT_OF_MEMORY with the size asked.
-class OutOfMemory : public std::bad_alloc {
- public:
-  explicit OutOfMemory(std::size_t bytes) : bytes_(bytes) {}
-  std::size_t bytes() const noexcept { return bytes_; }
-  const char* what() const noexcept override { return "out of host memory"; }
-
- private:
-  std::size_t bytes_;
-};
+// A host allocation that failed: guarded() reports OUT_OF_MEMORY with the
+// size asked.
+using plugin::OutOfMemory;
 
 // `count` copies of `value` in host memory; OutOfMemory naming the bytes
 // when they cannot be had. Every kernel allocation whose size follows the
@@ -39,39 +38,18 @@ class OutOfMemory : public std::bad_alloc {
 template <typename T>
 std::vector<T> host_vector(std::size_t count, T value = T()) {
   if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
-    throw OutOfMemory(std::numeric_limits<std::size_t>::max());
+    throw OutOfMemory(std::numeric_limits<std::size_t>::max(), "host memory");
   try {
     return std::vector<T>(count, value);
   } catch (const std::bad_alloc&) {
-    throw OutOfMemory(count * sizeof(T));
+    throw OutOfMemory(count * sizeof(T), "host memory");
   }
 }
 
 // Runs an entry point's body so that no exception crosses the C ABI.
 template <typename Body>
 int32_t guarded(const char* entry_name, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const OutOfMemory& e) {
-    try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY,
-                    std::string(entry_name) + ": out of host memory (" + std::to_string(e.bytes()) + " bytes asked)");
-    } catch (...) {
-      return OCTET_STATUS_OUT_OF_MEMORY;
-    }
-  } catch (const std::bad_alloc&) {
-    try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry_name) + ": out of host memory");
-    } catch (...) {
-      return OCTET_STATUS_OUT_OF_MEMORY;
-    }
-  } catch (...) {
-    try {
-      return report(OCTET_STATUS_INTERNAL, std::string(entry_name) + ": unexpected exception");
-    } catch (...) {
-      return OCTET_STATUS_INTERNAL;
-    }
-  }
+  return plugin::guard(host(), entry_name, std::forward<Body>(body));
 }
 
 }  // namespace octet::ref

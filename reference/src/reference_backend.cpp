@@ -2,8 +2,6 @@
 // loadable plugin, so the core treats it like any other backend.
 #include "octet_reference/reference_backend.h"
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 #include <string>
 
@@ -47,14 +45,9 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   return guarded("initialize", [&]() -> int32_t {
     remember_host_services(host);
     if (int32_t s = check_not_null("initialize", "caps", caps)) return s;
-    // Write no more than the host's struct holds (an older host's is
-    // smaller); a host that left struct_size at 0 gets the whole 1.0 struct.
-    const octet_backend_caps filled = reference_caps();
-    const std::size_t host_size = caps->struct_size == 0 ? sizeof filled : caps->struct_size;
-    const std::size_t size = std::min(host_size, sizeof filled);
-    std::memcpy(caps, &filled, size);
-    caps->struct_size = size;
-    return OCTET_STATUS_SUCCESS;
+    // Written no further than the host's struct_size (an older host's is
+    // smaller): the plugin SDK's capability table answers.
+    return plugin::Capabilities(reference_caps()).answer(octet::ref::host(), caps);
   });
 }
 

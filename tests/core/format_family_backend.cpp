@@ -5,6 +5,10 @@
 // and kokkos backends). Every entry the core calls with a matrix counts the
 // FP8 dtypes it sees outside the family, so a test can show the core never
 // hands one over (octet_test_foreign_dtype_calls).
+// OCTET_TEST_FNUZ_LIAR=1 (with OCTET_TEST_FNUZ_ONLY=1) gives "fnuz_liar" for
+// `octet conformance` (tests/conformance): it declares the FNUZ family but
+// its quantize writes the OCP codes of the same values (E4M3 for E4M3FNUZ,
+// E5M2 for E5M2FNUZ), a lie only a probe in FNUZ catches.
 #include <octet/octet_backend.h>
 #include <octet_reference/reference_backend.h>
 
@@ -19,7 +23,11 @@ std::atomic<uint64_t> g_foreign{0};
 
 #if OCTET_TEST_FNUZ_ONLY
 constexpr uint32_t kFamily = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ);
+#if defined(OCTET_TEST_FNUZ_LIAR) && OCTET_TEST_FNUZ_LIAR
+constexpr const char* kName = "fnuz_liar";
+#else
 constexpr const char* kName = "fnuz_only";
+#endif
 #else
 constexpr uint32_t kFamily = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2);
 constexpr const char* kName = "ocp_only";
@@ -42,6 +50,14 @@ int32_t f_initialize(const octet_host_services* host, octet_backend_caps* caps) 
 
 int32_t f_quantize(octet_backend_context* c, const octet_quantize_args* a) {
   if (a != nullptr) see(a->out_dtype);
+#if defined(OCTET_TEST_FNUZ_LIAR) && OCTET_TEST_FNUZ_LIAR
+  if (a != nullptr && a->struct_size >= sizeof(octet_quantize_args) &&
+      (a->out_dtype == OCTET_DTYPE_E4M3FNUZ || a->out_dtype == OCTET_DTYPE_E5M2FNUZ)) {
+    octet_quantize_args lie = *a;  // the lie: OCP codes in an FNUZ tensor
+    lie.out_dtype = a->out_dtype == OCTET_DTYPE_E4M3FNUZ ? OCTET_DTYPE_E4M3 : OCTET_DTYPE_E5M2;
+    return g_ref->quantize(c, &lie);
+  }
+#endif
   return g_ref->quantize(c, a);
 }
 

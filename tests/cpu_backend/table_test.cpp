@@ -271,6 +271,8 @@ TEST_F(CpuTable, GemmAllocationFailureIsOutOfMemoryWithTheBytesAsked) {
 // std::terminate.
 TEST_F(CpuTable, ExceptionWhileReportingDoesNotEscapeTheEntryPoint) {
   host.report_error = [](void*, int32_t, const char*) { throw std::bad_alloc(); };
+  // The plugin keeps a copy of the services initialize() was given.
+  ASSERT_EQ(api->initialize(&host, &caps), OCTET_STATUS_SUCCESS);
   uint8_t fake[64] = {};
   float d[1] = {0.0f};
   const octet_gemm_args g = huge_gemm(int64_t(1) << 31, fake, d);

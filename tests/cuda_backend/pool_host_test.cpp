@@ -28,7 +28,7 @@ TEST(CudaPoolOnHost, EmptyAndImpossibleRequests) {
       (void)pool.allocate(bytes);
       ADD_FAILURE() << bytes << " bytes were not refused";
     } catch (const octet_cuda::Failure& failure) {
-      EXPECT_EQ(failure.status, OCTET_STATUS_OUT_OF_MEMORY) << failure.message;
+      EXPECT_EQ(failure.status(), OCTET_STATUS_OUT_OF_MEMORY) << failure.message();
     }
   }
 }

@@ -24,6 +24,27 @@
 namespace octet_cli {
 namespace {
 
+// Thrown by a probe when the reference itself refuses its combination (an
+// FP8 dtype the core does not offer in a scaling mode, say): there is
+// nothing the backend could be held to, so the probe is skipped.
+struct NotOffered {
+  std::string reason;
+};
+
+// Runs `body(c)` for the reference (c = 1) first, then the backend (c = 0):
+// a refusal by the reference becomes NotOffered.
+template <typename Body>
+void reference_first(Body&& body) {
+  for (int c : {1, 0}) {
+    try {
+      body(c);
+    } catch (const octet::Error& e) {
+      if (c == 1) throw NotOffered{e.what()};
+      throw;
+    }
+  }
+}
+
 // A capability probe: runs `body` on a context of the backend and on the
 // reference; "" when they agree, else what differs.
 using Probe = std::function<std::string(octet::Context& ctx, octet::Context& ref)>;
@@ -40,6 +61,9 @@ class Prober {
     std::string outcome;
     try {
       outcome = probe(ctx_, ref_);
+    } catch (const NotOffered& n) {
+      section_->add(name, Outcome::Skipped, "the reference refuses this combination too: " + n.reason);
+      return;
     } catch (const octet::Error& e) {
       if (e.status() == OCTET_STATUS_UNSUPPORTED) {
         if (!declared || (excuse && excuse(e.message())))
@@ -193,18 +217,19 @@ std::string probe_dtype(octet::Context& ctx, int32_t dtype) {
   return bytes_of(t.get(), OCTET_COMPONENT_DATA, bytes) == in ? "" : "the bytes copied in did not come back";
 }
 
-// quantize (and dequantize) one FP32 tensor in `mode` with `usages`.
-std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t mode, uint32_t usages, float scale,
-                           bool dequantize, bool stats) {
+// quantize (and dequantize) one FP32 tensor into `dtype` codes in `mode`
+// with `usages`.
+std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t dtype, int32_t mode, uint32_t usages,
+                           float scale, bool dequantize, bool stats) {
   const auto v = values(size_t(kRows * kCols), 7, 6.0f);
   std::string result;
   std::vector<float> deq[2];
   octet_quantize_stats st[2];
   TensorPtr q[2];
   octet::Context* contexts[2] = {&ctx, &ref};
-  for (int c = 0; c < 2; ++c) {
+  reference_first([&](int c) {
     TensorPtr x = fp32_tensor(*contexts[c], v, kRows, kCols);
-    q[c] = create(*contexts[c], OCTET_DTYPE_E4M3, kRows, kCols, usages, mode);
+    q[c] = create(*contexts[c], dtype, kRows, kCols, usages, mode);
     if (mode == OCTET_SCALING_PER_TENSOR)
       octet::check(octet_tensor_copy_from_host(q[c].get(), OCTET_COMPONENT_SCALE, &scale, 4));
     octet_quantize_options o = octet::quantize_options();
@@ -219,7 +244,7 @@ std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t mod
       octet::check(octet_dequantize(contexts[c]->get(), q[c].get(), y.get()));
       deq[c] = fp32_of(y.get());
     }
-  }
+  });
   result = same_components(q[0].get(), q[1].get());
   if (!result.empty()) return result;
   if (dequantize && deq[0] != deq[1]) return "the dequantized values differ from the reference's";
@@ -283,24 +308,31 @@ std::string probe_amax(octet::Context& ctx, octet::Context& ref, uint32_t dtypes
   return "";
 }
 
+// FP8 dtypes of a GEMM probe: the operands' and, for an FP8 D, D's.
+struct GemmDtypes {
+  int32_t a = OCTET_DTYPE_E4M3, b = OCTET_DTYPE_E4M3, d = OCTET_DTYPE_E4M3;
+};
+
 // D (FP32) = A' B'^T for quantized operands of `mode_a`/`mode_b` (0: high
-// precision of dtype `hp`), compared with the reference's within an
-// accumulation-order bound. fp8_out: D is a per-tensor E4M3 tensor.
+// precision of dtype `hp`) in dtypes `fp8.a`/`fp8.b`, compared with the
+// reference's within an accumulation-order bound. fp8_out: D is a
+// per-tensor tensor of dtype `fp8.d`.
 std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool tb, int32_t mode_a, int32_t mode_b,
-                       int32_t hp, bool fp8_out) {
+                       int32_t hp, bool fp8_out, GemmDtypes fp8 = GemmDtypes()) {
   const int64_t m = 32, n = 48, k = 256;
   const auto va = values(size_t(m * k), 11, 2.0f), vb = values(size_t(n * k), 13, 2.0f);
   std::vector<float> d[2];
   octet::Context* contexts[2] = {&ctx, &ref};
-  for (int c = 0; c < 2; ++c) {
+  reference_first([&](int c) {
     octet::Context& cx = *contexts[c];
     // A quantized operand has the one usage its transpose flag reads.
-    auto operand = [&](const std::vector<float>& v, int64_t rows, int64_t cols, int32_t mode, bool transposed) {
+    auto operand = [&](const std::vector<float>& v, int64_t rows, int64_t cols, int32_t mode, bool transposed,
+                       int32_t dtype) {
       TensorPtr x = fp32_tensor(cx, v, rows, cols);
       if (mode == 0 && hp == OCTET_DTYPE_FP32) return x;
-      TensorPtr y = mode == 0 ? create(cx, hp, rows, cols)
-                              : create(cx, OCTET_DTYPE_E4M3, rows, cols,
-                                       transposed ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE, mode);
+      TensorPtr y =
+          mode == 0 ? create(cx, hp, rows, cols)
+                    : create(cx, dtype, rows, cols, transposed ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE, mode);
       if (mode == 0) {
         // High-precision operands come from the reference's conversion.
         TensorPtr rx = fp32_tensor(ref, v, rows, cols);
@@ -314,9 +346,9 @@ std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool t
       }
       return y;
     };
-    TensorPtr a = ta ? operand(va, k, m, mode_a, true) : operand(va, m, k, mode_a, false);
-    TensorPtr b = tb ? operand(vb, k, n, mode_b, true) : operand(vb, n, k, mode_b, false);
-    TensorPtr out = fp8_out ? create(cx, OCTET_DTYPE_E4M3, m, n, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR)
+    TensorPtr a = ta ? operand(va, k, m, mode_a, true, fp8.a) : operand(va, m, k, mode_a, false, fp8.a);
+    TensorPtr b = tb ? operand(vb, k, n, mode_b, true, fp8.b) : operand(vb, n, k, mode_b, false, fp8.b);
+    TensorPtr out = fp8_out ? create(cx, fp8.d, m, n, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR)
                             : create(cx, OCTET_DTYPE_FP32, m, n);
     octet_gemm_options o;
     octet_gemm_options_init(&o);
@@ -330,7 +362,7 @@ std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool t
     } else {
       d[c] = fp32_of(out.get());
     }
-  }
+  });
   // FP32 accumulation in another order: far below 1e-3 of the largest
   // |D| here; an FP8 output: one E4M3 step (2^-3).
   return close(d[0], d[1], fp8_out ? 0.13 : 1e-3, "D");
@@ -389,7 +421,7 @@ std::string probe_layer(octet::Context& ctx, octet::Context& ref) {
 // backend contexts): threads, each with its own context, run the probes
 // above at once, and each result must still match the reference. A probe
 // the backend answers UNSUPPORTED for is left out.
-void check_threads(Section& s, const std::string& backend, uint32_t features) {
+void check_threads(Section& s, const std::string& backend, uint32_t features, int32_t fp8_dtype) {
   constexpr int kThreads = 4, kRounds = 4;
   std::vector<std::string> failures(kThreads);
   std::vector<int> ran(kThreads, 0);
@@ -400,7 +432,10 @@ void check_threads(Section& s, const std::string& backend, uint32_t features) {
         octet::Context ctx(backend), ref("reference");
         std::vector<std::function<std::string()>> probes = {
             [&] { return probe_amax(ctx, ref, OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)); },
-            [&] { return probe_quantize(ctx, ref, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 1.0f, true, false); },
+            [&] {
+              return probe_quantize(ctx, ref, fp8_dtype, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 1.0f, true,
+                                    false);
+            },
         };
         if (features & OCTET_FEATURE_GEMM_HIGH_PRECISION)
           probes.push_back([&] { return probe_gemm(ctx, ref, false, false, 0, 0, OCTET_DTYPE_FP32, false); });
@@ -412,6 +447,8 @@ void check_threads(Section& s, const std::string& backend, uint32_t features) {
               ++ran[size_t(t)];
             } catch (const octet::Error& e) {
               if (e.status() != OCTET_STATUS_UNSUPPORTED) failures[size_t(t)] = e.what();
+            } catch (const NotOffered&) {
+              // the reference refuses it too: nothing to compare
             }
           }
       } catch (const std::exception& e) {
@@ -472,27 +509,52 @@ Section check_capabilities(const std::string& backend) {
   if (dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0))
     s.add("dtype e8m0", Outcome::Pass, "declared: the scale format of mxfp8_1x32, probed with that mode");
 
+  // The FP8 dtypes the backend declares, OCP and FNUZ alike. `primary`
+  // (E4M3, else E4M3FNUZ, else E5M2, else E5M2FNUZ) serves the probes of one
+  // feature; E4M3 when none is declared (those probes then report
+  // UNSUPPORTED for an undeclared feature, or fail for a declared one).
+  const int32_t kFp8Order[] = {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ};
+  std::vector<int32_t> fp8_dtypes;
+  for (int32_t d : kFp8Order)
+    if (dtypes & OCTET_DTYPE_BIT(d)) fp8_dtypes.push_back(d);
+  int32_t primary = OCTET_DTYPE_E4M3;
+  for (int32_t d : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2, OCTET_DTYPE_E5M2FNUZ})
+    if (dtypes & OCTET_DTYPE_BIT(d)) {
+      primary = d;
+      break;
+    }
+  // The E4M3-class dtype of primary's family, for an FP8 GEMM output (one
+  // E4M3 step is the bound below).
+  const int32_t fp8_output =
+      primary == OCTET_DTYPE_E4M3FNUZ || primary == OCTET_DTYPE_E5M2FNUZ ? OCTET_DTYPE_E4M3FNUZ : OCTET_DTYPE_E4M3;
+  const GemmDtypes primary_gemm{primary, primary, fp8_output};
+
   // A scaling mode is declared for quantizing when the backend quantizes in
   // it: per-tensor (which every backend declares for plain tensors) with
-  // the quantize feature, the block modes with block_quantize.
-  const uint32_t fp8 = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2);
+  // the quantize feature, the block modes with block_quantize. A declared
+  // mode is probed in every declared FP8 dtype (a combination the reference
+  // refuses too, such as MXFP8 in an FNUZ dtype, is skipped); an undeclared
+  // one once, in the primary dtype.
   for (uint32_t mode :
        {uint32_t(OCTET_SCALING_PER_TENSOR), uint32_t(OCTET_SCALING_MXFP8_1X32), uint32_t(OCTET_SCALING_BLOCK_1X128),
-        uint32_t(OCTET_SCALING_BLOCK_128X128), uint32_t(OCTET_SCALING_PER_ROW), uint32_t(OCTET_SCALING_PER_COLUMN)})
-    p.run("scaling mode " + scaling_mode_list(mode) + " (quantize, dequantize)",
-          (modes & mode) != 0 && (dtypes & fp8) != 0 &&
-              has(mode == OCTET_SCALING_PER_TENSOR ? OCTET_FEATURE_QUANTIZE : OCTET_FEATURE_BLOCK_QUANTIZE),
-          [mode](octet::Context& c, octet::Context& r) {
-            return probe_quantize(c, r, int32_t(mode), OCTET_USAGE_ROWWISE, 1.0f, true, false);
-          });
+        uint32_t(OCTET_SCALING_BLOCK_128X128), uint32_t(OCTET_SCALING_PER_ROW), uint32_t(OCTET_SCALING_PER_COLUMN)}) {
+    const bool declared = (modes & mode) != 0 &&
+                          has(mode == OCTET_SCALING_PER_TENSOR ? OCTET_FEATURE_QUANTIZE : OCTET_FEATURE_BLOCK_QUANTIZE);
+    const std::vector<int32_t> probed = declared && !fp8_dtypes.empty() ? fp8_dtypes : std::vector<int32_t>{primary};
+    for (int32_t d : probed)
+      p.run("scaling mode " + scaling_mode_list(mode) + " " + octet_dtype_name(d) + " (quantize, dequantize)",
+            declared && (dtypes & OCTET_DTYPE_BIT(d)) != 0, [mode, d](octet::Context& c, octet::Context& r) {
+              return probe_quantize(c, r, d, int32_t(mode), OCTET_USAGE_ROWWISE, 1.0f, true, false);
+            });
+  }
 
   for (uint32_t layout : {uint32_t(OCTET_GEMM_LAYOUT_TN), uint32_t(OCTET_GEMM_LAYOUT_NN),
                           uint32_t(OCTET_GEMM_LAYOUT_TT), uint32_t(OCTET_GEMM_LAYOUT_NT)}) {
     const bool ta = layout == OCTET_GEMM_LAYOUT_TT || layout == OCTET_GEMM_LAYOUT_NT;
     const bool tb = layout == OCTET_GEMM_LAYOUT_NN || layout == OCTET_GEMM_LAYOUT_NT;
-    p.run("fp8 gemm layout " + gemm_layout_list(layout), (layouts & layout) != 0,
-          [ta, tb](octet::Context& c, octet::Context& r) {
-            return probe_gemm(c, r, ta, tb, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, false);
+    p.run("fp8 gemm layout " + gemm_layout_list(layout) + " (" + octet_dtype_name(primary) + ")",
+          (layouts & layout) != 0, [ta, tb, primary_gemm](octet::Context& c, octet::Context& r) {
+            return probe_gemm(c, r, ta, tb, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, false, primary_gemm);
           });
   }
 
@@ -500,52 +562,73 @@ Section check_capabilities(const std::string& backend) {
         [dtypes](octet::Context& c, octet::Context& r) { return probe_convert(c, r, dtypes); });
   p.run("feature amax", has(OCTET_FEATURE_AMAX),
         [dtypes](octet::Context& c, octet::Context& r) { return probe_amax(c, r, dtypes); });
-  p.run("feature quantize (scale 2, saturating)", has(OCTET_FEATURE_QUANTIZE),
-        [](octet::Context& c, octet::Context& r) {
-          return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 2.0f, false, false);
-        });
-  p.run("feature dequantize", has(OCTET_FEATURE_DEQUANTIZE), [](octet::Context& c, octet::Context& r) {
-    return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 0.5f, true, false);
+  // Every declared FP8 dtype through quantize with a scale and saturation
+  // (the scaling-mode rows above quantize with scale 1).
+  for (int32_t d : fp8_dtypes.empty() ? std::vector<int32_t>{primary} : fp8_dtypes)
+    p.run(std::string("feature quantize (") + octet_dtype_name(d) + ", scale 2, saturating)",
+          has(OCTET_FEATURE_QUANTIZE), [d](octet::Context& c, octet::Context& r) {
+            return probe_quantize(c, r, d, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 2.0f, false, false);
+          });
+  p.run("feature dequantize", has(OCTET_FEATURE_DEQUANTIZE), [primary](octet::Context& c, octet::Context& r) {
+    return probe_quantize(c, r, primary, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 0.5f, true, false);
   });
   p.run("feature fused_cast_transpose (both usages)", has(OCTET_FEATURE_FUSED_CAST_TRANSPOSE),
-        [](octet::Context& c, octet::Context& r) {
-          return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_BOTH, 1.0f, false, false);
+        [primary](octet::Context& c, octet::Context& r) {
+          return probe_quantize(c, r, primary, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_BOTH, 1.0f, false, false);
         });
-  p.run("feature transpose (columnwise usage)", has(OCTET_FEATURE_TRANSPOSE), [](octet::Context& c, octet::Context& r) {
-    return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_COLUMNWISE, 1.0f, false, false);
-  });
+  p.run("feature transpose (columnwise usage)", has(OCTET_FEATURE_TRANSPOSE),
+        [primary](octet::Context& c, octet::Context& r) {
+          return probe_quantize(c, r, primary, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_COLUMNWISE, 1.0f, false, false);
+        });
   p.run("feature quantize_statistics", has(OCTET_FEATURE_QUANTIZE_STATISTICS),
-        [](octet::Context& c, octet::Context& r) {
-          return probe_quantize(c, r, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 64.0f, false, true);
+        [primary](octet::Context& c, octet::Context& r) {
+          return probe_quantize(c, r, primary, OCTET_SCALING_PER_TENSOR, OCTET_USAGE_ROWWISE, 64.0f, false, true);
         });
-  const uint32_t block_mode = (modes & OCTET_SCALING_MXFP8_1X32)      ? OCTET_SCALING_MXFP8_1X32
+  // MXFP8 takes OCP FP8 elements only: an FNUZ primary dtype is probed in
+  // the other block modes.
+  const bool fnuz_primary = primary == OCTET_DTYPE_E4M3FNUZ || primary == OCTET_DTYPE_E5M2FNUZ;
+  const uint32_t mx_modes = fnuz_primary ? 0u : modes;
+  const uint32_t block_mode = (mx_modes & OCTET_SCALING_MXFP8_1X32)   ? OCTET_SCALING_MXFP8_1X32
                               : (modes & OCTET_SCALING_BLOCK_1X128)   ? OCTET_SCALING_BLOCK_1X128
                               : (modes & OCTET_SCALING_BLOCK_128X128) ? OCTET_SCALING_BLOCK_128X128
                                                                       : OCTET_SCALING_MXFP8_1X32;
   p.run("feature block_quantize (" + scaling_mode_list(block_mode) + ", both usages)",
-        has(OCTET_FEATURE_BLOCK_QUANTIZE), [block_mode](octet::Context& c, octet::Context& r) {
-          return probe_quantize(c, r, int32_t(block_mode), OCTET_USAGE_BOTH, 1.0f, true, false);
+        has(OCTET_FEATURE_BLOCK_QUANTIZE), [block_mode, primary](octet::Context& c, octet::Context& r) {
+          return probe_quantize(c, r, primary, int32_t(block_mode), OCTET_USAGE_BOTH, 1.0f, true, false);
         });
-  const bool deepseek = !(modes & OCTET_SCALING_MXFP8_1X32) && (modes & OCTET_SCALING_BLOCK_1X128) &&
+  const bool deepseek = !(mx_modes & OCTET_SCALING_MXFP8_1X32) && (modes & OCTET_SCALING_BLOCK_1X128) &&
                         (modes & OCTET_SCALING_BLOCK_128X128);
   const int32_t mode_a = deepseek ? OCTET_SCALING_BLOCK_1X128 : OCTET_SCALING_MXFP8_1X32;
   const int32_t mode_b = deepseek ? OCTET_SCALING_BLOCK_128X128 : OCTET_SCALING_MXFP8_1X32;
   p.run(std::string("feature block_gemm (") + (deepseek ? "1x128 x 128x128" : "mxfp8 x mxfp8") + ")",
-        has(OCTET_FEATURE_BLOCK_GEMM), [mode_a, mode_b](octet::Context& c, octet::Context& r) {
-          return probe_gemm(c, r, false, false, mode_a, mode_b, 0, false);
+        has(OCTET_FEATURE_BLOCK_GEMM), [mode_a, mode_b, primary_gemm](octet::Context& c, octet::Context& r) {
+          return probe_gemm(c, r, false, false, mode_a, mode_b, 0, false, primary_gemm);
         });
-  p.run("feature gemm_fp8 (TN)", has(OCTET_FEATURE_GEMM_FP8), [](octet::Context& c, octet::Context& r) {
-    return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, false);
-  });
+  // Every declared FP8 dtype as both operands, and E4M3 x E5M2 of a family
+  // (a backward GEMM's operands) where both are declared.
+  std::vector<GemmDtypes> gemm_pairs;
+  for (int32_t d : fp8_dtypes.empty() ? std::vector<int32_t>{primary} : fp8_dtypes)
+    gemm_pairs.push_back({d, d, fp8_output});
+  for (const auto& family : {std::pair<int32_t, int32_t>{OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2},
+                             std::pair<int32_t, int32_t>{OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}})
+    if ((dtypes & OCTET_DTYPE_BIT(family.first)) && (dtypes & OCTET_DTYPE_BIT(family.second)))
+      gemm_pairs.push_back({family.first, family.second, fp8_output});
+  for (const GemmDtypes& g : gemm_pairs)
+    p.run(std::string("feature gemm_fp8 (TN, ") + octet_dtype_name(g.a) + " x " + octet_dtype_name(g.b) + ")",
+          has(OCTET_FEATURE_GEMM_FP8), [g](octet::Context& c, octet::Context& r) {
+            return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, false, g);
+          });
   for (int32_t hp : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     if (hp != OCTET_DTYPE_FP32 && !(dtypes & OCTET_DTYPE_BIT(hp))) continue;
     p.run(std::string("feature gemm_high_precision (") + octet_dtype_name(hp) + ")",
           has(OCTET_FEATURE_GEMM_HIGH_PRECISION),
           [hp](octet::Context& c, octet::Context& r) { return probe_gemm(c, r, false, false, 0, 0, hp, false); });
   }
-  p.run("feature gemm_fp8_output", has(OCTET_FEATURE_GEMM_FP8_OUTPUT), [](octet::Context& c, octet::Context& r) {
-    return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, true);
-  });
+  p.run(std::string("feature gemm_fp8_output (") + octet_dtype_name(fp8_output) + ")",
+        has(OCTET_FEATURE_GEMM_FP8_OUTPUT), [primary_gemm](octet::Context& c, octet::Context& r) {
+          return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, true,
+                            primary_gemm);
+        });
   // One layer step serves the four layer kernels; an UNSUPPORTED that names
   // the entry of an undeclared one is only reported.
   const uint32_t layer_features =
@@ -565,7 +648,7 @@ Section check_capabilities(const std::string& backend) {
   p.run(
       "features " + feature_list(layer_features) + " (layernorm_mlp fwd+bwd, fp32)", (features & layer_features) != 0,
       [](octet::Context& c, octet::Context& r) { return probe_layer(c, r); }, names_undeclared);
-  check_threads(s, backend, features);
+  check_threads(s, backend, features, primary);
   return s;
 }
 

@@ -7,86 +7,31 @@
 namespace octet_cpu {
 
 namespace {
-const octet_host_services* g_host = nullptr;
-}
+// Written once by initialize() (single-threaded, per the ABI), then read.
+octet::plugin::Host g_host;
+constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes;
+constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+}  // namespace
 
-void set_host_services(const octet_host_services* host) { g_host = host; }
+const octet::plugin::Host& host() { return g_host; }
+void set_host_services(const octet_host_services* host) { g_host.remember(host); }
 
-int32_t report(int32_t status, const std::string& message) {
-  if (g_host != nullptr && g_host->report_error != nullptr) {
-    g_host->report_error(g_host->host_data, status, message.c_str());
-  }
-  return status;
-}
-
-const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32: return "fp32";
-    case OCTET_DTYPE_BF16: return "bf16";
-    case OCTET_DTYPE_FP16: return "fp16";
-    case OCTET_DTYPE_E4M3: return "e4m3";
-    case OCTET_DTYPE_E5M2: return "e5m2";
-    case OCTET_DTYPE_E8M0: return "e8m0";
-    default: return "invalid";
-  }
-}
-
-std::size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32: return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16: return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E8M0: return 1;
-    default: return 0;
-  }
-}
-
+// The checks are the plugin SDK's, reported through g_host.
 int32_t require_pointer(const char* kernel, const char* name, const void* p) {
-  if (p != nullptr) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT,
-                std::string(kernel) + ": " + name + " must not be NULL");
+  return octet::plugin::check_not_null(g_host, kernel, name, p);
 }
 
 int32_t require_struct_size(const char* kernel, const char* name, std::size_t given,
                             std::size_t needed) {
-  if (given >= needed) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT,
-                std::string(kernel) + ": " + name + "->struct_size is " + std::to_string(given) +
-                    "; the plugin ABI 1.0 struct needs at least " + std::to_string(needed));
+  return octet::plugin::check_struct_size(g_host, kernel, name, given, needed);
 }
 
 int32_t require_matrix(const char* kernel, const char* name, const octet_matrix_view& v,
                        Accept accept, int32_t wrong_class_status) {
-  const std::string at = std::string(kernel) + ": " + name;
-  if (dtype_size(v.dtype) == 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  at + ".dtype (" + std::to_string(v.dtype) + ") is not an octet_dtype");
-  }
-  if (accept == Accept::Fp8 && !is_fp8(v.dtype)) {
-    return report(wrong_class_status, at + ".dtype is " + dtype_name(v.dtype) +
-                                          "; only e4m3 or e5m2 are accepted here");
-  }
-  if (accept == Accept::HighPrecision && !is_high_precision(v.dtype)) {
-    return report(wrong_class_status, at + ".dtype is " + dtype_name(v.dtype) +
-                                          "; only fp32, bf16 or fp16 are accepted here");
-  }
-  if (v.rows < 0 || v.cols < 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, at + " has a negative size (" +
-                                                     std::to_string(v.rows) + " rows, " +
-                                                     std::to_string(v.cols) + " cols)");
-  }
-  if (v.ld < v.cols) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, at + ".ld (" + std::to_string(v.ld) +
-                                                     ") is smaller than " + name + ".cols (" +
-                                                     std::to_string(v.cols) + ")");
-  }
-  if (v.data == nullptr && v.rows > 0 && v.cols > 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  at + ".data is NULL but the matrix is not empty");
-  }
-  return OCTET_STATUS_SUCCESS;
+  const uint32_t set = accept == Accept::Fp8             ? kFp8
+                       : accept == Accept::HighPrecision ? octet::plugin::kHighPrecisionDtypes
+                                                         : kStored;
+  return octet::plugin::check_matrix(g_host, kernel, name, v, set, wrong_class_status);
 }
 
 int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype) {
@@ -99,11 +44,7 @@ int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype) {
 
 int32_t require_shape(const char* kernel, const char* name, const octet_matrix_view& v,
                       int64_t rows, int64_t cols, const char* rule) {
-  if (v.rows == rows && v.cols == cols) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT,
-                std::string(kernel) + ": " + name + " is " + std::to_string(v.rows) + "x" +
-                    std::to_string(v.cols) + " where " + std::to_string(rows) + "x" +
-                    std::to_string(cols) + " is required (" + rule + ")");
+  return octet::plugin::check_shape(g_host, kernel, name, v, rows, cols, rule);
 }
 
 }  // namespace octet_cpu

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +13,8 @@ namespace octet_cpu {
 
 enum class Accept { Any, Fp8, HighPrecision };
 
-const char* dtype_name(int32_t dtype);
-std::size_t dtype_size(int32_t dtype);
+using octet::plugin::dtype_name;  // the plugin SDK's
+using octet::plugin::dtype_size;
 inline bool is_fp8(int32_t d) { return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2; }
 inline bool is_high_precision(int32_t d) {
   return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;

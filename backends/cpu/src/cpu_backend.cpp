@@ -4,8 +4,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
-#include <cstring>
 #include <new>
 #include <string>
 
@@ -58,12 +56,8 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
     filled.alignment = 64;
     filled.fused_cast_transpose = 1;
-    // Write no more than the host's struct holds (0: the whole 1.0 struct).
-    const std::size_t host_size = caps->struct_size == 0 ? sizeof filled : caps->struct_size;
-    const std::size_t size = std::min(host_size, sizeof filled);
-    std::memcpy(caps, &filled, size);
-    caps->struct_size = size;
-    return OCTET_STATUS_SUCCESS;
+    // Written no further than the host's struct_size (the SDK's table).
+    return octet::plugin::Capabilities(filled).answer(octet_cpu::host(), caps);
   });
 }
 

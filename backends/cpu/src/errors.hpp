@@ -1,46 +1,39 @@
 // Error reporting through the host's callback, and the guard that keeps
-// every exception inside the plugin (no exception crosses the ABI).
+// every exception inside the plugin (no exception crosses the ABI): the
+// plugin SDK's (<octet/octet_plugin.hpp>), bound to the cpu backend's Host.
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 
 namespace octet_cpu {
 
+// The host's services, kept from initialize() (the plugin SDK's Host).
+const octet::plugin::Host& host();
 // Set at initialize(), cleared at shutdown().
 void set_host_services(const octet_host_services* host);
 
 // Reports `message` with `status` to the host and returns `status`.
-int32_t report(int32_t status, const std::string& message);
+inline int32_t report(int32_t status, const std::string& message) { return host().report(status, message); }
 
-// Reports `status` with "<entry>: <what>". Building the message or the
-// host's callback may itself throw (std::bad_alloc when memory is short);
-// then the status is returned without a message, since nothing may leave a
-// noexcept entry point.
+// Reports `status` with "<entry>: <what>"; never throws (a message that
+// cannot be built is reported as the entry alone).
 inline int32_t report_quietly(int32_t status, const char* entry, const char* what) noexcept {
-  try {
-    return report(status, std::string(entry) + ": " + what);
-  } catch (...) {
-    return status;
-  }
+  return host().report_at(status, entry, what);
 }
 
-// An allocation of `bytes` that failed: reported as OCTET_STATUS_OUT_OF_MEMORY
-// with the size asked (issue 21). Derives from std::bad_alloc, so code that
-// catches that still does.
-class OutOfMemory : public std::bad_alloc {
+// An allocation of `bytes` of host memory that failed: reported as
+// OCTET_STATUS_OUT_OF_MEMORY with the size asked (issue 21).
+class OutOfMemory : public octet::plugin::OutOfMemory {
  public:
-  explicit OutOfMemory(std::size_t bytes) : bytes_(bytes) {}
-  std::size_t bytes() const noexcept { return bytes_; }
-  const char* what() const noexcept override { return "out of host memory"; }
-
- private:
-  std::size_t bytes_;
+  explicit OutOfMemory(std::size_t bytes) noexcept : octet::plugin::OutOfMemory(bytes, "host memory") {}
 };
 
 // 64-byte aligned host memory of `bytes` (at least 1), released by free();
@@ -69,24 +62,10 @@ class Buffer {
   T* data_ = nullptr;
 };
 
+// Runs an entry point's body so that no exception crosses the C ABI.
 template <typename Body>
 int32_t guarded(const char* entry, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const OutOfMemory& e) {
-    try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry) + ": out of host memory (" +
-                                                    std::to_string(e.bytes()) + " bytes asked)");
-    } catch (...) {
-      return OCTET_STATUS_OUT_OF_MEMORY;
-    }
-  } catch (const std::bad_alloc&) {
-    return report_quietly(OCTET_STATUS_OUT_OF_MEMORY, entry, "out of host memory");
-  } catch (const std::exception& e) {
-    return report_quietly(OCTET_STATUS_BACKEND_ERROR, entry, e.what());
-  } catch (...) {
-    return report_quietly(OCTET_STATUS_BACKEND_ERROR, entry, "unknown failure");
-  }
+  return octet::plugin::guard(host(), entry, std::forward<Body>(body));
 }
 
 }  // namespace octet_cpu

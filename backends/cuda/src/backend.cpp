@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "arch.hpp"
@@ -25,30 +24,30 @@ namespace {
 DeviceInfo g_device;
 char g_device_name[320] = "no CUDA device";
 
-// True when a host-provided struct of struct_size bytes holds `field`.
-#define OCTET_CUDA_HOLDS(struct_size, type, field) \
-  (offsetof(type, field) + sizeof(((type*)nullptr)->field) <= (struct_size))
-
-void fill_caps(octet_backend_caps* caps, const ArchProfile& arch) {
-  const size_t size = caps->struct_size;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, device)) caps->device = g_device_name;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, dtypes)) caps->dtypes = kAllDtypes;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, scaling_modes)) {
-    // Block modes are served by the plugin ABI 1.1 entries (block_entries.cpp).
-    // MXFP8 is declared only where the hardware has MX scaling (SM 10.x
-    // tensor cores, cuBLASLt's block-scaled FP8): on Hopper the exact kernel
-    // would run it on CUDA cores, which no one should choose unknowingly.
-    caps->scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
-                          (arch.mxfp8 ? uint32_t(OCTET_SCALING_MXFP8_1X32) : 0u);
-  }
+// What the backend declares: without `arch` (no usable device) only the
+// device name and memory kind, which `octet info` shows for an unavailable
+// backend. The host's caps are written within its struct_size (the plugin
+// SDK's Capabilities::answer).
+octet_backend_caps cuda_caps(const ArchProfile* arch_or_null) {
+  octet_backend_caps caps{};
+  caps.struct_size = sizeof caps;
+  caps.device = g_device_name;
+  caps.memory_kind = OCTET_MEMORY_DEVICE;
+  if (arch_or_null == nullptr) return caps;
+  const ArchProfile& arch = *arch_or_null;
+  caps.dtypes = kAllDtypes;
+  // Block modes are served by the plugin ABI 1.1 entries (block_entries.cpp).
+  // MXFP8 is declared only where the hardware has MX scaling (SM 10.x
+  // tensor cores, cuBLASLt's block-scaled FP8): on Hopper the exact kernel
+  // would run it on CUDA cores, which no one should choose unknowingly.
+  caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_BLOCK_1X128 | OCTET_SCALING_BLOCK_128X128 |
+                       (arch.mxfp8 ? uint32_t(OCTET_SCALING_MXFP8_1X32) : 0u);
   // TN-only architectures (SM 9.x, 12.x: arch.hpp) get TN copies from the core.
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, native_columnwise)) caps->native_columnwise = arch.fp8_all_layouts ? 1 : 0;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fp8_gemm_layouts)) {
-    caps->fp8_gemm_layouts = arch.fp8_all_layouts ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
-  }
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, alignment)) caps->alignment = 256;
-  if (OCTET_CUDA_HOLDS(size, octet_backend_caps, fused_cast_transpose)) caps->fused_cast_transpose = 1;
+  caps.native_columnwise = arch.fp8_all_layouts ? 1 : 0;
+  caps.fp8_gemm_layouts = arch.fp8_all_layouts ? OCTET_GEMM_LAYOUT_ALL : OCTET_GEMM_LAYOUT_TN;
+  caps.alignment = 256;
+  caps.fused_cast_transpose = 1;
+  return caps;
 }
 
 int32_t unavailable(const std::string& reason) { return report(OCTET_STATUS_UNAVAILABLE, reason); }
@@ -68,9 +67,8 @@ int32_t cuda_initialize(const octet_host_services* host, octet_backend_caps* cap
   if (host == nullptr || caps == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
   set_host_services(host);
   try {
-    if (OCTET_CUDA_HOLDS(caps->struct_size, octet_backend_caps, device)) caps->device = g_device_name;
     // Known even without a device: shown by `octet info` for an unavailable backend.
-    if (OCTET_CUDA_HOLDS(caps->struct_size, octet_backend_caps, memory_kind)) caps->memory_kind = OCTET_MEMORY_DEVICE;
+    if (int32_t s = octet::plugin::Capabilities(cuda_caps(nullptr)).answer(octet_cuda::host(), caps)) return s;
     int count = 0;
     cudaError_t error = cudaGetDeviceCount(&count);
     if (error != cudaSuccess) {
@@ -102,8 +100,8 @@ int32_t cuda_initialize(const octet_host_services* host, octet_backend_caps* cap
                                 cuda_error_text(error),
                                 "); rebuild with CMAKE_CUDA_ARCHITECTURES including its SM (e.g. 90a, 100a, 120a)"));
     }
-    fill_caps(caps, arch_profile(properties.major));
-    return OCTET_STATUS_SUCCESS;
+    const ArchProfile arch = arch_profile(properties.major);
+    return octet::plugin::Capabilities(cuda_caps(&arch)).answer(octet_cuda::host(), caps);
   } catch (...) {
     return report(OCTET_STATUS_INTERNAL, "cuda initialize: unexpected exception");
   }
@@ -190,8 +188,8 @@ int32_t cuda_convert(octet_backend_context* context, const octet_matrix_view* in
                      int32_t saturate) {
   return guarded("convert", [&] {
     require(context != nullptr, "context is NULL");
-    check_view("input", input, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
-    check_view("output", output, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    check_view("input", input, kAllDtypes);
+    check_view("output", output, kAllDtypes);
     check_same_shape(*input, *output, "input and output");
     bind(context, "convert");
     check_cuda(launch_convert(*input, *output, saturate != 0, context->stream), "convert kernel launch");
@@ -201,7 +199,7 @@ int32_t cuda_convert(octet_backend_context* context, const octet_matrix_view* in
 int32_t cuda_amax(octet_backend_context* context, const octet_matrix_view* input, float* amax_out) {
   return guarded("amax", [&] {
     require(context != nullptr, "context is NULL");
-    check_view("input", input, kHighPrecision, "fp32, bf16 or fp16");
+    check_view("input", input, kHighPrecision);
     require(amax_out != nullptr, "amax_out is NULL");
     bind(context, "amax");
     check_cuda(launch_amax(*input, amax_out, context->stream), "amax kernel launch");
@@ -212,12 +210,11 @@ int32_t cuda_quantize(octet_backend_context* context, const octet_quantize_args*
   return guarded("quantize", [&] {
     require(context != nullptr, "context is NULL");
     require(given != nullptr, "args is NULL");
-    require(OCTET_CUDA_HOLDS(given->struct_size, octet_quantize_args, scale),
+    require(OCTET_PLUGIN_HOLDS(given->struct_size, octet_quantize_args, scale),
             "args->struct_size is too small to hold the scale");
     // Fields beyond the caller's struct_size count as NULL.
-    octet_quantize_args args{};
-    std::memcpy(&args, given, given->struct_size < sizeof args ? given->struct_size : sizeof args);
-    check_view("args->input", &args.input, kHighPrecision, "fp32, bf16 or fp16");
+    const octet_quantize_args args = octet::plugin::read_struct(given);
+    check_view("args->input", &args.input, kHighPrecision);
     require(args.out_dtype == OCTET_DTYPE_E4M3 || args.out_dtype == OCTET_DTYPE_E5M2,
             "args->out_dtype (", args.out_dtype, ") must be E4M3 or E5M2");
     require(args.scale != nullptr, "args->scale is NULL");
@@ -234,8 +231,8 @@ int32_t cuda_transpose(octet_backend_context* context, const octet_matrix_view* 
                        const octet_matrix_view* output) {
   return guarded("transpose", [&] {
     require(context != nullptr, "context is NULL");
-    check_view("input", input, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
-    check_view("output", output, kAllDtypes, "fp32, bf16, fp16, e4m3, e5m2 or e8m0");
+    check_view("input", input, kAllDtypes);
+    check_view("output", output, kAllDtypes);
     require(output->dtype == input->dtype, "output.dtype is ", dtype_label(output->dtype), " but must equal input.dtype (",
             dtype_label(input->dtype), ")");
     require(output->rows == input->cols && output->cols == input->rows, "output must be ", input->cols, "x",
@@ -250,9 +247,9 @@ int32_t cuda_dequantize(octet_backend_context* context, const octet_dequantize_a
   return guarded("dequantize", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    require(args->struct_size >= sizeof *args, "args->struct_size is smaller than octet_dequantize_args");
-    check_view("args->input", &args->input, kFp8, "e4m3 or e5m2");
-    check_view("args->output", &args->output, kHighPrecision, "fp32, bf16 or fp16");
+    require_struct_size("args", args->struct_size, sizeof *args);
+    check_view("args->input", &args->input, kFp8);
+    check_view("args->output", &args->output, kHighPrecision);
     check_same_shape(args->input, args->output, "args->input and args->output");
     require(args->scale_inv != nullptr, "args->scale_inv is NULL");
     bind(context, "dequantize");
@@ -264,7 +261,7 @@ int32_t cuda_gemm(octet_backend_context* context, const octet_gemm_args* args) {
   return guarded("gemm", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    require(args->struct_size >= sizeof *args, "args->struct_size is smaller than octet_gemm_args");
+    require_struct_size("args", args->struct_size, sizeof *args);
     bind(context, "gemm");
     run_gemm(context, *args);
   });

@@ -2,7 +2,6 @@
 // block_quantize, block_dequantize, block_gemm. Each checks its arguments
 // by the reference's rules (a clear status and message naming the argument),
 // then queues its kernels (block_kernels.cu) on the context's stream.
-#include <cstring>
 #include <optional>
 
 #include "block_kernels.hpp"
@@ -14,14 +13,6 @@
 
 namespace octet_cuda {
 namespace {
-
-// True when a host-provided struct of struct_size bytes holds `field`.
-#define OCTET_CUDA_BLOCK_HOLDS(struct_size, type, field) \
-  (offsetof(type, field) + sizeof(((type*)nullptr)->field) <= (struct_size))
-
-void check_struct_size(size_t given, size_t required, const char* type) {
-  require(given >= required, "args->struct_size (", given, ") is smaller than ", type, " (", required, " bytes)");
-}
 
 void check_fp8_out(int32_t dtype) {
   require(dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2, "args->out_dtype is ", dtype_label(dtype), " (",
@@ -49,12 +40,11 @@ int32_t cuda_quantize_with_statistics(octet_backend_context* context, const octe
     require(context != nullptr, "context is NULL");
     require(given != nullptr, "args is NULL");
     require(stats_out != nullptr, "stats_out is NULL");
-    require(OCTET_CUDA_BLOCK_HOLDS(given->struct_size, octet_quantize_args, scale),
+    require(OCTET_PLUGIN_HOLDS(given->struct_size, octet_quantize_args, scale),
             "args->struct_size is too small to hold the scale");
     // Fields beyond the caller's struct_size count as NULL (as quantize reads them).
-    octet_quantize_args args{};
-    std::memcpy(&args, given, given->struct_size < sizeof args ? given->struct_size : sizeof args);
-    check_view("args->input", &args.input, kHighPrecision, "fp32, bf16 or fp16");
+    const octet_quantize_args args = octet::plugin::read_struct(given);
+    check_view("args->input", &args.input, kHighPrecision);
     check_fp8_out(args.out_dtype);
     require(args.scale != nullptr, "args->scale is NULL");
     bind(context, "quantize_with_statistics");
@@ -70,8 +60,8 @@ int32_t cuda_block_quantize(octet_backend_context* context, const octet_block_qu
   return guarded("block_quantize", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof *args, "octet_block_quantize_args");
-    check_view("args->input", &args->input, kHighPrecision, "fp32, bf16 or fp16");
+    require_struct_size("args", args->struct_size, sizeof *args);
+    check_view("args->input", &args->input, kHighPrecision);
     check_fp8_out(args->out_dtype);
     check_block_shape(args->block_rows, args->block_cols);
     check_scale_dtype(args->scale_dtype);
@@ -95,9 +85,9 @@ int32_t cuda_block_dequantize(octet_backend_context* context, const octet_block_
   return guarded("block_dequantize", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof *args, "octet_block_dequantize_args");
-    check_view("args->input", &args->input, kFp8, "e4m3 or e5m2");
-    check_view("args->output", &args->output, kHighPrecision, "fp32, bf16 or fp16");
+    require_struct_size("args", args->struct_size, sizeof *args);
+    check_view("args->input", &args->input, kFp8);
+    check_view("args->output", &args->output, kHighPrecision);
     check_same_shape(args->input, args->output, "args->input and args->output");
     check_block_shape(args->block_rows, args->block_cols);
     check_scale_dtype(args->scale_dtype);
@@ -111,11 +101,11 @@ int32_t cuda_block_gemm(octet_backend_context* context, const octet_block_gemm_a
   return guarded("block_gemm", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof *args, "octet_block_gemm_args");
+    require_struct_size("args", args->struct_size, sizeof *args);
     require(args->m >= 0 && args->n >= 0 && args->k >= 0, "args->m, args->n, args->k are ", args->m, ", ", args->n,
             ", ", args->k, "; none may be negative");
-    check_view("args->a", &args->a, kFp8, "e4m3 or e5m2");
-    check_view("args->b", &args->b, kFp8, "e4m3 or e5m2");
+    check_view("args->a", &args->a, kFp8);
+    check_view("args->b", &args->b, kFp8);
     check_shape("args->a", args->a, args->m, args->k, "[m,k]");
     check_shape("args->b", args->b, args->n, args->k, "[n,k]");
     check_scale_dtype(args->scale_dtype);
@@ -131,10 +121,10 @@ int32_t cuda_block_gemm(octet_backend_context* context, const octet_block_gemm_a
       fail(OCTET_STATUS_UNSUPPORTED, "args->d.dtype is ", dtype_label(args->d.dtype),
            "; block_gemm writes fp32, bf16 or fp16 only");
     }
-    check_view("args->d", &args->d, kHighPrecision, "fp32, bf16 or fp16");
+    check_view("args->d", &args->d, kHighPrecision);
     check_shape("args->d", args->d, args->m, args->n, "[m,n]");
     if (args->bias.data != nullptr) {
-      check_view("args->bias", &args->bias, kHighPrecision, "fp32, bf16 or fp16");
+      check_view("args->bias", &args->bias, kHighPrecision);
       check_shape("args->bias", args->bias, 1, args->n, "one row of n elements");
     }
     require(args->epilogue == OCTET_EPILOGUE_NONE || args->epilogue == OCTET_EPILOGUE_GELU, "args->epilogue is ",

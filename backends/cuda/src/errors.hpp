@@ -1,9 +1,12 @@
 // Failures inside the backend are C++ exceptions (Failure); every ABI entry
 // runs its body through guarded(), which turns any exception into a status
-// reported through the host's callback. No exception crosses the ABI.
+// reported through the host's callback. No exception crosses the ABI. The
+// mechanics are the plugin SDK's (<octet/octet_plugin.hpp>), bound to the
+// cuda backend's Host, whose label starts every message with "cuda ".
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -14,10 +17,7 @@
 
 namespace octet_cuda {
 
-struct Failure {
-  int32_t status;
-  std::string message;
-};
+using octet::plugin::Failure;
 
 template <typename... Parts>
 std::string concat(Parts&&... parts) {
@@ -42,28 +42,29 @@ std::string cuda_error_text(cudaError_t error);
 // Throws BACKEND_ERROR (OUT_OF_MEMORY for allocation failures) naming `what`.
 void check_cuda(cudaError_t error, const char* what);
 
+// The host's services, kept from initialize().
+const octet::plugin::Host& host();
 // Keeps a copy of the host services (initialize).
 void set_host_services(const octet_host_services* host);
 
 // Reports through the host callback; never throws. Returns status.
-int32_t report(int32_t status, const std::string& message) noexcept;
+inline int32_t report(int32_t status, const std::string& message) noexcept {
+  try {
+    return host().report(status, message);
+  } catch (...) {
+    return status;  // a C++ host's callback threw
+  }
+}
 
+// Runs an entry's body (void: success) so that no exception crosses the ABI.
 template <typename Body>
 int32_t guarded(const char* entry, Body&& body) noexcept {
-  try {
-    body();
-    return OCTET_STATUS_SUCCESS;
-  } catch (const Failure& failure) {
-    try {
-      return report(failure.status, std::string("cuda ") + entry + ": " + failure.message);
-    } catch (...) {
-      return report(failure.status, "cuda: (message lost: out of host memory)");
-    }
-  } catch (const std::bad_alloc&) {
-    return report(OCTET_STATUS_OUT_OF_MEMORY, "cuda: out of host memory");
-  } catch (...) {
-    return report(OCTET_STATUS_INTERNAL, "cuda: unexpected exception");
-  }
+  return octet::plugin::guard(host(), entry, std::forward<Body>(body));
+}
+
+// INVALID_ARGUMENT when a struct of `given` bytes is shorter than `required`.
+inline void require_struct_size(const char* name, size_t given, size_t required) {
+  octet::plugin::raise(octet::plugin::struct_size_problem(name, given, required));
 }
 
 }  // namespace octet_cuda

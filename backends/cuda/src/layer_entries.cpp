@@ -6,7 +6,6 @@
 #include <octet/octet_backend.h>
 
 #include <cstddef>
-#include <cstring>
 
 #include "checks.hpp"
 #include "context.hpp"
@@ -17,14 +16,8 @@
 namespace octet_cuda {
 namespace {
 
-constexpr const char* kHighPrecisionNames = "fp32, bf16 or fp16";
-
-void check_struct_size(size_t given, size_t required, const char* type) {
-  require(given >= required, "args->struct_size (", given, ") must be at least sizeof(", type, ") = ", required);
-}
-
 void check_vector(const char* arg, const octet_matrix_view& v, int64_t cols) {
-  check_view(arg, &v, kHighPrecision, kHighPrecisionNames);
+  check_view(arg, &v, kHighPrecision);
   require(v.rows == 1 && v.cols == cols, arg, " is ", v.rows, "x", v.cols, " but must be 1x", cols,
           " (1 x cols of the input)");
 }
@@ -44,10 +37,9 @@ void check_norm_kind(int32_t kind) {
 // NULL, E4M3/E5M2 codes, a scale, and some output. Its input is replaced by
 // the kernel's own (rows x cols).
 octet_quantize_args checked_fused_quantize(const octet_quantize_args* given, int64_t rows, int64_t cols) {
-  require(given->struct_size >= offsetof(octet_quantize_args, scale) + sizeof(given->scale),
-          "args->quantize->struct_size (", given->struct_size, ") is too small to hold the scale");
-  octet_quantize_args q{};
-  std::memcpy(&q, given, given->struct_size < sizeof q ? given->struct_size : sizeof q);
+  require(OCTET_PLUGIN_HOLDS(given->struct_size, octet_quantize_args, scale), "args->quantize->struct_size (",
+          given->struct_size, ") is too small to hold the scale");
+  octet_quantize_args q = octet::plugin::read_struct(given);
   require(q.out_dtype == OCTET_DTYPE_E4M3 || q.out_dtype == OCTET_DTYPE_E5M2, "args->quantize->out_dtype (",
           q.out_dtype, ") must be E4M3 or E5M2");
   require(q.scale != nullptr, "args->quantize->scale is NULL");
@@ -63,17 +55,17 @@ int32_t cuda_norm_forward(octet_backend_context* context, const octet_norm_forwa
   return guarded("norm_forward", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof(octet_norm_forward_args), "octet_norm_forward_args");
+    require_struct_size("args", args->struct_size, sizeof(octet_norm_forward_args));
     check_norm_kind(args->kind);
     const octet_matrix_view& x = args->input;
-    check_view("args->input", &x, kHighPrecision, kHighPrecisionNames);
+    check_view("args->input", &x, kHighPrecision);
     check_vector("args->gamma", args->gamma, x.cols);
     if (args->kind == OCTET_NORM_LAYERNORM && args->beta.data != nullptr) check_vector("args->beta", args->beta, x.cols);
     require(dtype_in(args->output.dtype, kHighPrecision), "args->output.dtype is ", dtype_label(args->output.dtype),
             " (", args->output.dtype, ") but must be fp32, bf16 or fp16 (also when output.data is NULL: the fused "
             "quantize reads y in that dtype)");
     if (args->output.data != nullptr) {
-      check_view("args->output", &args->output, kHighPrecision, kHighPrecisionNames);
+      check_view("args->output", &args->output, kHighPrecision);
       check_shape("args->output", args->output, x.rows, x.cols, "same rows x cols as the input");
     }
     octet_quantize_args quantize{};
@@ -88,13 +80,13 @@ int32_t cuda_norm_backward(octet_backend_context* context, const octet_norm_back
   return guarded("norm_backward", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof(octet_norm_backward_args), "octet_norm_backward_args");
+    require_struct_size("args", args->struct_size, sizeof(octet_norm_backward_args));
     check_norm_kind(args->kind);
     const octet_matrix_view& x = args->input;
-    check_view("args->input", &x, kHighPrecision, kHighPrecisionNames);
-    check_view("args->grad_output", &args->grad_output, kHighPrecision, kHighPrecisionNames);
+    check_view("args->input", &x, kHighPrecision);
+    check_view("args->grad_output", &args->grad_output, kHighPrecision);
     check_shape("args->grad_output", args->grad_output, x.rows, x.cols, "same rows x cols as the input");
-    check_view("args->grad_input", &args->grad_input, kHighPrecision, kHighPrecisionNames);
+    check_view("args->grad_input", &args->grad_input, kHighPrecision);
     check_shape("args->grad_input", args->grad_input, x.rows, x.cols, "same rows x cols as the input");
     // The aliasing rule of octet_norm_backward_args. In place (dx is dy) is
     // safe here: the column sums read dy in a kernel queued before the row
@@ -122,26 +114,26 @@ int32_t activation(octet_backend_context* context, const octet_activation_args* 
   return guarded(backward ? "activation_backward" : "activation_forward", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof(octet_activation_args), "octet_activation_args");
+    require_struct_size("args", args->struct_size, sizeof(octet_activation_args));
     require(args->kind == OCTET_ACTIVATION_GELU || args->kind == OCTET_ACTIVATION_SWIGLU, "args->kind (", args->kind,
             ") is not an OCTET_ACTIVATION_* (OCTET_ACTIVATION_GELU = 0, OCTET_ACTIVATION_SWIGLU = 1)");
     const octet_matrix_view& x = args->input;
-    check_view("args->input", &x, kHighPrecision, kHighPrecisionNames);
+    check_view("args->input", &x, kHighPrecision);
     const bool swiglu = args->kind == OCTET_ACTIVATION_SWIGLU;
     require(!swiglu || x.cols % 2 == 0, "args->input has ", x.cols,
             " columns but SwiGLU needs an even number of input columns ([a | b])");
     const int64_t n = swiglu ? x.cols / 2 : x.cols;
     if (!backward) {
-      check_view("args->output", &args->output, kHighPrecision, kHighPrecisionNames);
+      check_view("args->output", &args->output, kHighPrecision);
       check_shape("args->output", args->output, x.rows, n, swiglu ? "rows x cols/2 of the input" : "rows x cols of the input");
       require(!octet_matrix_views_overlap(&args->output, &x),
               "args->output shares memory with args->input (an activation's outputs may not overlap its inputs)");
       bind(context, "activation_forward");
     } else {
-      check_view("args->grad_output", &args->grad_output, kHighPrecision, kHighPrecisionNames);
+      check_view("args->grad_output", &args->grad_output, kHighPrecision);
       check_shape("args->grad_output", args->grad_output, x.rows, n,
                   swiglu ? "rows x cols/2 of the input" : "rows x cols of the input");
-      check_view("args->grad_input", &args->grad_input, kHighPrecision, kHighPrecisionNames);
+      check_view("args->grad_input", &args->grad_input, kHighPrecision);
       check_shape("args->grad_input", args->grad_input, x.rows, x.cols, "same rows x cols as the input");
       require(!octet_matrix_views_overlap(&args->grad_input, &x),
               "args->grad_input shares memory with args->input (an activation's outputs may not overlap its inputs)");
@@ -167,9 +159,9 @@ int32_t cuda_bias_gradient(octet_backend_context* context, const octet_bias_grad
   return guarded("bias_gradient", [&] {
     require(context != nullptr, "context is NULL");
     require(args != nullptr, "args is NULL");
-    check_struct_size(args->struct_size, sizeof(octet_bias_gradient_args), "octet_bias_gradient_args");
+    require_struct_size("args", args->struct_size, sizeof(octet_bias_gradient_args));
     const octet_matrix_view& dy = args->grad_output;
-    check_view("args->grad_output", &dy, kHighPrecision, kHighPrecisionNames);
+    check_view("args->grad_output", &dy, kHighPrecision);
     require(args->sums_out != nullptr, "args->sums_out is NULL");
     octet_quantize_args quantize{};
     if (args->quantize != nullptr) quantize = checked_fused_quantize(args->quantize, dy.rows, dy.cols);
@@ -183,8 +175,8 @@ int32_t cuda_accumulate(octet_backend_context* context, const octet_matrix_view*
                         int32_t accumulate) {
   return guarded("accumulate", [&] {
     require(context != nullptr, "context is NULL");
-    check_view("x", x, kHighPrecision, kHighPrecisionNames);
-    check_view("y", y, kHighPrecision, kHighPrecisionNames);
+    check_view("x", x, kHighPrecision);
+    check_view("y", y, kHighPrecision);
     check_same_shape(*x, *y, "x and y");
     bind(context, "accumulate");
     check_cuda(launch_accumulate(*x, *y, accumulate != 0, context->stream), "accumulate kernel launch");

@@ -1,98 +1,38 @@
 #include "checks.hpp"
 
-#include <algorithm>
-#include <cstring>
-
 namespace octet_kokkos {
 namespace {
 
 // Written by initialize() before any kernel runs, read afterwards.
-octet_host_services g_host{};
+octet::plugin::Host g_host;
+constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes;
+constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
 
 }  // namespace
 
-void remember_host_services(const octet_host_services* host) {
-  g_host = octet_host_services{};
-  if (host == nullptr) return;
-  std::memcpy(&g_host, host, std::min(host->struct_size, sizeof g_host));
-}
+const octet::plugin::Host& host() { return g_host; }
+void remember_host_services(const octet_host_services* host) { g_host.remember(host); }
 
-int32_t report(int32_t status, const std::string& message) {
-  if (g_host.report_error != nullptr) g_host.report_error(g_host.host_data, status, message.c_str());
-  return status;
-}
-
-const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32: return "fp32";
-    case OCTET_DTYPE_BF16: return "bf16";
-    case OCTET_DTYPE_FP16: return "fp16";
-    case OCTET_DTYPE_E4M3: return "e4m3";
-    case OCTET_DTYPE_E5M2: return "e5m2";
-    case OCTET_DTYPE_E8M0: return "e8m0";
-    default: return "invalid";
-  }
-}
-
-std::size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32: return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16: return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E8M0: return 1;
-    default: return 0;
-  }
-}
-
+// The checks are the plugin SDK's, reported through g_host.
 int32_t check_not_null(const char* kernel, const char* name, const void* pointer) {
-  if (pointer != nullptr) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " must not be NULL");
+  return octet::plugin::check_not_null(g_host, kernel, name, pointer);
 }
 
 int32_t check_struct_size(const char* kernel, const char* name, std::size_t given, std::size_t required) {
-  if (given >= required) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + "->struct_size (" +
-                                                   std::to_string(given) + ") must be at least " +
-                                                   std::to_string(required));
+  return octet::plugin::check_struct_size(g_host, kernel, name, given, required);
 }
 
 int32_t check_matrix(const char* kernel, const char* name, const octet_matrix_view& view, DtypeClass accepted,
                      int32_t outside_class_status) {
-  const std::string where = std::string(kernel) + ": " + name;
-  if (dtype_size(view.dtype) == 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  where + ".dtype (" + std::to_string(view.dtype) + ") is not an octet_dtype");
-  }
-  if (accepted == DtypeClass::Fp8 && !is_fp8(view.dtype)) {
-    return report(outside_class_status, where + ".dtype is " + dtype_name(view.dtype) + " but must be e4m3 or e5m2");
-  }
-  if (accepted == DtypeClass::HighPrecision && !is_high_precision(view.dtype)) {
-    return report(outside_class_status,
-                  where + ".dtype is " + dtype_name(view.dtype) + " but must be fp32, bf16 or fp16");
-  }
-  if (view.rows < 0 || view.cols < 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, where + " has negative rows (" + std::to_string(view.rows) +
-                                                     ") or cols (" + std::to_string(view.cols) + ")");
-  }
-  if (view.ld < view.cols) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, where + ".ld (" + std::to_string(view.ld) + ") must be >= " +
-                                                     name + ".cols (" + std::to_string(view.cols) + ")");
-  }
-  if (view.data == nullptr && view.rows > 0 && view.cols > 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, where + ".data must not be NULL for a non-empty matrix");
-  }
-  return OCTET_STATUS_SUCCESS;
+  const uint32_t set = accepted == DtypeClass::Fp8             ? kFp8
+                       : accepted == DtypeClass::HighPrecision ? octet::plugin::kHighPrecisionDtypes
+                                                               : kStored;
+  return octet::plugin::check_matrix(g_host, kernel, name, view, set, outside_class_status);
 }
 
 int32_t check_shape(const char* kernel, const char* name, const octet_matrix_view& view, int64_t rows,
                     int64_t cols, const std::string& rule) {
-  if (view.rows == rows && view.cols == cols) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT,
-                std::string(kernel) + ": " + name + " is " + std::to_string(view.rows) + "x" +
-                    std::to_string(view.cols) + " but must be " + std::to_string(rows) + "x" +
-                    std::to_string(cols) + " (" + rule + ")");
+  return octet::plugin::check_shape(g_host, kernel, name, view, rows, cols, rule);
 }
 
 }  // namespace octet_kokkos

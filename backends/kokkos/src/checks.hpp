@@ -1,11 +1,13 @@
-// Host-side argument checks and error reporting. Every check reports one
-// message naming the kernel, the argument and the broken rule (the same
-// rules, and the same argument names, as the reference), and returns the
-// status; OCTET_STATUS_SUCCESS when the argument is fine. Nothing here runs
-// in a Kokkos kernel.
+// Host-side argument checks and error reporting: the plugin SDK's
+// (<octet/octet_plugin.hpp>), bound to the kokkos backend's Host. Every
+// check reports one message naming the kernel, the argument and the broken
+// rule (the same rules, and the same argument names, as the reference), and
+// returns the status; OCTET_STATUS_SUCCESS when the argument is fine.
+// Nothing here runs in a Kokkos kernel.
 #pragma once
 
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +15,18 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace octet_kokkos {
 
+// The host's services (the plugin SDK's Host, <octet/octet_plugin.hpp>).
+const octet::plugin::Host& host();
 // Keeps a copy of the host's services (NULL forgets them).
 void remember_host_services(const octet_host_services* host);
-int32_t report(int32_t status, const std::string& message);
+inline int32_t report(int32_t status, const std::string& message) { return host().report(status, message); }
 
-const char* dtype_name(int32_t dtype);
-std::size_t dtype_size(int32_t dtype);  // 0 for a value that is not an octet_dtype
+using octet::plugin::dtype_name;  // the plugin SDK's
+using octet::plugin::dtype_size;
 inline bool is_fp8(int32_t d) { return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2; }
 inline bool is_high_precision(int32_t d) {
   return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;
@@ -38,15 +43,7 @@ int32_t check_shape(const char* kernel, const char* name, const octet_matrix_vie
 
 // A view allocation of `bytes` that failed: guarded() reports it as
 // OCTET_STATUS_OUT_OF_MEMORY with the size asked.
-class OutOfMemory : public std::bad_alloc {
- public:
-  explicit OutOfMemory(std::size_t bytes) : bytes_(bytes) {}
-  std::size_t bytes() const noexcept { return bytes_; }
-  const char* what() const noexcept override { return "out of memory"; }
-
- private:
-  std::size_t bytes_;
-};
+using octet::plugin::OutOfMemory;
 
 // Runs `make` (a Kokkos view's constructor, whose only failure is its
 // allocation) and turns a failure into OutOfMemory(bytes): Kokkos reports a
@@ -65,34 +62,7 @@ auto allocate_view(std::size_t bytes, Make&& make) -> decltype(make()) {
 // Runs an entry point's body so that no exception crosses the C ABI.
 template <typename Body>
 int32_t guarded(const char* entry, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const OutOfMemory& e) {
-    try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY,
-                    std::string(entry) + ": out of memory (" + std::to_string(e.bytes()) + " bytes asked)");
-    } catch (...) {
-      return OCTET_STATUS_OUT_OF_MEMORY;
-    }
-  } catch (const std::bad_alloc&) {
-    try {
-      return report(OCTET_STATUS_OUT_OF_MEMORY, std::string(entry) + ": out of memory");
-    } catch (...) {
-      return OCTET_STATUS_OUT_OF_MEMORY;
-    }
-  } catch (const std::exception& e) {
-    try {
-      return report(OCTET_STATUS_BACKEND_ERROR, std::string(entry) + ": " + e.what());
-    } catch (...) {
-      return OCTET_STATUS_BACKEND_ERROR;
-    }
-  } catch (...) {
-    try {
-      return report(OCTET_STATUS_BACKEND_ERROR, std::string(entry) + ": unknown failure");
-    } catch (...) {
-      return OCTET_STATUS_BACKEND_ERROR;
-    }
-  }
+  return octet::plugin::guard(host(), entry, std::forward<Body>(body));
 }
 
 }  // namespace octet_kokkos

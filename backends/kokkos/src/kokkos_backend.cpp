@@ -14,7 +14,6 @@
 #include <octet/octet_backend.h>
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -81,12 +80,8 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
         g_started_kokkos = true;
       }
     }
-    const octet_backend_caps filled = kokkos_caps();
-    const std::size_t host_size = caps->struct_size == 0 ? sizeof filled : caps->struct_size;
-    const std::size_t size = std::min(host_size, sizeof filled);
-    std::memcpy(caps, &filled, size);
-    caps->struct_size = size;
-    return OCTET_STATUS_SUCCESS;
+    // Written no further than the host's struct_size (the SDK's table).
+    return octet::plugin::Capabilities(kokkos_caps()).answer(octet_kokkos::host(), caps);
   });
 }
 

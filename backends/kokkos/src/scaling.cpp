@@ -12,13 +12,6 @@
 namespace octet_kokkos {
 namespace {
 
-int32_t check_args_size(const char* kernel, std::size_t given, std::size_t required, const char* type) {
-  if (given >= required) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->struct_size (" + std::to_string(given) +
-                                                   ") must be at least sizeof(" + type +
-                                                   ") = " + std::to_string(required) + " (plugin ABI 1.3)");
-}
-
 int32_t check_fp8_max(const char* kernel, float fp8_max) {
   if (std::isfinite(fp8_max) && fp8_max > 0.0f) return OCTET_STATUS_SUCCESS;
   return report(OCTET_STATUS_INVALID_ARGUMENT,
@@ -36,8 +29,9 @@ int32_t check_flag(const char* kernel, const char* name, int32_t value) {
 int32_t scale_from_amax_kernel(const octet_scale_from_amax_args* args) {
   const char* kernel = "scale_from_amax";
   if (int32_t s = check_not_null(kernel, "args", args)) return s;
-  if (int32_t s = check_args_size(kernel, args->struct_size, sizeof(octet_scale_from_amax_args),
-                                  "octet_scale_from_amax_args"))
+  if (int32_t s = octet::plugin::check_struct_size(host(), kernel, "args", args->struct_size,
+                                                   sizeof(octet_scale_from_amax_args),
+                                                   "sizeof(octet_scale_from_amax_args), plugin ABI 1.3"))
     return s;
   if (int32_t s = check_not_null(kernel, "args->amax", args->amax)) return s;
   if (int32_t s = check_not_null(kernel, "args->scale_out", args->scale_out)) return s;
@@ -72,8 +66,9 @@ int32_t scale_from_amax_kernel(const octet_scale_from_amax_args* args) {
 int32_t delayed_scaling_update_kernel(const octet_delayed_scaling_update_args* args) {
   const char* kernel = "delayed_scaling_update";
   if (int32_t s = check_not_null(kernel, "args", args)) return s;
-  if (int32_t s = check_args_size(kernel, args->struct_size, sizeof(octet_delayed_scaling_update_args),
-                                  "octet_delayed_scaling_update_args"))
+  if (int32_t s = octet::plugin::check_struct_size(host(), kernel, "args", args->struct_size,
+                                                   sizeof(octet_delayed_scaling_update_args),
+                                                   "sizeof(octet_delayed_scaling_update_args), plugin ABI 1.3"))
     return s;
   if (int32_t s = check_not_null(kernel, "args->state", args->state)) return s;
   if (args->history_len < 1)
