@@ -23,8 +23,7 @@ size_t element_bytes(int32_t dtype) {
   }
 }
 
-std::string check_init(const void* id, int rank, int size, int device, const void* communicator,
-                       size_t struct_size) {
+std::string check_init(const void* id, int rank, int size, int device, const void* communicator, size_t struct_size) {
   if (communicator == nullptr) return "octet_nccl: argument 'communicator' is NULL";
   const size_t needed = offsetof(octet_communicator, wait) + sizeof(static_cast<octet_communicator*>(nullptr)->wait);
   if (struct_size < needed)
@@ -43,8 +42,8 @@ std::string check_init(const void* id, int rank, int size, int device, const voi
 std::string check_reduction(const char* entry, int32_t dtype, int32_t op) {
   const bool dtype_ok = dtype == OCTET_DTYPE_FP32 || dtype == OCTET_DTYPE_BF16 || dtype == OCTET_DTYPE_FP16;
   if (dtype_ok && (op == OCTET_REDUCE_SUM || op == OCTET_REDUCE_MAX)) return "";
-  return std::string("octet_nccl: ") + entry + ": dtype " + octet_dtype_name(dtype) + " with op " +
-         std::to_string(op) + " has no reduction (FP32, BF16, FP16 with SUM or MAX)";
+  return std::string("octet_nccl: ") + entry + ": dtype " + octet_dtype_name(dtype) + " with op " + std::to_string(op) +
+         " has no reduction (FP32, BF16, FP16 with SUM or MAX)";
 }
 
 std::string check_count(const char* entry, size_t count, size_t bytes, int ranks) {

@@ -32,9 +32,8 @@ static_assert(sizeof(octet_nccl_unique_id) == sizeof(ncclUniqueId), "octet_nccl_
 constexpr double kDefaultTimeoutSeconds = 300.0;
 
 octet_status cuda_failed(const char* entry, const char* call, cudaError_t error) {
-  return failed(OCTET_STATUS_BACKEND_ERROR, std::string("octet_nccl: ") + entry + ": " + call +
-                                                " failed: " + cudaGetErrorName(error) + ": " +
-                                                cudaGetErrorString(error));
+  return failed(OCTET_STATUS_BACKEND_ERROR, std::string("octet_nccl: ") + entry + ": " + call + " failed: " +
+                                                cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
 }
 
 octet_status nccl_failed(ncclComm_t comm, const char* entry, const char* call, ncclResult_t result) {
@@ -86,8 +85,7 @@ class Clock {
  public:
   explicit Clock(double timeout) : timeout_(timeout), start_(std::chrono::steady_clock::now()) {}
   bool expired() const {
-    return timeout_ > 0 &&
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= timeout_;
+    return timeout_ > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= timeout_;
   }
   // Short sleeps growing to 1 ms, so a waiting process leaves the core to others.
   void pause() {
@@ -293,8 +291,8 @@ extern "C" octet_status nccl_allreduce(const void* send, void* recv, size_t coun
   return record(*s, entry, "ncclAllReduce", bytes, request);
 }
 
-extern "C" octet_status nccl_allgather(const void* send, void* recv, size_t send_count, int32_t dtype,
-                                       void** request, void* user_data) {
+extern "C" octet_status nccl_allgather(const void* send, void* recv, size_t send_count, int32_t dtype, void** request,
+                                       void* user_data) {
   const char* entry = "allgather";
   NcclState* s = state_of(user_data, entry);
   if (s == nullptr) return user_data == nullptr ? OCTET_STATUS_INVALID_ARGUMENT : OCTET_STATUS_BACKEND_ERROR;
@@ -313,8 +311,8 @@ extern "C" octet_status nccl_allgather(const void* send, void* recv, size_t send
   return record(*s, entry, "ncclAllGather", bytes, request);
 }
 
-extern "C" octet_status nccl_reduce_scatter(const void* send, void* recv, size_t recv_count, int32_t dtype,
-                                            int32_t op, void** request, void* user_data) {
+extern "C" octet_status nccl_reduce_scatter(const void* send, void* recv, size_t recv_count, int32_t dtype, int32_t op,
+                                            void** request, void* user_data) {
   const char* entry = "reduce_scatter";
   NcclState* s = state_of(user_data, entry);
   if (s == nullptr) return user_data == nullptr ? OCTET_STATUS_INVALID_ARGUMENT : OCTET_STATUS_BACKEND_ERROR;
@@ -327,8 +325,7 @@ extern "C" octet_status nccl_reduce_scatter(const void* send, void* recv, size_t
   if (octet_status st = check_pointer(entry, "send", send, recv_count, s->device)) return st;
   if (octet_status st = check_pointer(entry, "recv", recv, recv_count, s->device)) return st;
   const size_t bytes = recv_count * size_t(s->size) * element_bytes(dtype);
-  const ncclResult_t r =
-      ncclReduceScatter(send, recv, recv_count, nccl_type(dtype), nccl_op(op), s->comm, s->stream);
+  const ncclResult_t r = ncclReduceScatter(send, recv, recv_count, nccl_type(dtype), nccl_op(op), s->comm, s->stream);
   if (octet_status st = settle(*s, entry, "ncclReduceScatter", r, bytes)) return st;
   return record(*s, entry, "ncclReduceScatter", bytes, request);
 }

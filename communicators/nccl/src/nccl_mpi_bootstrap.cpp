@@ -45,9 +45,8 @@ extern "C" OCTET_NCCL_API octet_status octet_nccl_communicator_init_mpi_sized(MP
     return failed(OCTET_STATUS_BACKEND_ERROR, std::string("octet_nccl: init_mpi: MPI_Bcast failed: ") + text);
   }
   if (message[sizeof(octet_nccl_unique_id)] != 1)
-    return failed(OCTET_STATUS_BACKEND_ERROR,
-                  "octet_nccl: init_mpi: rank 0 could not make the NCCL unique id" +
-                      (made_error.empty() ? std::string() : ": " + made_error));
+    return failed(OCTET_STATUS_BACKEND_ERROR, "octet_nccl: init_mpi: rank 0 could not make the NCCL unique id" +
+                                                  (made_error.empty() ? std::string() : ": " + made_error));
   octet_nccl_unique_id id;
   std::memcpy(id.internal, message, sizeof id.internal);
   return octet_nccl_communicator_init_sized(&id, rank, size, device, communicator, struct_size);
