@@ -1,6 +1,6 @@
 /* Octet's NCCL communicator: an octet_communicator (octet.h, users' ABI 1.7)
  * whose collectives are NCCL collectives on a CUDA stream of its own, on
- * device memory (docs/distributed.md, "NCCL").
+ * device memory (docs/distributed.md, "NCCL: liboctet_nccl").
  *
  * Library liboctet_nccl, built when CUDA and NCCL are found
  * (-DOCTET_WITH_NCCL=AUTO, the default, or ON); CMake:
