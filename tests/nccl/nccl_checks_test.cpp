@@ -83,7 +83,8 @@ TEST(NcclChecks, ForeignOrNullCommunicators) {
 
 TEST(NcclChecks, Reductions) {
   for (int32_t dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16})
-    for (int32_t op : {OCTET_REDUCE_SUM, OCTET_REDUCE_MAX}) EXPECT_EQ(octet_nccl::check_reduction("allreduce", dtype, op), "");
+    for (int32_t op : {OCTET_REDUCE_SUM, OCTET_REDUCE_MAX})
+      EXPECT_EQ(octet_nccl::check_reduction("allreduce", dtype, op), "");
   const std::string fp8 = octet_nccl::check_reduction("allreduce", OCTET_DTYPE_E4M3, OCTET_REDUCE_SUM);
   EXPECT_TRUE(contains(fp8, "allreduce: dtype e4m3 with op 0 has no reduction")) << fp8;
   EXPECT_TRUE(contains(octet_nccl::check_reduction("reduce_scatter", OCTET_DTYPE_FP32, 7), "reduce_scatter"));

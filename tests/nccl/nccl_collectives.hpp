@@ -98,8 +98,7 @@ inline void run_collectives(const octet_communicator& c, int rank, int size, std
         for (size_t i = 0; i < n; ++i)
           if (decode(got, i, dtype) != reduced(size, i, op))
             fail("allreduce " + what + (in_place ? " in place" : "") + " [" + std::to_string(i) +
-                 "] = " + std::to_string(decode(got, i, dtype)) + ", expected " +
-                 std::to_string(reduced(size, i, op)));
+                 "] = " + std::to_string(decode(got, i, dtype)) + ", expected " + std::to_string(reduced(size, i, op)));
       }
       // reduce_scatter: rank r gets elements [r * n, (r+1) * n) of the reduction.
       {
@@ -116,8 +115,8 @@ inline void run_collectives(const octet_communicator& c, int rank, int size, std
           for (size_t i = 0; i < n; ++i) {
             const float want = reduced(size, size_t(rank) * n + i, op);
             if (decode(got, i, dtype) != want)
-              fail("reduce_scatter " + what + " [" + std::to_string(i) + "] = " +
-                   std::to_string(decode(got, i, dtype)) + ", expected " + std::to_string(want));
+              fail("reduce_scatter " + what + " [" + std::to_string(i) +
+                   "] = " + std::to_string(decode(got, i, dtype)) + ", expected " + std::to_string(want));
           }
         }
       }
@@ -137,8 +136,8 @@ inline void run_collectives(const octet_communicator& c, int rank, int size, std
       for (int p = 0; p < size; ++p)
         for (size_t i = 0; i < n; ++i)
           if (got[size_t(p) * n + i] != uint8_t(p * 31 + int(i)))
-            fail("allgather [" + std::to_string(p) + "][" + std::to_string(i) + "] = " +
-                 std::to_string(got[size_t(p) * n + i]));
+            fail("allgather [" + std::to_string(p) + "][" + std::to_string(i) +
+                 "] = " + std::to_string(got[size_t(p) * n + i]));
     }
   }
 }

@@ -61,8 +61,7 @@ TEST_F(NcclGpu, EntriesRejectHostMemoryAndBadArguments) {
             OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(octet_nccl_last_error_message()).find("allgather: argument 'recv' is host memory"),
             std::string::npos);
-  EXPECT_EQ(comm_.reduce_scatter(device.p, device.p, 4, OCTET_DTYPE_E4M3, OCTET_REDUCE_SUM, &request,
-                                 comm_.user_data),
+  EXPECT_EQ(comm_.reduce_scatter(device.p, device.p, 4, OCTET_DTYPE_E4M3, OCTET_REDUCE_SUM, &request, comm_.user_data),
             OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(comm_.allreduce(device.p, device.p, 4, OCTET_DTYPE_FP32, 9, &request, comm_.user_data),
             OCTET_STATUS_INVALID_ARGUMENT);
