@@ -261,15 +261,20 @@ extern "C" octet_status nccl_allreduce_max(float* values, size_t count, void* us
   if (e != cudaSuccess) return cuda_failed(entry, "cudaMemcpyAsync", e);
   const ncclResult_t r = ncclAllReduce(s->amax_buffer, s->amax_buffer, count, ncclFloat32, ncclMax, s->comm, s->stream);
   if (octet_status st = settle(*s, entry, "ncclAllReduce", r, bytes)) return st;
-  e = cudaMemcpyAsync(values, s->amax_buffer, bytes, cudaMemcpyDeviceToHost, s->stream);
-  if (e != cudaSuccess) return cuda_failed(entry, "cudaMemcpyAsync", e);
+  // Wait for the collective (with the timeout) before copying back: a copy
+  // to pageable host memory would block until the stream reaches it.
   void* request = nullptr;
   if (octet_status st = record(*s, entry, "ncclAllReduce", bytes, &request)) return st;
   auto* p = static_cast<Pending*>(request);
   const octet_status st = complete(*s, *p);
   cudaEventDestroy(p->event);
   delete p;
-  return st;
+  if (st != OCTET_STATUS_SUCCESS) return st;
+  // The stream is idle now: the copy on it waits for nothing else.
+  e = cudaMemcpyAsync(values, s->amax_buffer, bytes, cudaMemcpyDeviceToHost, s->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+  if (e != cudaSuccess) return cuda_failed(entry, "cudaMemcpyAsync", e);
+  return OCTET_STATUS_SUCCESS;
 }
 
 extern "C" octet_status nccl_allreduce(const void* send, void* recv, size_t count, int32_t dtype, int32_t op,
