@@ -89,6 +89,28 @@ if(TARGET octet_mpi)
     COMPONENT development)
 endif()
 
+# --- The NCCL communicator (component `nccl`) ----------------------------------
+# Its own export set, as mpi's: CUDA and NCCL stay private to the shared
+# library (octet_nccl.h includes neither); with the MPI bootstrap in it,
+# octet_nccl_mpi.h includes mpi.h, so the package finds MPI for it.
+if(TARGET octet_nccl)
+  install(TARGETS octet_nccl EXPORT OctetNcclTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+            COMPONENT runtime
+            NAMELINK_COMPONENT development
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  set(octet_nccl_headers ${PROJECT_SOURCE_DIR}/communicators/nccl/include/octet/octet_nccl.h)
+  if(OCTET_NCCL_WITH_MPI)
+    list(APPEND octet_nccl_headers ${PROJECT_SOURCE_DIR}/communicators/nccl/include/octet/octet_nccl_mpi.h)
+  endif()
+  install(FILES ${octet_nccl_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/octet COMPONENT development)
+  install(EXPORT OctetNcclTargets
+    NAMESPACE Octet::
+    FILE OctetNcclTargets.cmake
+    DESTINATION ${OCTET_INSTALL_CMAKEDIR}
+    COMPONENT development)
+endif()
+
 # --- pkg-config ----------------------------------------------------------------
 # Relocatable: the prefix is found from the .pc file's own place, so a tree
 # installed with `cmake --install --prefix` anywhere stays usable.
