@@ -268,8 +268,9 @@ void check_table(Section& s, const std::string& path) {
         "dtypes " + hex(caps.dtypes));
   s.add("dtypes include fp32", (caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_FP32)) ? Outcome::Pass : Outcome::Fail,
         "dtypes " + hex(caps.dtypes));
-  // Plugin ABI 1.4 added PER_ROW and PER_COLUMN (1 << 4, 1 << 5).
-  const uint32_t known_modes = minor >= 4 ? 0x3Fu : 0xFu;
+  // Plugin ABI 1.4 added PER_ROW and PER_COLUMN (1 << 4, 1 << 5) and the
+  // FP4 modes MXFP4_1X32, NVFP4_1X16, NVFP4_16X16 (1 << 6 .. 1 << 8).
+  const uint32_t known_modes = minor >= 4 ? 0x1FFu : 0xFu;
   s.add("scaling_modes are known modes", (caps.scaling_modes & ~known_modes) == 0 ? Outcome::Pass : Outcome::Fail,
         "scaling_modes " + hex(caps.scaling_modes));
   s.add("fp8_gemm_layouts are known layouts",
@@ -288,6 +289,10 @@ void check_table(Section& s, const std::string& path) {
   if (caps.scaling_modes & block_modes)
     s.add("declared block scaling modes have block_quantize and block_dequantize",
           t.block_quantize && t.block_dequantize ? Outcome::Pass : Outcome::Fail);
+  const uint32_t fp4_modes = OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16;
+  if (caps.scaling_modes & fp4_modes)
+    s.add("declared FP4 scaling modes have fp4_quantize, fp4_dequantize and fp4_gemm",
+          t.fp4_quantize && t.fp4_dequantize && t.fp4_gemm ? Outcome::Pass : Outcome::Fail);
   if (caps.fp8_gemm_layouts != 0 || caps.fp8_gemm_output)
     s.add("declared FP8 GEMM layouts or output have gemm", t.gemm ? Outcome::Pass : Outcome::Fail);
   if (caps.fused_cast_transpose)
