@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -25,6 +27,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+// Runs base() then ours() in every iteration (the iteration's time is
+// ours'), and returns the total seconds of each: a ratio of the two is
+// measured in the same iterations.
+template <typename Base, typename Ours>
+std::pair<double, double> time_against(benchmark::State& state, Base&& base, Ours&& ours) {
+  double t_b = 0, t_o = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    base();
+    auto b = Clock::now();
+    ours();
+    auto c = Clock::now();
+    t_b += seconds(a, b);
+    t_o += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  return {t_b, t_o};
 }
 
 octet_context* context(const char* backend, int32_t profile) {
@@ -123,20 +144,22 @@ octet_tensor* scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int3
 }
 
 struct Fp8Gemm {
-  // mode: OCTET_SCALING_PER_TENSOR (scale 100) or OCTET_SCALING_PER_ROW
-  // (each row's scale from its amax).
-  Fp8Gemm(const char* backend, int64_t m, int64_t n, int64_t k, int32_t mode = OCTET_SCALING_PER_TENSOR)
+  // mode (of A, and of B unless mode_b is given): OCTET_SCALING_PER_TENSOR
+  // (scale 100), or a per-row or block mode (each row's or block's scale
+  // from its amax).
+  Fp8Gemm(const char* backend, int64_t m, int64_t n, int64_t k, int32_t mode = OCTET_SCALING_PER_TENSOR,
+          int32_t mode_b = 0)
       : m(m), n(n), k(k) {
     ctx = context(backend, OCTET_PROFILE_NATIVE);
     a = scaled_tensor(ctx, m, k, mode);
-    b = scaled_tensor(ctx, n, k, mode);
+    b = scaled_tensor(ctx, n, k, mode_b != 0 ? mode_b : mode);
     d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
-    for (auto [t, rows] : {std::pair{a, m}, std::pair{b, n}}) {
+    for (auto [t, rows, t_mode] : {std::tuple{a, m, mode}, std::tuple{b, n, mode_b != 0 ? mode_b : mode}}) {
       octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
       const std::vector<float> x = random_floats(std::size_t(rows * k), 1.0f);
       octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
       const float scale = 100.0f;  // scale_inv = 0.01 applied by the GEMM
-      if (mode == OCTET_SCALING_PER_TENSOR) octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
+      if (t_mode == OCTET_SCALING_PER_TENSOR) octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
       if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
       octet_tensor_destroy(hp);
     }
@@ -175,17 +198,8 @@ void BM_Fp8GemmVsSgemm(benchmark::State& state) {
   Sgemm base(m, n, k);
   ours.run();
   base.run();  // warm up (workspace, oneDNN kernels)
-  double t_o = 0, t_b = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    base.run();
-    auto b = Clock::now();
-    ours.run();
-    auto c = Clock::now();
-    t_b += seconds(a, b);
-    t_o += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
+  const auto [t_b, t_o] = time_against(
+      state, [&] { base.run(); }, [&] { ours.run(); });
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
   state.counters["GFLOP/s"] = flops / t_o / 1e9;
   state.counters["sgemm_GFLOP/s"] = flops / t_b / 1e9;
@@ -239,17 +253,8 @@ void BM_Fp8GemmVsReference(benchmark::State& state) {
   const int64_t s = state.range(0);
   Fp8Gemm ours("cpu", s, s, s), ref("reference", s, s, s);
   ours.run();
-  double t_o = 0, t_r = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    ref.run();
-    auto b = Clock::now();
-    ours.run();
-    auto c = Clock::now();
-    t_r += seconds(a, b);
-    t_o += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
+  const auto [t_r, t_o] = time_against(
+      state, [&] { ref.run(); }, [&] { ours.run(); });
   const double flops = 2.0 * double(s) * double(s) * double(s) * double(state.iterations());
   state.counters["GFLOP/s"] = flops / t_o / 1e9;
   state.counters["reference_GFLOP/s"] = flops / t_r / 1e9;
@@ -321,17 +326,8 @@ void BM_PerRowFp8GemmVsPerTensor(benchmark::State& state) {
   Fp8Gemm base("cpu", m, n, k, OCTET_SCALING_PER_TENSOR);
   ours.run();
   base.run();
-  double t_o = 0, t_b = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    base.run();
-    auto b = Clock::now();
-    ours.run();
-    auto c = Clock::now();
-    t_b += seconds(a, b);
-    t_o += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
+  const auto [t_b, t_o] = time_against(
+      state, [&] { base.run(); }, [&] { ours.run(); });
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
   state.counters["GFLOP/s"] = flops / t_o / 1e9;
   state.counters["per_tensor_GFLOP/s"] = flops / t_b / 1e9;
@@ -393,52 +389,15 @@ void BM_BlockGemmVsPerTensor(benchmark::State& state) {
   const int64_t m = 2048, n = 2048, k = 2048;
   const int32_t mode_a = static_cast<int32_t>(state.range(0));
   const int32_t mode_b = mode_a == OCTET_SCALING_BLOCK_1X128 ? OCTET_SCALING_BLOCK_128X128 : mode_a;
-  octet_context* ctx = context("cpu", OCTET_PROFILE_NATIVE);
-  octet_tensor* q[2] = {nullptr, nullptr};
-  const int64_t rows[2] = {m, n};
-  const int32_t modes[2] = {mode_a, mode_b};
-  for (int i = 0; i < 2; ++i) {
-    octet_tensor_desc d{};
-    d.struct_size = sizeof d;
-    d.dtype = OCTET_DTYPE_E4M3;
-    d.ndim = 2;
-    d.shape[0] = rows[i];
-    d.shape[1] = k;
-    d.usages = OCTET_USAGE_ROWWISE;
-    d.scaling_mode = modes[i];
-    if (octet_tensor_create(ctx, &d, &q[i]) != OCTET_STATUS_SUCCESS) std::abort();
-    octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows[i], k, 0);
-    const std::vector<float> x = random_floats(std::size_t(rows[i] * k), 1.0f);
-    octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
-    if (octet_quantize(ctx, hp, q[i], nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-    octet_tensor_destroy(hp);
-  }
-  octet_tensor* out = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
-  auto block = [&] {
-    if (octet_gemm(ctx, q[0], q[1], out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-  };
-  Fp8Gemm per_tensor("cpu", m, n, k);
-  block();
+  Fp8Gemm block("cpu", m, n, k, mode_a, mode_b), per_tensor("cpu", m, n, k);
+  block.run();
   per_tensor.run();  // warm up
-  double t_blk = 0, t_pt = 0;
-  for (auto _ : state) {
-    auto a = Clock::now();
-    per_tensor.run();
-    auto b = Clock::now();
-    block();
-    auto c = Clock::now();
-    t_pt += seconds(a, b);
-    t_blk += seconds(b, c);
-    state.SetIterationTime(seconds(b, c));
-  }
+  const auto [t_pt, t_blk] = time_against(
+      state, [&] { per_tensor.run(); }, [&] { block.run(); });
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
   state.counters["GFLOP/s"] = flops / t_blk / 1e9;
   state.counters["per_tensor_GFLOP/s"] = flops / t_pt / 1e9;
   state.counters["ratio_vs_per_tensor"] = t_pt / t_blk;
-  octet_tensor_destroy(out);
-  octet_tensor_destroy(q[0]);
-  octet_tensor_destroy(q[1]);
-  octet_context_destroy(ctx);
 }
 BENCHMARK(BM_BlockGemmVsPerTensor)
     ->Arg(OCTET_SCALING_MXFP8_1X32)
