@@ -217,7 +217,10 @@ TEST(Autocast, ReduceAmaxOffSkipsTheCommunicator) {
   Quantizer x = make_quantizer(recipe.get(), OCTET_ROLE_INPUT);
   FakeWorld world;
   world.other_rank = {1000.0f};
-  octet_communicator comm{sizeof(octet_communicator), allreduce_max, &world};
+  octet_communicator comm{};  // the 1.0 fields; the later ones stay 0
+  comm.struct_size = sizeof comm;
+  comm.allreduce_max = allreduce_max;
+  comm.user_data = &world;
   ASSERT_EQ(octet_context_set_communicator(ctx.get(), &comm), OCTET_STATUS_SUCCESS);
   ASSERT_EQ(octet_autocast_begin(ctx.get(), recipe.get()), OCTET_STATUS_SUCCESS);
   quantize_once(ctx.get(), x.get(), 7.0f, OCTET_DTYPE_E4M3);
@@ -244,7 +247,10 @@ TEST(Autocast, AFailingCallbackAtTheOutermostEndChangesNoQuantizer) {
   Quantizer second = make_quantizer(bad.get(), OCTET_ROLE_WEIGHT);
   FakeWorld world;
   world.other_rank = {50.0f, 60.0f};
-  octet_communicator comm{sizeof(octet_communicator), allreduce_max, &world};
+  octet_communicator comm{};  // the 1.0 fields; the later ones stay 0
+  comm.struct_size = sizeof comm;
+  comm.allreduce_max = allreduce_max;
+  comm.user_data = &world;
   ASSERT_EQ(octet_context_set_communicator(ctx.get(), &comm), OCTET_STATUS_SUCCESS);
 
   ASSERT_EQ(octet_autocast_begin(ctx.get(), good.get()), OCTET_STATUS_SUCCESS);
