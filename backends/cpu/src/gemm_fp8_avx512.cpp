@@ -296,14 +296,17 @@ void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t 
   }
 }
 
-void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
-             int64_t ldc) {
+// Runs body(buf, extra, m0, m1, n0, n1) on every OpenMP thread for its
+// share of the m x n output: N in kNR-column panels when there are enough
+// of them (each thread then widens only its own columns of B), else M in
+// kMR-row panels. Each thread has its own BlockedBuffers and extra_bytes
+// of scratch at `extra`.
+template <typename Body>
+void share_output(int64_t m, int64_t n, std::size_t extra_bytes, Body&& body) {
   const int threads = omp_get_max_threads();
-  const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes);
+  const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes) + extra_bytes;
   Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
   const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
-  // Share N when there are enough column panels (each thread then widens
-  // only its own columns of B); else share M.
   const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
 #pragma omp parallel num_threads(threads)
   {
@@ -314,16 +317,23 @@ void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int
     buf.b = reinterpret_cast<uint32_t*>(base + kAPairs * 4);
     buf.rows = reinterpret_cast<uint16_t*>(base + kAPairs * 4 + kBPairs * 4);
     buf.tile = reinterpret_cast<float*>(base + kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 + 64);
+    unsigned char* extra = base + kPerThreadBytes;
     const int64_t units = split_n ? n_panels : m_panels;
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
     if (u1 > u0) {
       if (split_n) {
-        blocked_range(a, b, k, 0, m, u0 * kNR, min64(n, u1 * kNR), c, ldc, buf);
+        body(buf, extra, int64_t{0}, m, u0 * kNR, min64(n, u1 * kNR));
       } else {
-        blocked_range(a, b, k, u0 * kMR, min64(m, u1 * kMR), 0, n, c, ldc, buf);
+        body(buf, extra, u0 * kMR, min64(m, u1 * kMR), int64_t{0}, n);
       }
     }
   }
+}
+
+void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+  share_output(m, n, 0, [&](const BlockedBuffers& buf, unsigned char*, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    blocked_range(a, b, k, m0, m1, n0, n1, c, ldc, buf);
+  });
 }
 
 // ---------------------------------------------------------------- block scaled
@@ -418,34 +428,14 @@ void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk
 
 void block_scaled(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
                   const BlockScaleTable& sa, const BlockScaleTable& sb, float* c, int64_t ldc) {
-  const int threads = omp_get_max_threads();
-  const std::size_t panels = static_cast<std::size_t>(kMaxBlocksPerPanel * (kMC + kNC)) * 4 + 64;
-  const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes) + panels;
-  Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
   for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * 4);
-  const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
-  const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    unsigned char* base = memory.get() + per_thread * static_cast<std::size_t>(t);
-    BlockedBuffers buf;
-    buf.a = reinterpret_cast<uint32_t*>(base);
-    buf.b = reinterpret_cast<uint32_t*>(base + kAPairs * 4);
-    buf.rows = reinterpret_cast<uint16_t*>(base + kAPairs * 4 + kBPairs * 4);
-    buf.tile = reinterpret_cast<float*>(base + kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 + 64);
-    float* sa_panel = reinterpret_cast<float*>(base + kPerThreadBytes);
-    float* sb_panel = sa_panel + kMaxBlocksPerPanel * kMC;
-    const int64_t units = split_n ? n_panels : m_panels;
-    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-    if (u1 > u0) {
-      if (split_n) {
-        block_range(a, b, k, bk, sa, sb, 0, m, u0 * kNR, min64(n, u1 * kNR), c, ldc, buf, sa_panel, sb_panel);
-      } else {
-        block_range(a, b, k, bk, sa, sb, u0 * kMR, min64(m, u1 * kMR), 0, n, c, ldc, buf, sa_panel, sb_panel);
-      }
-    }
-  }
+  const std::size_t panels = static_cast<std::size_t>(kMaxBlocksPerPanel * (kMC + kNC)) * 4;
+  share_output(m, n, panels,
+               [&](const BlockedBuffers& buf, unsigned char* extra, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                 float* sa_panel = reinterpret_cast<float*>(extra);
+                 float* sb_panel = sa_panel + kMaxBlocksPerPanel * kMC;
+                 block_range(a, b, k, bk, sa, sb, m0, m1, n0, n1, c, ldc, buf, sa_panel, sb_panel);
+               });
 }
 
 // ---------------------------------------------------------------- decode
