@@ -93,13 +93,13 @@ static char device_name[256];
 
 /* For each OpenCL context a queue was seen on (the default one, set up by
  * initialize, and those of callers' streams): the kernels' program and a
- * small placeholder buffer, bound where a kernel argument is absent (a
+ * small buffer bound where a kernel argument is absent (a
  * buffer argument must belong to the queue's OpenCL context). */
 #define MAX_PROGRAMS 16
 static struct {
   cl_context context;
   cl_program program;
-  cl_mem placeholder;
+  cl_mem absent_arg;
 } programs[MAX_PROGRAMS];
 static size_t program_count;
 static pthread_mutex_t program_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -112,12 +112,12 @@ static void build_options(char* out, size_t size) {
 }
 
 /* Builds (once per OpenCL context) and returns the program and the
- * placeholder of `context`, or reports. */
-static int32_t program_for(cl_context context, const char* op, cl_program* out, cl_mem* placeholder_out) {
+ * buffer for absent arguments of `context`, or reports. */
+static int32_t program_for(cl_context context, const char* op, cl_program* out, cl_mem* absent_arg_out) {
   size_t i;
   cl_int error;
   cl_program program;
-  cl_mem placeholder;
+  cl_mem absent_arg;
   const char* source = opencl_kernels_source;
   char options[256];
   int32_t status = OCTET_STATUS_SUCCESS;
@@ -125,7 +125,7 @@ static int32_t program_for(cl_context context, const char* op, cl_program* out, 
   for (i = 0; i < program_count; ++i) {
     if (programs[i].context == context) {
       *out = programs[i].program;
-      *placeholder_out = programs[i].placeholder;
+      *absent_arg_out = programs[i].absent_arg;
       pthread_mutex_unlock(&program_lock);
       return OCTET_STATUS_SUCCESS;
     }
@@ -135,14 +135,14 @@ static int32_t program_for(cl_context context, const char* op, cl_program* out, 
     return opencl_report(OCTET_STATUS_UNSUPPORTED, "opencl %s: stream: queues of more than %d OpenCL contexts", op,
                          MAX_PROGRAMS);
   }
-  placeholder = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &error);
+  absent_arg = clCreateBuffer(context, CL_MEM_READ_WRITE, 64, NULL, &error);
   if (error != CL_SUCCESS) {
     pthread_mutex_unlock(&program_lock);
     return opencl_fail(op, "clCreateBuffer", error);
   }
   program = clCreateProgramWithSource(context, 1, &source, NULL, &error);
   if (error != CL_SUCCESS) {
-    clReleaseMemObject(placeholder);
+    clReleaseMemObject(absent_arg);
     pthread_mutex_unlock(&program_lock);
     return opencl_fail(op, "clCreateProgramWithSource", error);
   }
@@ -154,15 +154,15 @@ static int32_t program_for(cl_context context, const char* op, cl_program* out, 
     status = opencl_report(OCTET_STATUS_BACKEND_ERROR, "opencl %s: building the kernels failed with %s: %s", op,
                            opencl_error_name(error), log);
     clReleaseProgram(program);
-    clReleaseMemObject(placeholder);
+    clReleaseMemObject(absent_arg);
   } else {
     clRetainContext(context);
     programs[program_count].context = context;
     programs[program_count].program = program;
-    programs[program_count].placeholder = placeholder;
+    programs[program_count].absent_arg = absent_arg;
     ++program_count;
     *out = program;
-    *placeholder_out = placeholder;
+    *absent_arg_out = absent_arg;
   }
   pthread_mutex_unlock(&program_lock);
   return status;
@@ -194,7 +194,7 @@ static void release_globals(void) {
   size_t i;
   for (i = 0; i < program_count; ++i) {
     clReleaseProgram(programs[i].program);
-    clReleaseMemObject(programs[i].placeholder);
+    clReleaseMemObject(programs[i].absent_arg);
     clReleaseContext(programs[i].context);
   }
   program_count = 0;
@@ -207,7 +207,7 @@ static int32_t opencl_initialize(const octet_host_services* host, octet_backend_
   cl_int error;
   cl_device_fp_config fp = 0;
   cl_program program;
-  cl_mem placeholder;
+  cl_mem absent_arg;
   int32_t status;
   if (host == NULL || caps == NULL) return OCTET_STATUS_INVALID_ARGUMENT;
   known = host->struct_size < sizeof host_services ? host->struct_size : sizeof host_services;
@@ -231,7 +231,7 @@ static int32_t opencl_initialize(const octet_host_services* host, octet_backend_
     return opencl_report(OCTET_STATUS_UNAVAILABLE, "opencl initialize: clCreateContext failed with %s",
                          opencl_error_name(error));
   }
-  if ((status = program_for(default_context, "initialize", &program, &placeholder)) != OCTET_STATUS_SUCCESS) {
+  if ((status = program_for(default_context, "initialize", &program, &absent_arg)) != OCTET_STATUS_SUCCESS) {
     release_globals();
     return status;
   }
@@ -317,7 +317,7 @@ static int32_t opencl_context_create(void* stream, octet_backend_context** out) 
       return opencl_fail("context_create", "clCreateCommandQueue", error);
     }
   }
-  if ((status = program_for(context->cl, "context_create", &program, &context->placeholder)) != OCTET_STATUS_SUCCESS) {
+  if ((status = program_for(context->cl, "context_create", &program, &context->absent_arg)) != OCTET_STATUS_SUCCESS) {
     opencl_context_destroy(context);
     return status;
   }
@@ -454,7 +454,7 @@ int32_t opencl_check_view(octet_backend_context* context, const char* op, const 
   out->ld = view->ld;
   out->dtype = view->dtype;
   if (view->rows == 0 || view->cols == 0) {
-    out->mem = context->placeholder;
+    out->mem = context->absent_arg;
     out->offset = 0;
     return OCTET_STATUS_SUCCESS;
   }

@@ -33,7 +33,7 @@ enum {
 struct octet_backend_context {
   cl_context cl; /* the queue's OpenCL context */
   cl_command_queue queue;
-  cl_mem placeholder; /* bound for absent buffer arguments (not owned) */
+  cl_mem absent_arg; /* bound for absent buffer arguments (not owned) */
   cl_kernel kernels[KERNEL_COUNT];
 };
 
@@ -72,7 +72,7 @@ typedef struct device_scalar {
 
 /* Checks view (dtype in `allowed`, rows, cols >= 0, ld >= cols, data in
  * device memory of the context's OpenCL context covering every element)
- * and resolves it. An empty view resolves to a placeholder buffer. */
+ * and resolves it. An empty view resolves to the context's buffer for absent arguments. */
 int32_t opencl_check_view(octet_backend_context* context, const char* op, const char* arg,
                           const octet_matrix_view* view, uint32_t allowed, device_view* out);
 

@@ -331,7 +331,7 @@ int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* given
                          "opencl gemm: args->d must be m x n (%lld x %lld), not %lld x %lld", (long long)args.m,
                          (long long)args.n, (long long)D.rows, (long long)D.cols);
   }
-  bias.mem = context->placeholder;
+  bias.mem = context->absent_arg;
   bias.offset = 0;
   bias.dtype = OCTET_DTYPE_FP32;
   if (args.bias.data != NULL) {
@@ -344,7 +344,7 @@ int32_t opencl_gemm(octet_backend_context* context, const octet_gemm_args* given
                            (long long)bias.rows, (long long)bias.cols);
     }
   }
-  sa.mem = sb.mem = context->placeholder;
+  sa.mem = sb.mem = context->absent_arg;
   sa.offset = sb.offset = 0;
   if (args.a_scale_inv != NULL &&
       (status = opencl_check_scalar(context, "gemm", "args->a_scale_inv", args.a_scale_inv, &sa)) != 0) {

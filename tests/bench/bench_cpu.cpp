@@ -129,14 +129,15 @@ void BM_Quantize(benchmark::State& state) {
 BENCHMARK(BM_Quantize)->Arg(1)->Arg(3)->UseManualTime()->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
 
-octet_tensor* scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int32_t mode) {
+octet_tensor* scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int32_t mode,
+                            uint32_t usages = OCTET_USAGE_ROWWISE) {
   octet_tensor_desc d{};
   d.struct_size = sizeof d;
   d.dtype = OCTET_DTYPE_E4M3;
   d.ndim = 2;
   d.shape[0] = rows;
   d.shape[1] = cols;
-  d.usages = OCTET_USAGE_ROWWISE;
+  d.usages = usages;
   d.scaling_mode = mode;
   octet_tensor* t = nullptr;
   if (octet_tensor_create(ctx, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
@@ -350,16 +351,7 @@ void BM_BlockQuantize(benchmark::State& state) {
   const int32_t mode = static_cast<int32_t>(state.range(0));
   octet_context* ctx = context("cpu", OCTET_PROFILE_NATIVE);
   octet_tensor* in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = OCTET_DTYPE_E4M3;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = OCTET_USAGE_BOTH;
-  d.scaling_mode = mode;
-  octet_tensor* out = nullptr;
-  if (octet_tensor_create(ctx, &d, &out) != OCTET_STATUS_SUCCESS) std::abort();
+  octet_tensor* out = scaled_tensor(ctx, rows, cols, mode, OCTET_USAGE_BOTH);
   const std::vector<float> x = random_floats(std::size_t(rows * cols), 50.0f);
   octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
   const double in_bytes = double(rows * cols) * 4;
