@@ -109,4 +109,13 @@ TEST(DemoMath, TailMean) {
   EXPECT_DOUBLE_EQ(tail_mean({}, 10), 0.0);
 }
 
+TEST(DemoMath, MedianIsTheMiddleValueOrTheMeanOfTheTwoMiddleOnes) {
+  EXPECT_DOUBLE_EQ(median({5, 1, 3}), 3.0);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  // One slow first step moves a mean but not the median.
+  EXPECT_DOUBLE_EQ(median({100, 2, 2, 3, 2}), 2.0);
+  EXPECT_DOUBLE_EQ(median({7}), 7.0);
+  EXPECT_DOUBLE_EQ(median({}), 0.0);
+}
+
 }  // namespace

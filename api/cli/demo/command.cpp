@@ -453,7 +453,7 @@ int run_demo(const std::vector<std::string>& args) {
   print_table(results, fp32);
   std::printf(
       "\nfinal loss: mean MSE of the last 10 steps; vs fp32: relative gap of the final loss; "
-      "ms/step: wall time of a whole step (forward, loss, backward, host Adam); memory: peak KiB "
+      "ms/step: median wall time of a step (forward, loss, backward, host Adam); memory: peak KiB "
       "per category (octet_context_get_memory_stats), peak total includes the caller's tensors\n");
 
   std::vector<demo::Series> series;

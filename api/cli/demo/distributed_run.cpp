@@ -149,7 +149,7 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
     adam.lr = config.learning_rate;
     Rng data(config.seed + 1);
     std::vector<float> gx, gt;
-    double seconds = 0.0;
+    std::vector<double> step_seconds;
     octet_communication_stats gather_start{}, gather_end{};
 
     // Before the forward, inside the autocast scope: every weight gathered.
@@ -216,7 +216,7 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
       }
       model.apply_optimizer(adam, step, /*skip_matrices=*/sharded);
       const octet_communication_stats reduce_end = stats_of(context);
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
       // The global loss (the mean of the ranks' means: the ranks' batches
       // are the same size), computed alike on every rank from the same
@@ -246,7 +246,7 @@ DistributedResult run_distributed(const Precision& precision, const DemoConfig& 
         break;
       }
     }
-    result.ms_per_step = 1e3 * seconds / static_cast<double>(result.losses.size());
+    result.ms_per_step = 1e3 * median(step_seconds);
     result.final_loss = tail_mean(result.losses, 10);
     result.outcome = Outcome::Ok;
     if (progress) progress->finish(result.diverged ? "diverged (non-finite loss)" : "done");

@@ -1,5 +1,6 @@
 #include "demo/host_math.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -97,6 +98,16 @@ void Adam::update(std::vector<float>& param, const std::vector<float>& grad, std
     const double vhat = v[i] / c2;
     param[i] = static_cast<float>(param[i] - lr * mhat / (std::sqrt(vhat) + eps));
   }
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const size_t half = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half), values.end());
+  const double upper = values[half];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(half));
+  return 0.5 * (lower + upper);
 }
 
 double tail_mean(const std::vector<double>& values, size_t count) {

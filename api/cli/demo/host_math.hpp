@@ -49,5 +49,11 @@ struct Adam {
 // Mean of the last `count` values (all of them if fewer).
 double tail_mean(const std::vector<double>& values, size_t count);
 
+// The median of values (the mean of the two middle ones for an even
+// count); 0 for none. The demo's ms/step: a step's first-call costs (thread
+// pools, first-touch pages) and another process's bursts move a mean, not
+// the median.
+double median(std::vector<double> values);
+
 }  // namespace demo
 }  // namespace octet_cli

@@ -147,12 +147,12 @@ RunResult run_precision(const Precision& precision, const DemoConfig& config) {
     adam.lr = config.learning_rate;
     Rng data(config.seed + 1);
     std::vector<float> x, t;
-    double seconds = 0.0;
+    std::vector<double> step_seconds;
     for (int64_t s = 1; s <= config.steps; ++s) {
       make_batch(data, teacher, config.shape, x, t);
       const auto start = std::chrono::steady_clock::now();
       const double loss = model.step(x, t, recipe.get(), &adam, s);
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       result.losses.push_back(loss);
       progress.update(s, loss);
       if (!std::isfinite(loss)) {
@@ -160,7 +160,7 @@ RunResult run_precision(const Precision& precision, const DemoConfig& config) {
         break;
       }
     }
-    result.ms_per_step = 1e3 * seconds / static_cast<double>(result.losses.size());
+    result.ms_per_step = 1e3 * median(step_seconds);
     result.final_loss = tail_mean(result.losses, 10);
     result.memory.struct_size = sizeof result.memory;
     octet::check(octet_context_get_memory_stats(context.get(), &result.memory));
