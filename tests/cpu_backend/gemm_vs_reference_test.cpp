@@ -188,12 +188,16 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 // decoder's chunk and tail);
 // blocked kernel with several K panels (k > 256), M blocks (m > 192), N
 // blocks (n > 1024) and edge tiles; m = 33 (just past the decode kernel).
-// Transposed B with small m goes to the blocked kernel too. Each layout,
-// both FP8 dtypes, FP32 and BF16 output.
+// Transposed B with small m goes to the blocked kernel too. Small shapes
+// run on one thread and the larger ones ({3, 700, 1000} and
+// {24, 530, 1100}: over 512 KiB of weights for the decode kernel;
+// {200, 1100, 600} for the blocked one) share their output among the
+// threads (parallel_policy.hpp). Each layout, both FP8 dtypes, FP32 and
+// BF16 output.
 TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
-  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},   {20, 37, 2101}, {16, 9, 1100},
-                       {1, 3, 64},   {32, 5, 300}, {33, 50, 40},   {200, 1100, 600}};
+  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},   {20, 37, 2101}, {16, 9, 1100},   {1, 3, 64},
+                       {32, 5, 300}, {33, 50, 40}, {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600}};
   uint32_t seed = 5000;
   int i = 0;
   for (Dims s : dims) {

@@ -38,6 +38,7 @@
 #include "gemm_fp8.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
 
@@ -588,11 +589,11 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   constexpr int64_t kTm = 128, kTn = 256;
   const int64_t tm = std::min(kTm, m), tn = std::min(kTn, n);
   const int64_t tiles_down = ceil_div(m, tm), tiles_across = ceil_div(n, tn);
-  const int nthreads = omp_get_max_threads();
+  const int nthreads = threads_for(2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1)), kGemmFlopsPerThread);
   const std::size_t per_thread = static_cast<std::size_t>(2 * tm * tn + 2 * tn) + 16;
   float* scratch = ws.acc.get(per_thread * static_cast<std::size_t>(nthreads));
   int32_t failure = 0;
-#pragma omp parallel if (m * n * std::max<int64_t>(k, 1) >= 65536)
+#pragma omp parallel num_threads(nthreads)
   {
     float* part = scratch + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
     float* acc = part + tm * tn;

@@ -26,10 +26,11 @@
 #include <vector>
 
 #include "checks.hpp"
+#include "errors.hpp"
 #include "gemm_fp8.hpp"
 #include "isa.hpp"
-#include "errors.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
@@ -199,6 +200,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   } else {
     // Slices of K: acc = sum over slices of A'[:, slice] B'[:, slice]^T.
     const int64_t slice = std::min(k, kSliceK);
+    const OpenMpThreadLimit sgemm_threads(threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread));
     Buffer<float> a(element_count(m, slice));
     Buffer<float> b(element_count(n, slice));
     for (int64_t k0 = 0; k0 < k; k0 += slice) {

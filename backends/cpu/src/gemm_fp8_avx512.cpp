@@ -37,6 +37,7 @@
 #include "gemm_fp8_codes.hpp"
 #include "gemm_fp8_decode_vbmi.hpp"
 #include "isa.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
@@ -302,8 +303,8 @@ void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t 
 // kMR-row panels. Each thread has its own BlockedBuffers and extra_bytes
 // of scratch at `extra`.
 template <typename Body>
-void share_output(int64_t m, int64_t n, std::size_t extra_bytes, Body&& body) {
-  const int threads = omp_get_max_threads();
+void share_output(int64_t m, int64_t n, int64_t k, std::size_t extra_bytes, Body&& body) {
+  const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
   const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes) + extra_bytes;
   Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
   const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
@@ -331,9 +332,10 @@ void share_output(int64_t m, int64_t n, std::size_t extra_bytes, Body&& body) {
 }
 
 void blocked(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
-  share_output(m, n, 0, [&](const BlockedBuffers& buf, unsigned char*, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-    blocked_range(a, b, k, m0, m1, n0, n1, c, ldc, buf);
-  });
+  share_output(m, n, k, 0,
+               [&](const BlockedBuffers& buf, unsigned char*, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                 blocked_range(a, b, k, m0, m1, n0, n1, c, ldc, buf);
+               });
 }
 
 // ---------------------------------------------------------------- block scaled
@@ -430,7 +432,7 @@ void block_scaled(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n
                   const BlockScaleTable& sa, const BlockScaleTable& sb, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * 4);
   const std::size_t panels = static_cast<std::size_t>(kMaxBlocksPerPanel * (kMC + kNC)) * 4;
-  share_output(m, n, panels,
+  share_output(m, n, k, panels,
                [&](const BlockedBuffers& buf, unsigned char* extra, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
                  float* sa_panel = reinterpret_cast<float*>(extra);
                  float* sb_panel = sa_panel + kMaxBlocksPerPanel * kMC;

@@ -35,6 +35,7 @@
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
 #include "gemm_fp8_codes.hpp"
+#include "parallel_policy.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -143,7 +144,8 @@ template <class D>
 void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
                       int64_t ldc) {
   const int64_t kpad = round_up(k, 32);
-  const int threads = omp_get_max_threads();
+  // The weights are streamed once: the threads share their bytes.
+  const int threads = threads_for(double(n) * double(k), kStreamBytesPerThread);
   // Activations widened once: m rows of kpad BF16 (at most 32 x kpad), in
   // the Decoder's order, like the weights.
   Buffer<uint16_t> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));

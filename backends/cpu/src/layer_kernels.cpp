@@ -26,13 +26,13 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
 namespace {
 
 constexpr int64_t kColumnBlock = 512;      // columns per block of the column sums
-constexpr int64_t kParallelElements = 16384;  // smaller problems run on one thread
 
 // The FP32 values of `n` elements of row r from column c: the data itself
 // when it is FP32, else widened (exactly) into `buffer`.
@@ -112,7 +112,7 @@ template <typename Row>
 void column_sums(int64_t rows, int64_t cols, int64_t scratch_per_thread, std::vector<float>& scratch,
                  Row&& row) {
   const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
-  const bool parallel = rows * cols >= kParallelElements && blocks > 1;
+  const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && blocks > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t c0 = b * kColumnBlock;
@@ -175,7 +175,7 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
   const float epsilon = args->epsilon;
   float* mean_out = args->mean_out;
   float* rstd_out = args->rstd_out;
-  const bool parallel = rows * cols >= kParallelElements && rows > 1;
+  const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
     float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
@@ -291,7 +291,7 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
   const int64_t per_thread = 2 * std::max<int64_t>(cols, 1);
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
   const float n = float(cols);
-  const bool parallel = rows * cols >= kParallelElements && rows > 1;
+  const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
     float* xhat = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
@@ -346,7 +346,7 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
   }
   const int64_t rows = x.rows, n = swiglu ? x.cols / 2 : x.cols;
   const RowKernels& k = row_kernels();
-  const bool parallel = rows * x.cols >= kParallelElements / 4 && rows > 1;  // transcendental
+  const bool parallel = threads_for(double(rows) * double(x.cols), kElementsPerThread) > 1 && rows > 1;
   if (!backward) {
     const octet_matrix_view y = args->output;
     if (int32_t s = require_matrix(kernel, "args->output", y, Accept::HighPrecision)) return s;
@@ -465,7 +465,7 @@ int32_t accumulate_kernel(const octet_matrix_view* x, const octet_matrix_view* y
   const int64_t rows = in.rows, cols = in.cols;
   const int64_t per_thread = 2 * std::max<int64_t>(cols, 1);
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
-  const bool parallel = rows * cols >= kParallelElements && rows > 1;
+  const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t r = 0; r < rows; ++r) {
     float* a = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
