@@ -2,6 +2,7 @@
 
 #include <octet/octet_random.h>
 
+#include "ops/gemm.hpp"
 #include "runtime/error.hpp"
 #include "tensor/dtype.hpp"
 
@@ -126,12 +127,7 @@ void fp4_gemm(const ContextState& ctx, const TensorState& ta, const TensorState&
   args.beta = o.beta;
   args.d = td.rowwise_view();
   args.epilogue = o.epilogue;
-  if (o.bias != nullptr) {
-    const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
-    require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
-    require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
-    args.bias = octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
-  }
+  args.bias = bias_view(ctx, o, n);
   call_backend(ctx, "fp4_gemm", [&] { return ctx.api().fp4_gemm(ctx.handle, &args); });
 }
 

@@ -116,12 +116,7 @@ void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const Ten
   args.beta = o.beta;
   args.d = td.rowwise_view();
   args.epilogue = o.epilogue;
-  if (o.bias != nullptr) {
-    const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
-    require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
-    require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
-    args.bias = octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
-  }
+  args.bias = bias_view(ctx, o, n);
   call_backend(ctx, "block_gemm", [&] { return ctx.api().block_gemm(ctx.handle, &args); });
 }
 
@@ -160,6 +155,14 @@ void gemm_to_fp8(const std::shared_ptr<ContextState>& context, octet_gemm_args& 
 }
 
 }  // namespace
+
+octet_matrix_view bias_view(const ContextState& ctx, const octet_gemm_options& o, int64_t n) {
+  if (o.bias == nullptr) return octet_matrix_view{};
+  const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
+  require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
+  require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
+  return octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
+}
 
 void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
               TensorState& td, const octet_gemm_options& o) {
@@ -227,12 +230,7 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
     args.epilogue = o.epilogue;
     args.fast_accumulation = o.fast_accumulation;
     args.d = td.rowwise_view();
-    if (o.bias != nullptr) {
-      const TensorState& bias = tensor_arg(o.bias, ctx, "options->bias");
-      require(is_high_precision(bias.dtype) && !bias.quantized(), "tensor 'options->bias' must be FP32, BF16 or FP16");
-      require(bias.numel() == n, "tensor 'options->bias' has ", bias.numel(), " elements but N is ", n);
-      args.bias = octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
-    }
+    args.bias = bias_view(ctx, o, n);
     if (fp8) {
       require((ctx.caps.dtypes & OCTET_DTYPE_BIT(ta.dtype)) && (ctx.caps.dtypes & OCTET_DTYPE_BIT(tb.dtype)),
               "backend '", ctx.backend->name, "' does not declare the FP8 dtypes of 'a' and 'b'");
