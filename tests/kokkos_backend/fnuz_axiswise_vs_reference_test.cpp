@@ -49,8 +49,7 @@ std::vector<uint8_t> read(const octet_tensor* t, int32_t component, std::size_t 
   return out;
 }
 
-Tensor make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
-            int32_t mode = 0) {
+Tensor make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0, int32_t mode = 0) {
   octet_tensor_desc d{};
   d.struct_size = sizeof d;
   d.dtype = dtype;
@@ -110,8 +109,8 @@ struct Quantized {
   Tensor input, output;
   octet_quantize_stats stats{};
 };
-Quantized quantize_on(const char* backend, const std::vector<float>& values, int64_t rows, int64_t cols,
-                      int32_t dtype, uint32_t usages, int32_t mode, float scale, int32_t saturate) {
+Quantized quantize_on(const char* backend, const std::vector<float>& values, int64_t rows, int64_t cols, int32_t dtype,
+                      uint32_t usages, int32_t mode, float scale, int32_t saturate) {
   Quantized q;
   q.ctx = context(backend);
   q.input = make(q.ctx.get(), OCTET_DTYPE_FP32, rows, cols);
@@ -127,8 +126,7 @@ Quantized quantize_on(const char* backend, const std::vector<float>& values, int
   EXPECT_EQ(octet_quantize_options_init(&o), OCTET_STATUS_SUCCESS);
   o.saturate = saturate;
   q.stats.struct_size = sizeof q.stats;
-  EXPECT_EQ(octet_quantize_with_stats(q.ctx.get(), q.input.get(), q.output.get(), &o, &q.stats),
-            OCTET_STATUS_SUCCESS)
+  EXPECT_EQ(octet_quantize_with_stats(q.ctx.get(), q.input.get(), q.output.get(), &o, &q.stats), OCTET_STATUS_SUCCESS)
       << backend << ": " << octet_last_error_message();
   return q;
 }
@@ -198,12 +196,12 @@ TEST_F(KokkosVsReference, FnuzPerTensorQuantizeAndStatistics) {
   for (int32_t dtype : kFnuz) {
     for (float scale : {1.0f, 2.0f, 0.0078125f, 3.0e-3f}) {
       for (int32_t saturate : {1, 0}) {
-        const std::string where = name_of(dtype) + " scale " + std::to_string(scale) + " saturate " +
-                                  std::to_string(saturate);
-        Quantized k = quantize_on(kKokkos, used, rows, cols, dtype, OCTET_USAGE_BOTH, OCTET_SCALING_PER_TENSOR,
+        const std::string where =
+            name_of(dtype) + " scale " + std::to_string(scale) + " saturate " + std::to_string(saturate);
+        Quantized k =
+            quantize_on(kKokkos, used, rows, cols, dtype, OCTET_USAGE_BOTH, OCTET_SCALING_PER_TENSOR, scale, saturate);
+        Quantized r = quantize_on(kReference, used, rows, cols, dtype, OCTET_USAGE_BOTH, OCTET_SCALING_PER_TENSOR,
                                   scale, saturate);
-        Quantized r = quantize_on(kReference, used, rows, cols, dtype, OCTET_USAGE_BOTH,
-                                  OCTET_SCALING_PER_TENSOR, scale, saturate);
         expect_same(image_of(k.output.get()), image_of(r.output.get()), where);
         expect_same(k.stats, r.stats, where);
         // The rule holds in the data itself: saturating, 0x80 (the NaN, never
@@ -272,8 +270,8 @@ TEST_F(KokkosVsReference, FnuzDequantizeAndConvertEveryCode) {
 // shapes, each usage: every component and the statistics bit for bit.
 TEST_F(KokkosVsReference, AxiswiseAndBlockQuantizeAndDequantize) {
   const std::vector<Shape> shapes = {{1, 1}, {7, 13}, {67, 131}, {130, 259}};
-  for (int32_t mode : {OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN, OCTET_SCALING_BLOCK_1X128,
-                       OCTET_SCALING_BLOCK_128X128}) {
+  for (int32_t mode :
+       {OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN, OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128}) {
     for (int32_t dtype : kFp8) {
       for (const Shape& s : shapes) {
         const std::vector<float> values = graded(s.rows, s.cols, static_cast<uint32_t>(s.rows * 7 + mode), true);
@@ -337,8 +335,7 @@ TEST_F(KokkosVsReference, AxiswiseGemmsAreTheReferencesBitsWithinTheBound) {
   for (int64_t j = 0; j < n; ++j) bias[static_cast<std::size_t>(j)] = 0.125f * static_cast<float>(j % 9) - 0.5f;
   for (const AxiswiseGemm& g : cases) {
     const std::string where = "a mode " + std::to_string(g.mode_a) + (g.trans_a ? " T " : " N ") + name_of(g.dtype_a) +
-                              ", b mode " + std::to_string(g.mode_b) + (g.trans_b ? " T " : " N ") +
-                              name_of(g.dtype_b);
+                              ", b mode " + std::to_string(g.mode_b) + (g.trans_b ? " T " : " N ") + name_of(g.dtype_b);
     const int64_t a_rows = g.trans_a ? k : m, a_cols = g.trans_a ? m : k;
     const int64_t b_rows = g.trans_b ? k : n, b_cols = g.trans_b ? n : k;
     const std::vector<float> a_values = graded(a_rows, a_cols, 11, false);
@@ -383,9 +380,9 @@ TEST_F(KokkosVsReference, AxiswiseGemmsAreTheReferencesBitsWithinTheBound) {
       for (int64_t c = 0; c < n; ++c) {
         double sum = 0.0, magnitude = 0.0;
         for (int64_t kk = 0; kk < k; ++kk) {
-          const double p = static_cast<double>(octet_fp8_decode(a_read.codes[static_cast<std::size_t>(r * k + kk)],
-                                                                g.dtype_a)) *
-                           octet_fp8_decode(b_read.codes[static_cast<std::size_t>(c * k + kk)], g.dtype_b);
+          const double p =
+              static_cast<double>(octet_fp8_decode(a_read.codes[static_cast<std::size_t>(r * k + kk)], g.dtype_a)) *
+              octet_fp8_decode(b_read.codes[static_cast<std::size_t>(c * k + kk)], g.dtype_b);
           sum += p;
           magnitude += std::fabs(p);
         }
