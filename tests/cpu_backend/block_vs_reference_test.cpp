@@ -51,8 +51,8 @@ const std::vector<BlockConfig>& block_configs() {
   return c;
 }
 
-// Whether the backend under test declares c's mode (per-row is the cpu
-// backend's, not kokkos'): configurations it does not declare are skipped.
+// Whether the backend under test declares c's mode (a plugin that reuses
+// these suites may declare fewer): configurations it does not declare are skipped.
 bool declared(const BlockConfig& c) {
   Context ctx = context(OCTET_TEST_BACKEND);
   octet_backend_info info{};

@@ -15,7 +15,7 @@ fp8_max / amax and saturation raises octet.SaturationWarning.
 
 Beyond tensors and GEMMs (docs/python.md):
   - recipes (octet.recipes): DelayedScaling, CurrentScaling, StaticScaling,
-    MXFP8Scaling, BlockScaling, RowwiseScaling;
+    MXFP8Scaling, BlockScaling, RowwiseScaling, MXFP4Scaling, NVFP4Scaling;
   - quantizers (octet.quantizers): Quantizer(recipe, role);
   - autocast scopes and the communicator (octet.autocast):
     `with ctx.autocast(recipe):`, ctx.set_communicator(fn);
@@ -33,14 +33,16 @@ library keeps what tensors need alive).
 
 from ._core import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SCALE_INV, DATA, E2M1, E4M3,
                     E4M3FNUZ, E5M2, E5M2FNUZ, E8M0, FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
-                    SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_COLUMN, SCALING_PER_ROW,
+                    SCALING_BLOCK_128X128, SCALING_MXFP4_1X32, SCALING_MXFP8_1X32, SCALING_NVFP4_16X16,
+                    SCALING_NVFP4_1X16, SCALING_PER_COLUMN, SCALING_PER_ROW,
                     SCALING_PER_TENSOR, Context, OctetError,
                     SaturationWarning, Tensor, abi_version, aligned_empty, backend_failures, backends, fp8_decode,
                     fp8_encode, from_dlpack, library_version)
 from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FORMAT_E4M3FNUZ, FORMAT_E5M2,
                       FORMAT_E5M2FNUZ, FORMAT_HYBRID, FORMAT_HYBRID_FNUZ,
                       MX_ROUND_FLOOR, MX_ROUND_RCEIL, ROLE_GRADIENT, ROLE_INPUT, ROLE_WEIGHT, BlockScaling,
-                      CurrentScaling, DelayedScaling, MXFP8Scaling, Recipe, RowwiseScaling, StaticScaling)
+                      CurrentScaling, DelayedScaling, MXFP4Scaling, MXFP8Scaling, NVFP4Scaling, Recipe, RowwiseScaling,
+                      StaticScaling)
 from .quantizers import Quantizer, QuantizerInfo
 from .autocast import Autocast, autocast, autocast_state, set_communicator
 from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,

@@ -35,7 +35,8 @@ from ._context import ContextBase, _stream_handle  # noqa: F401
 # replaces it (as if ml_dtypes were absent) must replace it there.
 from ._dtypes import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SCALE_INV, DATA, E4M3,  # noqa: F401
                       E5M2, E8M0, E2M1, E4M3FNUZ, E5M2FNUZ, FP16, FP32, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
-                      SCALING_BLOCK_128X128, SCALING_MXFP8_1X32, SCALING_PER_COLUMN, SCALING_PER_ROW,
+                      SCALING_BLOCK_128X128, SCALING_MXFP4_1X32, SCALING_MXFP8_1X32, SCALING_NVFP4_16X16,
+                      SCALING_NVFP4_1X16, SCALING_PER_COLUMN, SCALING_PER_ROW,
                       SCALING_PER_TENSOR, _FP8_MAX, _FROM_ML, _ML_NAMES,
                       _NUMPY, _OVERFLOWS, _dims, _dtype_code, _lib_dtype_name, _raw_codes, fp8_decode, fp8_encode)
 from ._errors import _CALLBACK_FAILURE_STATUS, OctetError, _callback_errors, _callback_failed, _check  # noqa: F401

@@ -24,6 +24,11 @@ ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV = 5, 6
 SCALING_PER_TENSOR, SCALING_MXFP8_1X32, SCALING_BLOCK_1X128, SCALING_BLOCK_128X128 = 1, 2, 4, 8
 # One FP32 scale per row / per column (users' ABI 1.8, numerics.md section 16).
 SCALING_PER_ROW, SCALING_PER_COLUMN = 16, 32
+# FP4 modes of E2M1 tensors (users' ABI 1.8, numerics.md section 15): MXFP4
+# (1x32 blocks, E8M0 scales), NVFP4 (1x16 or 16x16 blocks, E4M3 scales and
+# an FP32 tensor scale).
+SCALING_MXFP4_1X32, SCALING_NVFP4_1X16, SCALING_NVFP4_16X16 = 64, 128, 256
+_FP4_MODES = (SCALING_MXFP4_1X32, SCALING_NVFP4_1X16, SCALING_NVFP4_16X16)
 # Host representation of each dtype: FP8 and BF16 as raw codes.
 _NUMPY = {FP32: _np.float32, FP16: _np.float16, BF16: _np.uint16, E4M3: _np.uint8, E5M2: _np.uint8, E8M0: _np.uint8,
           E4M3FNUZ: _np.uint8, E5M2FNUZ: _np.uint8}

@@ -7,8 +7,8 @@ import math as _math
 import numpy as _np
 
 from . import _dlpack, _dtypes, _lib
-from ._dtypes import (AMAX, BF16, COLUMNWISE_SCALE_INV, DATA, E4M3, E5M2, E8M0, FP16, FP32, ROWWISE_SCALE_INV, SCALE,
-                      SCALE_INV, SCALING_PER_TENSOR, _ML_NAMES, _NUMPY, _dims, _lib_dtype_name)
+from ._dtypes import (AMAX, BF16, COLUMNWISE_SCALE_INV, DATA, E2M1, E4M3, E5M2, E8M0, FP16, FP32, ROWWISE_SCALE_INV,
+                      SCALE, SCALE_INV, SCALING_PER_TENSOR, _FP4_MODES, _ML_NAMES, _NUMPY, _dims, _lib_dtype_name)
 from ._errors import _check
 from ._handle import _Handle
 from ._lib import lib as _libc
@@ -75,9 +75,13 @@ class Tensor(_Handle):
 
     def component(self, which=DATA):
         """Copies one component to the host: DATA/COLUMNWISE_DATA as the
-        dtype's host representation, SCALE/SCALE_INV/AMAX as a float,
-        ROWWISE_SCALE_INV/COLUMNWISE_SCALE_INV (block-scaled tensors) as the
-        scale grid (uint8 E8M0 codes for MXFP8, float32 otherwise)."""
+        dtype's host representation (an E2M1 tensor's as stored, packed two
+        codes per byte: uint8 [rows, (cols + 1) // 2]; codes() unpacks
+        them), SCALE/SCALE_INV/AMAX as a float (an NVFP4 tensor's SCALE_INV:
+        its two FP32 tensor scales, rowwise then columnwise, as a float32
+        array), ROWWISE_SCALE_INV/COLUMNWISE_SCALE_INV (block-scaled tensors)
+        as the scale grid (uint8 codes for E8M0 (MXFP8, MXFP4) and E4M3
+        (NVFP4) scales, float32 otherwise)."""
         if isinstance(which, bool) or not isinstance(which, (int, _np.integer)):
             raise TypeError(f"component must be one of octet.DATA, COLUMNWISE_DATA, SCALE, SCALE_INV, AMAX, "
                             f"ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV; got {which!r}")
@@ -88,7 +92,12 @@ class Tensor(_Handle):
             if which == COLUMNWISE_SCALE_INV:
                 rows, cols = cols, rows
             grid = (-(-rows // info["block_rows"]), -(-cols // info["block_cols"]))
-            out = _np.empty(grid, dtype=_np.uint8 if info["scale_inv_dtype"] == E8M0 else _np.float32)
+            out = _np.empty(grid, dtype=_np.float32 if info["scale_inv_dtype"] == FP32 else _np.uint8)
+            _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
+            return out
+        fp4 = self.dtype == E2M1 and self.scaling_mode in _FP4_MODES
+        if which == SCALE_INV and fp4 and self.scaling_mode != _FP4_MODES[0]:  # NVFP4: (rowwise g, columnwise g)
+            out = _np.empty(2, dtype=_np.float32)
             _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
             return out
         if which in (SCALE, SCALE_INV, AMAX):
@@ -96,6 +105,11 @@ class Tensor(_Handle):
             _check(_libc.octet_tensor_copy_to_host(self.handle, which, _c.byref(value), 4))
             return value.value
         shape = self.shape if which == DATA else (self.shape[-1], int(_np.prod(self.shape[:-1])))
+        if self.dtype == E2M1:  # packed rows: (cols + 1) // 2 bytes each
+            rows = int(_np.prod(shape[:-1]))
+            out = _np.empty((rows, (shape[-1] + 1) // 2), dtype=_np.uint8)
+            _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
+            return out
         out = _np.empty(shape, dtype=_NUMPY[self.dtype])
         _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
         return out
@@ -106,18 +120,28 @@ class Tensor(_Handle):
         float8_e4m3fn, float8_e5m2, float8_e8m0fnu) when ml_dtypes is
         installed, else as raw codes (uint16/uint8, as codes() gives). A
         quantized tensor's elements are the scaled values x * SCALE; values()
-        gives what they stand for."""
-        data = self.component(DATA)
+        gives what they stand for. E2M1 (FP4): one code per element
+        (float4_e2m1fn with ml_dtypes, else uint8 codes, as codes() gives)."""
+        data = self.codes() if self.dtype == E2M1 else self.component(DATA)
         typed = _dtypes._ML.get(self.dtype)  # looked up per call (tests act as if ml_dtypes were absent)
         return data.view(typed) if typed is not None else data
 
-    def codes(self):
-        """The raw codes of a BF16 (uint16), E4M3/E5M2 or E8M0 (uint8)
-        tensor, whether or not ml_dtypes is installed."""
+    def codes(self, which=DATA):
+        """The raw codes of a BF16 (uint16), FP8 or E8M0 (uint8) tensor,
+        whether or not ml_dtypes is installed; an E2M1 (FP4) tensor's
+        unpacked, one code per uint8 (low nibble) in the tensor's shape (the
+        columnwise copy, which=COLUMNWISE_DATA: [cols, rows])."""
         if self.dtype not in _ML_NAMES:
-            raise TypeError(f"codes() is for BF16/FP8/E8M0 tensors; this one is {_lib_dtype_name(self.dtype)}: "
-                            "use numpy()")
-        return self.component(DATA)
+            raise TypeError(f"codes() is for BF16/FP8/E8M0/E2M1 tensors; this one is "
+                            f"{_lib_dtype_name(self.dtype)}: use numpy()")
+        data = self.component(which)
+        if self.dtype != E2M1:
+            return data
+        shape = self.shape if which == DATA else (self.shape[-1], int(_np.prod(self.shape[:-1])))
+        unpacked = _np.empty((data.shape[0], 2 * data.shape[1]), dtype=_np.uint8)
+        unpacked[:, 0::2] = data & 0xF
+        unpacked[:, 1::2] = data >> 4
+        return unpacked[:, :shape[-1]].reshape(shape)
 
     def values(self):
         """float32 values the tensor stands for: a quantized tensor

@@ -6,6 +6,8 @@
     recipe = octet.MXFP8Scaling(rounding="floor")
     recipe = octet.BlockScaling(power_of_two_scales=True)
     recipe = octet.RowwiseScaling(high_precision_wgrad=True)
+    recipe = octet.MXFP4Scaling(stochastic_rounding=True, seed=7)
+    recipe = octet.NVFP4Scaling(weight_2d=False, hadamard_transform=False)
 
 Every keyword mirrors the field of the C option struct of the same name; a
 keyword left out (None) keeps the default the library's `_init` function
@@ -25,12 +27,14 @@ from ._handle import _Handle
 from ._lib import lib as _libc
 
 # octet_recipe_kind
-DELAYED, CURRENT, STATIC, MXFP8, BLOCK, ROWWISE = 0, 1, 2, 3, 4, 5
+DELAYED, CURRENT, STATIC, MXFP8, BLOCK, ROWWISE, MXFP4, NVFP4 = 0, 1, 2, 3, 4, 5, 6, 7
 _KIND_NAMES = {DELAYED: "delayed", CURRENT: "current", STATIC: "static", MXFP8: "mxfp8", BLOCK: "block",
-               ROWWISE: "rowwise"}
+               ROWWISE: "rowwise", MXFP4: "mxfp4", NVFP4: "nvfp4"}
 # octet_fp8_format
 FORMAT_E4M3, FORMAT_E5M2, FORMAT_HYBRID = 0, 1, 2
 FORMAT_E4M3FNUZ, FORMAT_E5M2FNUZ, FORMAT_HYBRID_FNUZ = 3, 4, 5
+# octet_recipe_info.format of the FP4 recipes (their elements are E2M1)
+_FORMAT_FP4 = -1
 # octet_tensor_role
 ROLE_INPUT, ROLE_WEIGHT, ROLE_GRADIENT = 0, 1, 2
 # octet_amax_compute_algo
@@ -70,6 +74,15 @@ def _number(value, what, kind=float):
     return kind(value)
 
 
+def _seed(value, what="seed"):
+    """A uint64_t field: an integer in [0, 2^64)."""
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)):
+        raise TypeError(f"{what} must be an integer in [0, 2**64); got {type(value).__name__}")
+    if not 0 <= int(value) < (1 << 64):  # the C field is uint64_t
+        raise ValueError(f"{what} must be an integer in [0, 2**64) (a uint64_t); got {value!r}")
+    return int(value)
+
+
 def _apply(options, fields, values):
     """Writes the given (non-None) keyword values into the ctypes struct,
     converted per field: bool fields as 0/1, enum fields through _enum."""
@@ -81,19 +94,37 @@ def _apply(options, fields, values):
             value = int(bool(value))
         elif isinstance(kind, tuple):  # (names, what)
             value = _enum(value, *kind)
+        elif kind is _seed:
+            value = _seed(value, name)
         else:
             value = _number(value, name, kind)
         setattr(options, name, value)
+
+
+def _read_back(options, fields):
+    """The keyword values of a filled C option struct (what _apply wrote,
+    and the defaults of the fields it left alone)."""
+    values = {}
+    for name, kind in fields.items():
+        value = getattr(options, name)
+        if kind is bool:
+            value = bool(value)
+        elif isinstance(kind, tuple):  # (names, what)
+            value = {v: k for k, v in kind[0].items()}.get(value, value)
+        values[name] = value
+    return values
 
 
 class Recipe(_Handle):
     """A scaling recipe (base class; create one of the subclasses)."""
 
     kind = None
+    _FIELDS = {}
+    _options = {}
 
     def __init__(self):
-        raise TypeError("create a DelayedScaling, CurrentScaling, StaticScaling, MXFP8Scaling, BlockScaling or "
-                        "RowwiseScaling")
+        raise TypeError("create a DelayedScaling, CurrentScaling, StaticScaling, MXFP8Scaling, BlockScaling, "
+                        "RowwiseScaling, MXFP4Scaling or NVFP4Scaling")
 
     def _create(self, create, options, keepalive=()):
         self._handle = None
@@ -103,19 +134,30 @@ class Recipe(_Handle):
         handle = _c.c_void_p()
         _check(create(_c.byref(options), _c.byref(handle)))
         self._handle = handle
+        self._options = _read_back(options, self._FIELDS)
 
     _kind = "recipe"
     _destroy = "octet_recipe_destroy"
 
     def __repr__(self):
-        return f"{type(self).__name__}({'closed' if not getattr(self, '_handle', None) else 'open'})"
+        if not getattr(self, "_handle", None):
+            return f"{type(self).__name__}(closed)"
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.options().items())})"
+
+    def options(self):
+        """The options the recipe was created with, as the C option struct
+        held them (defaults included): {keyword: value}, enumerations as
+        lowercase names, flags as bools."""
+        return dict(self._options)
 
     def info(self):
         """{"kind", "format", "override_fprop", "override_dgrad", "override_wgrad"}
-        (kind and format as lowercase names)."""
+        (kind and format as lowercase names; format "e2m1" for the FP4
+        recipes)."""
         info = _lib.RecipeInfo(struct_size=_c.sizeof(_lib.RecipeInfo))
         _check(_libc.octet_recipe_get_info(self.handle, _c.byref(info)))
         formats = {v: k for k, v in _FORMATS.items()}
+        formats[_FORMAT_FP4] = "e2m1"
         return {
             "kind": _KIND_NAMES.get(info.kind, info.kind),
             "format": formats.get(info.format, info.format),
@@ -126,8 +168,8 @@ class Recipe(_Handle):
 
     def tensor_format(self, role):
         """(dtype, scaling_mode) a quantized tensor of `role` ("input",
-        "weight", "gradient" or ROLE_*) takes under this recipe: octet.E4M3 /
-        octet.E5M2 and one of octet.SCALING_*."""
+        "weight", "gradient" or ROLE_*) takes under this recipe: an FP8
+        dtype (octet.E4M3, ...) or octet.E2M1, and one of octet.SCALING_*."""
         return _tensor_format(self.handle, _role(role))
 
 
@@ -287,3 +329,40 @@ class RowwiseScaling(Recipe):
                                            power_of_two_scales=power_of_two_scales,
                                            high_precision_wgrad=high_precision_wgrad))
         self._create(_libc.octet_recipe_create_rowwise, options)
+
+
+class MXFP4Scaling(Recipe):
+    """MXFP4 (OCP): E2M1 elements with one E8M0 scale per 1x32 block, every
+    role (numerics.md section 15). rounding "rceil" (default) or "floor" (the
+    OCP MX rule); stochastic_rounding=True rounds the gradient role
+    stochastically (numerics.md 15.1) with the random bits of `seed` (an
+    integer in [0, 2**64))."""
+
+    kind = MXFP4
+    _FIELDS = {"rounding": (_ROUNDINGS, "rounding"), "stochastic_rounding": bool, "seed": _seed}
+
+    def __init__(self, *, rounding=None, stochastic_rounding=None, seed=None):
+        options = _lib.MXFP4Options()
+        _check(_libc.octet_mxfp4_options_init(_c.byref(options)))
+        _apply(options, self._FIELDS, dict(rounding=rounding, stochastic_rounding=stochastic_rounding, seed=seed))
+        self._create(_libc.octet_recipe_create_mxfp4, options)
+
+
+class NVFP4Scaling(Recipe):
+    """NVFP4, Transformer Engine's recipe: E2M1 elements with one E4M3 scale
+    per 1x16 block and one FP32 scale per tensor (numerics.md section 15).
+    Defaults (the library's): weight_2d=True (16x16 blocks for the weight
+    role), stochastic_rounding=True (the gradient role, numerics.md 15.1),
+    hadamard_transform=True (the random Hadamard transform of the columnwise
+    copies of the input and gradient roles, numerics.md 15.2), seed=0 (an
+    integer in [0, 2**64): the random bits and the transform's signs)."""
+
+    kind = NVFP4
+    _FIELDS = {"weight_2d": bool, "stochastic_rounding": bool, "hadamard_transform": bool, "seed": _seed}
+
+    def __init__(self, *, weight_2d=None, stochastic_rounding=None, hadamard_transform=None, seed=None):
+        options = _lib.NVFP4Options()
+        _check(_libc.octet_nvfp4_options_init(_c.byref(options)))
+        _apply(options, self._FIELDS, dict(weight_2d=weight_2d, stochastic_rounding=stochastic_rounding,
+                                           hadamard_transform=hadamard_transform, seed=seed))
+        self._create(_libc.octet_recipe_create_nvfp4, options)

@@ -13,25 +13,26 @@ namespace octet_kokkos {
 namespace {
 
 // E8M0 scale code of a block (numerics.md 11, MXFP8).
-KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, bool e4m3, int32_t rounding) {
+KOKKOS_INLINE_FUNCTION uint8_t mx_scale_code(float block_amax, int32_t dtype, int32_t rounding) {
   // block_amax: max |x| over the block's finite elements, so never 0xFF.
   if (block_amax == 0.0f) return 0x00;
   if (rounding == 0) {  // RCEIL; a quotient that underflows to 0 gets 0x00, never the NaN code
-    const float quotient = div(block_amax, fp8_max_of(e4m3));
+    const float quotient = div(block_amax, fp8_max_of(dtype));
     return quotient == 0.0f ? static_cast<uint8_t>(0x00) : e8m0_encode(quotient, true);
   }
-  const int code = ilogb_of(block_amax) - (e4m3 ? 8 : 15) + 127;
+  // emax = floor(log2 fp8_max): 8 (E4M3), 7 (E4M3FNUZ), 15 (E5M2, E5M2FNUZ).
+  const int code = ilogb_of(block_amax) - ilogb_of(fp8_max_of(dtype)) + 127;
   if (code < 0) return 0x00;
   if (code > 0xFE) return 0xFE;
   return static_cast<uint8_t>(code);
 }
 
 // FP32 block scale by the current-scaling rule (numerics.md 14.1).
-KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, bool e4m3, float epsilon, bool power_of_two) {
+KOKKOS_INLINE_FUNCTION float fp32_block_scale(float block_amax, int32_t dtype, float epsilon, bool power_of_two) {
   // block_amax: max |x| over the block's finite elements.
   const float amax = fmax_of(block_amax, epsilon);
   if (is_inf(amax) || amax == 0.0f) return 1.0f;
-  float scale = div(fp8_max_of(e4m3), amax);
+  float scale = div(fp8_max_of(dtype), amax);
   if (is_inf(scale)) scale = FLT_MAX;
   if (power_of_two) scale = float_of(bits_of(scale) & 0xFF800000u);
   return scale;
@@ -57,7 +58,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = check_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_quantize_args))) return s;
   if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::HighPrecision)) return s;
   if (!is_fp8(args->out_dtype)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->out_dtype must be e4m3 or e5m2");
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) + " (" +
+                      std::to_string(args->out_dtype) + ") but must be " + kFp8DtypeNames);
   }
   if (int32_t s = check_block_shape(kernel, args->block_rows, args->block_cols)) return s;
   if (int32_t s = check_scale_dtype(kernel, args->scale_dtype)) return s;
@@ -75,7 +78,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   const int64_t br = args->block_rows, bc = args->block_cols;
   const int64_t grid_rows = ceil_div(rows, br), grid_cols = ceil_div(cols, bc);
   const int64_t blocks = (rows > 0 && cols > 0) ? grid_rows * grid_cols : 0;
-  const bool e4m3 = args->out_dtype == OCTET_DTYPE_E4M3;
+  const int32_t dtype = args->out_dtype;
   const bool e8m0 = args->scale_dtype == OCTET_DTYPE_E8M0;
   const int32_t rounding = args->e8m0_rounding;
   const float epsilon = args->amax_epsilon;
@@ -112,10 +115,10 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
           uint8_t scale_code = 0;
           float scale = 1.0f, divisor = 0.0f;
           if (e8m0) {
-            scale_code = mx_scale_code(block_amax, e4m3, rounding);
+            scale_code = mx_scale_code(block_amax, dtype, rounding);
             divisor = e8m0_decode(scale_code);
           } else {
-            scale = fp32_block_scale(block_amax, e4m3, epsilon, power_of_two);
+            scale = fp32_block_scale(block_amax, dtype, epsilon, power_of_two);
           }
           Kokkos::single(Kokkos::PerTeam(team), [&]() {
             if (e8m0) {
@@ -132,9 +135,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
                 const int64_t r = r0 + e / width, c = c0 + e % width;
                 // NaN keeps its sign; an infinity saturates to max finite.
                 const float scaled = e8m0 ? div(x, divisor) : mul(x, scale);
-                const uint8_t code = fp8_encode(scaled, e4m3, true);
+                const uint8_t code = fp8_encode(scaled, dtype, true);
                 out(r * cols + c) = code;
-                s.count(x, scaled, code, e4m3);
+                s.count(x, scaled, code, dtype);
               },
               Kokkos::Sum<Stats>(block_stats));
           Kokkos::single(Kokkos::PerTeam(team), [&]() { total += block_stats; });

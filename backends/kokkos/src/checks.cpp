@@ -5,7 +5,7 @@ namespace {
 
 // Written by initialize() before any kernel runs, read afterwards.
 octet::plugin::Host g_host;
-constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes;
+constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes | octet::plugin::kFnuzFp8Dtypes;
 constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
 
 }  // namespace

@@ -27,7 +27,12 @@ inline int32_t report(int32_t status, const std::string& message) { return host(
 
 using octet::plugin::dtype_name;  // the plugin SDK's
 using octet::plugin::dtype_size;
-inline bool is_fp8(int32_t d) { return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2; }
+// The FP8 dtypes: OCP E4M3 / E5M2 and FNUZ E4M3FNUZ / E5M2FNUZ.
+inline bool is_fp8(int32_t d) {
+  return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2 || d == OCTET_DTYPE_E4M3FNUZ || d == OCTET_DTYPE_E5M2FNUZ;
+}
+// How the messages name them (the reference's words).
+constexpr const char* kFp8DtypeNames = "e4m3, e5m2, e4m3fnuz or e5m2fnuz";
 inline bool is_high_precision(int32_t d) {
   return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;
 }

@@ -1,11 +1,12 @@
-// Exact scalar codecs (docs/numerics.md sections 1-5) and the FP32
+// Exact scalar codecs (docs/numerics.md sections 1-5; OCP and FNUZ FP8) and the FP32
 // arithmetic with defined NaN results, written so that they compile for any
 // Kokkos execution space: every function is KOKKOS_INLINE_FUNCTION, uses
 // integer operations on the IEEE bits (no table, no libm, no std:: call
 // that exists only on the host) and rounds exactly as the reference does.
 // tests/kokkos_backend/device_codecs_test.cpp compares every function here
-// with the reference's codecs (every FP8/BF16/FP16/E8M0 code, every
-// rounding boundary, and all 2^32 FP32 inputs of the FP8 encoders).
+// with the reference's codecs (every FP8 (OCP and FNUZ), BF16, FP16 and
+// E8M0 code, every rounding boundary, and, opt-in, all 2^32 FP32 inputs of
+// the encoders).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -152,13 +153,55 @@ KOKKOS_INLINE_FUNCTION float narrow_code_to_float(uint32_t code, NarrowFormat f)
   return float_of((fp32_exponent << 23) | (mantissa << (23 - m)));
 }
 
-// FP32 -> FP8 (numerics.md section 2). e4m3: E4M3 else E5M2.
-KOKKOS_INLINE_FUNCTION uint8_t fp8_encode(float value, bool e4m3, bool saturate) {
+// ---- FP8: OCP E4M3 / E5M2 and FNUZ E4M3FNUZ / E5M2FNUZ ----
+
+KOKKOS_INLINE_FUNCTION bool is_fnuz_dtype(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3FNUZ || dtype == OCTET_DTYPE_E5M2FNUZ;
+}
+// E4M3 and E4M3FNUZ (3 mantissa bits); the other FP8 dtypes have 2.
+KOKKOS_INLINE_FUNCTION bool is_e4m3_family(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E4M3FNUZ;
+}
+
+// The rounding format of an FP8 dtype (numerics.md section 1): FNUZ has a
+// bias one larger and its top code 0x7F finite.
+KOKKOS_INLINE_FUNCTION NarrowFormat fp8_format(int32_t dtype) {
+  switch (dtype) {
+    case OCTET_DTYPE_E4M3FNUZ:
+      return NarrowFormat{3, 8, 0x7Fu};  // 240
+    case OCTET_DTYPE_E5M2FNUZ:
+      return NarrowFormat{2, 16, 0x7Fu};  // 57344
+    case OCTET_DTYPE_E5M2:
+      return e5m2_format();
+    default:
+      return e4m3_format();
+  }
+}
+
+// The FNUZ formats' one NaN: the code negative zero would have.
+constexpr uint8_t kFnuzNan = 0x80u;
+
+// FP32 -> FP8 (numerics.md sections 1 and 2); `dtype` one of the four FP8 dtypes.
+//  - OCP: NaN keeps its sign; overflow and +-inf give +-max (saturate) or
+//    NaN (E4M3) / +-inf (E5M2); a zero keeps its sign.
+//  - FNUZ: NaN gives 0x80; overflow and +-inf give +-max (saturate) or 0x80;
+//    a zero is 0x00 whatever its sign.
+KOKKOS_INLINE_FUNCTION uint8_t fp8_encode(float value, int32_t dtype, bool saturate) {
   const uint32_t bits = bits_of(value);
   const uint8_t sign = static_cast<uint8_t>((bits & 0x80000000u) >> 24);
   const uint32_t magnitude = bits & 0x7FFFFFFFu;
+  const NarrowFormat f = fp8_format(dtype);
+  if (is_fnuz_dtype(dtype)) {
+    if (magnitude > 0x7F800000u) return kFnuzNan;
+    const uint8_t overflow = saturate ? static_cast<uint8_t>(sign | f.max_finite_code) : kFnuzNan;
+    if (magnitude == 0x7F800000u) return overflow;
+    const uint32_t code = round_to_narrow_code(magnitude, f);
+    if (code > f.max_finite_code) return overflow;
+    if (code == 0) return 0x00;
+    return static_cast<uint8_t>(sign | code);
+  }
   if (magnitude > 0x7F800000u) return static_cast<uint8_t>(sign | 0x7Fu);
-  const NarrowFormat f = e4m3 ? e4m3_format() : e5m2_format();
+  const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
   const uint8_t overflow = saturate ? static_cast<uint8_t>(f.max_finite_code)
                                     : static_cast<uint8_t>(e4m3 ? 0x7Fu : 0x7Cu);
   if (magnitude == 0x7F800000u) return static_cast<uint8_t>(sign | overflow);
@@ -167,16 +210,27 @@ KOKKOS_INLINE_FUNCTION uint8_t fp8_encode(float value, bool e4m3, bool saturate)
   return static_cast<uint8_t>(sign | code);
 }
 
-// FP8 -> FP32 (numerics.md section 3).
-KOKKOS_INLINE_FUNCTION float fp8_decode(uint8_t code, bool e4m3) {
+// FP8 -> FP32 (numerics.md sections 1 and 3). FNUZ 0x80 is the positive
+// quiet NaN 0x7FC00000 (the code has no sign to keep).
+KOKKOS_INLINE_FUNCTION float fp8_decode(uint8_t code, int32_t dtype) {
+  if (is_fnuz_dtype(dtype) && code == kFnuzNan) return float_of(0x7FC00000u);
   const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
   const uint32_t magnitude = code & 0x7Fu;
-  const NarrowFormat f = e4m3 ? e4m3_format() : e5m2_format();
-  if (magnitude > f.max_finite_code) {
-    const bool infinity = !e4m3 && magnitude == 0x7Cu;
+  const NarrowFormat f = fp8_format(dtype);
+  if (magnitude > f.max_finite_code) {  // OCP only: every FNUZ magnitude is finite
+    const bool infinity = dtype == OCTET_DTYPE_E5M2 && magnitude == 0x7Cu;
     return float_of(sign | 0x7F800000u | (infinity ? 0u : 0x00400000u));
   }
   return float_of(sign | bits_of(narrow_code_to_float(magnitude, f)));
+}
+
+// Whether the non-saturating encoding `unclamped` of a non-NaN value
+// overflowed (the reference's StatisticsCounter): E4M3 gave NaN, E5M2
+// infinity, FNUZ its NaN.
+KOKKOS_INLINE_FUNCTION bool fp8_overflowed(uint8_t unclamped, int32_t dtype) {
+  if (is_fnuz_dtype(dtype)) return unclamped == kFnuzNan;
+  const uint8_t magnitude = unclamped & 0x7Fu;
+  return dtype == OCTET_DTYPE_E4M3 ? magnitude == 0x7Fu : magnitude >= 0x7Cu;
 }
 
 KOKKOS_INLINE_FUNCTION uint16_t bf16_encode(float value) {
@@ -252,7 +306,10 @@ KOKKOS_INLINE_FUNCTION float e8m0_decode(uint8_t code) {
   return float_of(static_cast<uint32_t>(code) << 23);
 }
 
-KOKKOS_INLINE_FUNCTION float fp8_max_of(bool e4m3) { return e4m3 ? 448.0f : 57344.0f; }
+// Largest finite value: 448 (E4M3), 240 (E4M3FNUZ), 57344 (E5M2, E5M2FNUZ).
+KOKKOS_INLINE_FUNCTION float fp8_max_of(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 ? 448.0f : dtype == OCTET_DTYPE_E4M3FNUZ ? 240.0f : 57344.0f;
+}
 
 // Element access by octet_dtype on raw bytes (`index` in elements): widen
 // to FP32 (FP8 and E8M0 as the values of their codes), narrow from FP32
@@ -270,8 +327,11 @@ KOKKOS_INLINE_FUNCTION float load_element(const unsigned char* base, int32_t dty
       memcpy(&h, base + index * 2, 2);
       return dtype == OCTET_DTYPE_BF16 ? bf16_decode(h) : fp16_decode(h);
     }
-    case OCTET_DTYPE_E4M3: return fp8_decode(base[index], true);
-    case OCTET_DTYPE_E5M2: return fp8_decode(base[index], false);
+    case OCTET_DTYPE_E4M3:
+    case OCTET_DTYPE_E5M2:
+    case OCTET_DTYPE_E4M3FNUZ:
+    case OCTET_DTYPE_E5M2FNUZ:
+      return fp8_decode(base[index], dtype);
     case OCTET_DTYPE_E8M0: return e8m0_decode(base[index]);
     default: return 0.0f;
   }
@@ -287,8 +347,12 @@ KOKKOS_INLINE_FUNCTION void store_element(unsigned char* base, int32_t dtype, in
       memcpy(base + index * 2, &h, 2);
       return;
     }
-    case OCTET_DTYPE_E4M3: base[index] = fp8_encode(value, true, saturate); return;
-    case OCTET_DTYPE_E5M2: base[index] = fp8_encode(value, false, saturate); return;
+    case OCTET_DTYPE_E4M3:
+    case OCTET_DTYPE_E5M2:
+    case OCTET_DTYPE_E4M3FNUZ:
+    case OCTET_DTYPE_E5M2FNUZ:
+      base[index] = fp8_encode(value, dtype, saturate);
+      return;
     case OCTET_DTYPE_E8M0: base[index] = e8m0_encode(value, true); return;
     default: return;
   }

@@ -82,9 +82,9 @@ int32_t check_quantize_args(const char* kernel, const octet_quantize_args* args)
   if (int32_t s = check_struct_size(kernel, "args", args->struct_size, sizeof(octet_quantize_args))) return s;
   if (int32_t s = check_matrix(kernel, "args->input", args->input, DtypeClass::HighPrecision)) return s;
   if (!is_fp8(args->out_dtype)) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->out_dtype is " +
-                                                     dtype_name(args->out_dtype) + " (" +
-                                                     std::to_string(args->out_dtype) + ") but must be e4m3 or e5m2");
+    return report(OCTET_STATUS_INVALID_ARGUMENT,
+                  std::string(kernel) + ": args->out_dtype is " + dtype_name(args->out_dtype) + " (" +
+                      std::to_string(args->out_dtype) + ") but must be " + kFp8DtypeNames);
   }
   return check_not_null(kernel, "args->scale", args->scale);
 }
@@ -95,7 +95,7 @@ int32_t check_quantize_args(const char* kernel, const octet_quantize_args* args)
 // codes (both dense) in one pass; amax and statistics reduced in the same pass.
 void quantize_checked(const octet_quantize_args& args, octet_quantize_statistics* stats_out) {
   const Mat in(args.input);
-  const bool e4m3 = args.out_dtype == OCTET_DTYPE_E4M3;
+  const int32_t dtype = args.out_dtype;
   const bool sat = args.saturate != 0;
   const float scale = read_scalar(args.scale);
   const int64_t rows = in.rows, cols = in.cols;
@@ -112,11 +112,11 @@ void quantize_checked(const octet_quantize_args& args, octet_quantize_statistics
         KOKKOS_LAMBDA(int64_t r, int64_t c, Stats& s) {
           const float x = in.at(r, c);
           const float scaled = mul(x, scale);
-          const uint8_t code = fp8_encode(scaled, e4m3, sat);
+          const uint8_t code = fp8_encode(scaled, dtype, sat);
           if (write_rowwise) rowwise(r * cols + c) = code;
           if (write_columnwise) columnwise(c * rows + r) = code;
           if (want_stats) {
-            s.count(x, scaled, code, e4m3);
+            s.count(x, scaled, code, dtype);
           } else if (!is_nan(x) && abs_of(x) > s.amax) {
             s.amax = abs_of(x);  // amax only: NaN (signalling too) ignored
           }

@@ -56,10 +56,10 @@ int32_t check_gemm_args(const octet_gemm_args* args) {
   const bool both_fp8 = is_fp8(args->a.dtype) && is_fp8(args->b.dtype);
   const bool both_high = is_high_precision(args->a.dtype) && is_high_precision(args->b.dtype);
   if (!both_fp8 && !both_high) {
-    return report(OCTET_STATUS_UNSUPPORTED,
-                  std::string(kGemm) + ": args->a.dtype is " + dtype_name(args->a.dtype) + " and args->b.dtype is " +
-                      dtype_name(args->b.dtype) +
-                      ": the operands must both be FP8 (e4m3/e5m2) or both fp32/bf16/fp16");
+    return report(OCTET_STATUS_UNSUPPORTED, std::string(kGemm) + ": args->a.dtype is " + dtype_name(args->a.dtype) +
+                                                " and args->b.dtype is " + dtype_name(args->b.dtype) +
+                                                ": the operands must both be FP8 (" + kFp8DtypeNames +
+                                                ") or both fp32/bf16/fp16");
   }
   if (args->d_scale != nullptr) {
     if (int32_t s = check_matrix(kGemm, "args->d", args->d, DtypeClass::Fp8)) return s;
@@ -134,7 +134,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
     const float scale = args->alpha * (sa * sb);
     const Epilogue epilogue = epilogue_of(*args);
     const Mat d(args->d);
-    const bool e5m2_out = args->d.dtype == OCTET_DTYPE_E5M2;
+    const int32_t d_dtype = args->d.dtype;
     const bool d_saturate = args->d_saturate != 0;
     // fast_accumulation is only a permission: the sum is always the exact one.
     Kokkos::parallel_reduce(
@@ -153,7 +153,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
                 const float v = epilogue.apply(scale * acc, i, j);
                 if (fp8_out) {
                   if (!is_nan(v) && abs_of(v) > local) local = abs_of(v);
-                  d.bytes(i * d.ld + j) = fp8_encode(v * d_scale, !e5m2_out, d_saturate);
+                  d.bytes(i * d.ld + j) = fp8_encode(v * d_scale, d_dtype, d_saturate);
                 } else {
                   d.put(i, j, v, true);
                 }

@@ -52,9 +52,13 @@ octet_backend_caps kokkos_caps() {
   caps.memory_kind = kHostMemory ? OCTET_MEMORY_HOST : OCTET_MEMORY_DEVICE;
   caps.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
                 OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+                OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+                OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ);
+  // PER_ROW / PER_COLUMN reach the block kernels as FP32 blocks spanning a
+  // whole row or column (plugin ABI 1.4), which block.cpp and the block
+  // GEMM take as any other block shape.
   caps.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                       OCTET_SCALING_BLOCK_128X128;
+                       OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN;
   // The GEMM kernels read either operand along rows or columns (gemm.cpp
   // widens op(X) through the view's strides), in every execution space.
   caps.native_columnwise = 1;

@@ -24,7 +24,7 @@ int32_t check_fused_quantize(const char* kernel, const octet_quantize_args* q) {
   if (!is_fp8(q->out_dtype))
     return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->quantize->out_dtype is " +
                                                      dtype_name(q->out_dtype) + " (" + std::to_string(q->out_dtype) +
-                                                     ") but must be e4m3 or e5m2");
+                                                     ") but must be " + kFp8DtypeNames);
   return check_not_null(kernel, "args->quantize->scale", q->scale);
 }
 

@@ -86,7 +86,7 @@ struct Stats {
   }
   // One element (the reference's StatisticsCounter::count): x the input,
   // scaled the value handed to the encoder, code the code written.
-  KOKKOS_INLINE_FUNCTION void count(float x, float scaled, uint8_t code, bool e4m3) {
+  KOKKOS_INLINE_FUNCTION void count(float x, float scaled, uint8_t code, int32_t dtype) {
     if (is_nan(x)) {
       ++nan_count;
       return;
@@ -94,8 +94,7 @@ struct Stats {
     const float a = abs_of(x);
     if (a > amax) amax = a;
     if (!is_nan(scaled)) {
-      const uint8_t magnitude = fp8_encode(scaled, e4m3, false) & 0x7F;
-      if (e4m3 ? magnitude == 0x7F : magnitude >= 0x7C) ++saturated_count;
+      if (fp8_overflowed(fp8_encode(scaled, dtype, false), dtype)) ++saturated_count;
     }
     if (is_finite(x) && x != 0.0f && (code & 0x7F) == 0) ++flushed_count;
   }
