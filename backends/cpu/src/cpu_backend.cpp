@@ -39,11 +39,11 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   return guarded("initialize", [&]() -> int32_t {
     if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
     const RowKernels& k = row_kernels();
-    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built();
-    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name + " element-wise; FP8 GEMM " +
-                    (bf16_gemm ? "avx512_bf16 vdpbf16ps" : "oneDNN sgemm on FP32 K-slices") + ", FP4 GEMM " +
-                    (cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built() ? "avx512_bf16 vdpbf16ps" : "portable") +
-                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) + " OpenMP threads)";
+    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
+    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name + " element-wise; " +
+                    (bf16_gemm ? "FP8/FP4 GEMM vdpbf16ps" : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32") +
+                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
+                    " OpenMP threads)";
     octet_backend_caps filled{};
     filled.struct_size = sizeof filled;
     filled.device = device_name().c_str();
