@@ -60,10 +60,6 @@ constexpr int64_t kNC = 1024;
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-float scale_value(const Fp4Operand& op, uint8_t code) {
-  return op.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3)[code] : e8m0_table()[code];
-}
-
 }  // namespace
 }  // namespace octet_cpu
 
@@ -92,12 +88,17 @@ inline __m256i table16(__m512 values, float s) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
 }
 
-// 16 packed bytes -> 32 16-bit lane indices, element order (low nibble
-// first), the second 16 codes offset by 16 (the table's upper half).
-inline __m512i nibble_indices(__m128i bytes) {
+// 16 packed bytes -> 32 16-bit lanes holding the codes, element order (low
+// nibble first).
+inline __m512i nibble_codes(__m128i bytes) {
   const __m512i x = _mm512_cvtepu8_epi32(bytes);
-  const __m512i pair = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(0xF)),
-                                       _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0xF0)), 12));
+  return _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(0xF)),
+                         _mm512_slli_epi32(_mm512_and_si512(x, _mm512_set1_epi32(0xF0)), 12));
+}
+
+// The same with the second 16 codes offset by 16 (a table's upper half).
+inline __m512i nibble_indices(__m128i bytes) {
+  const __m512i pair = nibble_codes(bytes);
   return _mm512_mask_add_epi16(pair, 0xFFFF0000u, pair, _mm512_set1_epi16(16));
 }
 
@@ -120,11 +121,12 @@ void decode_row_folded(const Fp4Operand& op, int64_t row, int64_t k0, int64_t kc
   const uint8_t* codes = op.codes + row * row_bytes;
   const uint8_t* grid = op.scales + (row / op.block_rows) * k_blocks;
   const __m512 values = e2m1_values();
+  const float* scale_table = op.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3) : e8m0_table();
   for (int64_t c = 0; c < kc; c += 32) {
     const int64_t kk = k0 + c;
     const int64_t kb0 = kk / bk, kb1 = (kk + 16) / bk;
-    const float s0 = scale_value(op, grid[kb0]);
-    const float s1 = kk + 16 < k ? scale_value(op, grid[kb1]) : 0.0f;
+    const float s0 = scale_table[grid[kb0]];
+    const float s1 = kk + 16 < k ? scale_table[grid[kb1]] : 0.0f;
     const __m512i table = _mm512_inserti64x4(_mm512_castsi256_si512(table16(values, s0)), table16(values, s1), 1);
     const __m512i idx = nibble_indices(load16(codes + kk / 2, row_bytes - kk / 2));
     _mm512_storeu_si512(dst + c, _mm512_maskz_permutexvar_epi16(live_lanes(kk, k), idx, table));
@@ -286,35 +288,63 @@ void blocked(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int
 // ---------------------------------------------------------------- decode
 
 constexpr int kDecodeRows = 4;  // A rows per pass over B
+constexpr int kDecodeCols = 4;  // B rows decoded together (independent sums)
+
+// c[r * ldc + j] for the R rows of a_rows and B rows [j0, j0 + J): per
+// 32-code chunk, B's codes decoded to BF16 without scale, the exact lane
+// sums of VDPBF16PS times B's block scales (lanes 0-7: codes 0-15, 8-15:
+// codes 16-31) added to FP32 lanes; one horizontal sum at the end.
+template <int R, int J>
+void decode_tile(const uint16_t* a_rows, int64_t a_stride, const Fp4Operand& b, int64_t j0, int64_t k,
+                 const float* scale_table, float* c, int64_t ldc) {
+  const int64_t row_bytes = fp4_row_bytes(k), bk = b.nvfp4 ? 16 : 32, k_blocks = (k + bk - 1) / bk;
+  const int64_t chunks = (k + 31) / 32;
+  const __m512i table = _mm512_castsi256_si512(table16(e2m1_values(), 1.0f));
+  const uint8_t* codes[J];
+  const uint8_t* grid[J];
+  for (int jj = 0; jj < J; ++jj) {
+    codes[jj] = b.codes + (j0 + jj) * row_bytes;
+    grid[jj] = b.scales + ((j0 + jj) / b.block_rows) * k_blocks;
+  }
+  __m512 acc[R][J];
+  for (int r = 0; r < R; ++r) {
+    for (int jj = 0; jj < J; ++jj) acc[r][jj] = _mm512_setzero_ps();
+  }
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const int64_t kk = ch * 32;
+    const __mmask32 live = live_lanes(kk, k);
+    const int64_t kb0 = kk / bk, kb1 = (kk + 16) / bk;
+    const bool second = kk + 16 < k;
+    __m512bh bv[J];
+    __m512 sv[J];
+    for (int jj = 0; jj < J; ++jj) {
+      const __m512i idx = nibble_codes(load16(codes[jj] + kk / 2, row_bytes - kk / 2));
+      bv[jj] = (__m512bh)_mm512_maskz_permutexvar_epi16(live, idx, table);
+      const float s0 = scale_table[grid[jj][kb0]], s1 = second ? scale_table[grid[jj][kb1]] : 0.0f;
+      sv[jj] = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_loadu_si512(a_rows + r * a_stride + kk);
+      for (int jj = 0; jj < J; ++jj) {
+        const __m512 p = _mm512_dpbf16_ps(_mm512_setzero_ps(), av, bv[jj]);  // exact lane sums
+        acc[r][jj] = _mm512_add_ps(acc[r][jj], _mm512_mul_ps(p, sv[jj]));
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int jj = 0; jj < J; ++jj) c[r * ldc + j0 + jj] = _mm512_reduce_add_ps(acc[r][jj]);
+  }
+}
 
 template <int R>
 void decode_rows(const uint16_t* a_rows, int64_t a_stride, const Fp4Operand& b, int64_t j0, int64_t j1, int64_t k,
                  float* c, int64_t ldc) {
-  const int64_t row_bytes = fp4_row_bytes(k), bk = b.nvfp4 ? 16 : 32, k_blocks = (k + bk - 1) / bk;
-  const int64_t chunks = (k + 31) / 32;
-  // E2M1 -> BF16 without scale, in the lower 16 entries of a 32-entry table.
-  const __m512i table = _mm512_castsi256_si512(table16(e2m1_values(), 1.0f));
-  const __m512i low_nibble_only = _mm512_set1_epi16(0xF);
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* codes = b.codes + j * row_bytes;
-    const uint8_t* grid = b.scales + (j / b.block_rows) * k_blocks;
-    __m512 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const int64_t kk = ch * 32;
-      const __m512i idx = _mm512_and_si512(nibble_indices(load16(codes + kk / 2, row_bytes - kk / 2)), low_nibble_only);
-      const __m512bh bv = (__m512bh)_mm512_maskz_permutexvar_epi16(live_lanes(kk, k), idx, table);
-      const float s0 = scale_value(b, grid[kk / bk]);
-      const float s1 = kk + 16 < k ? scale_value(b, grid[(kk + 16) / bk]) : 0.0f;
-      const __m512 sv = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
-      for (int r = 0; r < R; ++r) {
-        const __m512bh av = (__m512bh)_mm512_loadu_si512(a_rows + r * a_stride + kk);
-        const __m512 p = _mm512_dpbf16_ps(_mm512_setzero_ps(), av, bv);  // exact lane sums
-        acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(p, sv));
-      }
-    }
-    for (int r = 0; r < R; ++r) c[r * ldc + j] = _mm512_reduce_add_ps(acc[r]);
+  const float* scale_table = b.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3) : e8m0_table();
+  int64_t j = j0;
+  for (; j + kDecodeCols <= j1; j += kDecodeCols) {
+    decode_tile<R, kDecodeCols>(a_rows, a_stride, b, j, k, scale_table, c, ldc);
   }
+  for (; j < j1; ++j) decode_tile<R, 1>(a_rows, a_stride, b, j, k, scale_table, c, ldc);
 }
 
 void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* c,
