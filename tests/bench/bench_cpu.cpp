@@ -442,9 +442,7 @@ struct Fp4Gemm {
   octet_tensor *a, *b, *d;
 };
 
-int32_t fp4_mode_b(int32_t mode_a) {
-  return mode_a == OCTET_SCALING_NVFP4_1X16 ? OCTET_SCALING_NVFP4_16X16 : mode_a;
-}
+int32_t fp4_mode_b(int32_t mode_a) { return mode_a == OCTET_SCALING_NVFP4_1X16 ? OCTET_SCALING_NVFP4_16X16 : mode_a; }
 
 // FP4 GEMM on cpu (range(3): OCTET_SCALING_MXFP4_1X32, or NVFP4_1X16 for
 // A with NVFP4_16X16 weights) vs the per-tensor FP8 GEMM of the same shape

@@ -273,12 +273,20 @@ TEST_F(CpuFp4, QuantizeLargeAndBoundaryValuesMatchTheReference) {
     tie_values[i] = i % 16 == 0 ? 6.0f : ties[(i / 16 + i) % 11] * ((i / 7) % 2 ? -1.0f : 1.0f);
   }
   tie_values[17 * 256 + 48] = 2688.0f;
+  // A block whose NVFP4 scale flushes to 0 holding an infinity (the
+  // infinity saturates, the rest are +-0), and one holding a NaN.
+  for (size_t c = 0; c < 16; ++c) tie_values[5 * 256 + c] = (c % 2 ? -1e-30f : 1e-30f);
+  tie_values[5 * 256 + 3] = -std::numeric_limits<float>::infinity();
+  tie_values[6 * 256 + 40] = std::numeric_limits<float>::quiet_NaN();
   const Input tie_in(OCTET_DTYPE_FP32, 32, 256, 256, tie_values);
   for (int32_t mode : kModes) {
     for (int32_t rounding : {0, 1}) {
       const Quantized want = quantize(ref, tie_in.view, mode, false, rounding, false, 5, 0, false);
       expect_same(want, quantize(cpu, tie_in.view, mode, false, rounding, false, 5, 0, false),
                   "ties mode " + std::to_string(mode) + " r" + std::to_string(rounding));
+      expect_same(quantize(ref, tie_in.view, mode, false, rounding, true, 5, 0, false),
+                  quantize(cpu, tie_in.view, mode, false, rounding, true, 5, 0, false),
+                  "ties stochastic mode " + std::to_string(mode) + " r" + std::to_string(rounding));
       if (rounding == 1 && mode == OCTET_SCALING_MXFP4_1X32) {
         EXPECT_GT(want.stats.saturated_count, 0u);
       }
@@ -387,8 +395,8 @@ struct GemmOut {
   int32_t status;
 };
 
-GemmOut run_gemm(Table& t, const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha,
-                 float beta, const std::vector<float>& d0, const std::vector<float>* bias, bool gelu) {
+GemmOut run_gemm(Table& t, const Operand& a, const Operand& b, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                 const std::vector<float>& d0, const std::vector<float>* bias, bool gelu) {
   GemmOut out{d0, 0};
   octet_fp4_gemm_args g{};
   g.struct_size = sizeof g;
@@ -471,7 +479,7 @@ TEST_F(CpuFp4, GemmIsWithinTheBoundForEveryModeMixAndShape) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1, 16},  {1, 70, 300},  {1, 33, 17},  {3, 40, 513},  {8, 64, 256}, {9, 50, 48},
+  const Shape shapes[] = {{1, 1, 16},   {1, 70, 300},  {1, 33, 17},    {3, 40, 513},    {8, 64, 256}, {9, 50, 48},
                           {13, 31, 31}, {64, 96, 512}, {100, 70, 100}, {25, 130, 1000}, {2, 2, 1}};
   for (const Mix& mix : mixes) {
     for (const Shape& s : shapes) {
@@ -511,7 +519,8 @@ TEST_F(CpuFp4, GemmNanScalesAndExtremeMxScales) {
     const GemmOut want = run_gemm(ref, a, b, m, n, k, 1.0f, 0.0f, std::vector<float>(size_t(m * n)), nullptr, false);
     const GemmOut got = run_gemm(cpu, a, b, m, n, k, 1.0f, 0.0f, std::vector<float>(size_t(m * n)), nullptr, false);
     ASSERT_EQ(got.status, OCTET_STATUS_SUCCESS);
-    for (size_t i = 0; i < want.d.size(); ++i) ASSERT_EQ(bits(want.d[i]), bits(got.d[i])) << "extreme m" << m << " " << i;
+    for (size_t i = 0; i < want.d.size(); ++i)
+      ASSERT_EQ(bits(want.d[i]), bits(got.d[i])) << "extreme m" << m << " " << i;
     Operand an = make_operand(cpu, OCTET_SCALING_NVFP4_1X16, m, k, rng);
     Operand bn = make_operand(cpu, OCTET_SCALING_NVFP4_16X16, n, k, rng);
     an.q.scales[1] = 0x7F;  // NaN

@@ -42,8 +42,7 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
     device_name() = std::string("host CPU (") + isa_description() + "; " + k.name + " element-wise; " +
                     (bf16_gemm ? "FP8/FP4 GEMM vdpbf16ps" : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32") +
-                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
-                    " OpenMP threads)";
+                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) + " OpenMP threads)";
     octet_backend_caps filled{};
     filled.struct_size = sizeof filled;
     filled.device = device_name().c_str();

@@ -31,8 +31,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int32_t require_mode(const char* name, int32_t scaling_mode, Fp4Mode* mode) {
   if (fp4_mode_of(scaling_mode, mode)) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string("fp4_gemm: ") + name + " (" +
-                                                   std::to_string(scaling_mode) +
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string("fp4_gemm: ") + name + " (" + std::to_string(scaling_mode) +
                                                    ") must be OCTET_SCALING_MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16");
 }
 

@@ -32,8 +32,7 @@ bool fp4_fold_exact(const Fp4Operand& op, int64_t rows, int64_t k);
 // kFp4DecodeMaxM) stream B once, decoding it in registers. Call only when
 // cpu_isa() >= Isa::Avx512Bf16. Throws OutOfMemory before any work when
 // its panels cannot be allocated.
-void fp4_gemm_bf16(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                   int64_t ldc);
+void fp4_gemm_bf16(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc);
 
 constexpr int64_t kFp4DecodeMaxM = 8;
 

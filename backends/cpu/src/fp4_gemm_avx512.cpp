@@ -53,7 +53,7 @@ namespace {
 
 constexpr int kMR = 12;
 constexpr int kNR = 32;
-constexpr int64_t kKC = 256;   // a multiple of 32: panels hold whole k-blocks
+constexpr int64_t kKC = 256;  // a multiple of 32: panels hold whole k-blocks
 constexpr int64_t kMC = 192;
 constexpr int64_t kNC = 1024;
 
@@ -78,8 +78,8 @@ namespace {
 
 // The 16 E2M1 values by code, FP32.
 inline __m512 e2m1_values() {
-  return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f,
-                        -4.0f, -6.0f);
+  return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f,
+                        -6.0f);
 }
 
 // BF16 bits of the 16 values times s (exact when folding is): 16 x 16-bit.
@@ -215,8 +215,8 @@ struct Buffers {
   float* tile;
 };
 
-void blocked_range(const Fp4Operand& a, const Fp4Operand& b, int64_t k, int64_t m0, int64_t m1, int64_t n0,
-                   int64_t n1, float* c, int64_t ldc, const Buffers& buf) {
+void blocked_range(const Fp4Operand& a, const Fp4Operand& b, int64_t k, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                   float* c, int64_t ldc, const Buffers& buf) {
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = min64(kNC, n1 - jc);
     for (int64_t pc = 0; pc < k; pc += kKC) {
@@ -347,8 +347,7 @@ void decode_rows(const uint16_t* a_rows, int64_t a_stride, const Fp4Operand& b, 
   for (; j < j1; ++j) decode_tile<R, 1>(a_rows, a_stride, b, j, k, scale_table, c, ldc);
 }
 
-void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* c,
-                 int64_t ldc) {
+void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
   const int64_t stride = round_up(k, 32);
   Buffer<uint16_t> a_rows(static_cast<std::size_t>(m * stride));
   for (int64_t i = 0; i < m; ++i) {
@@ -365,10 +364,18 @@ void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n,
       const uint16_t* ar = a_rows.get() + i0 * stride;
       float* cr = c + i0 * ldc;
       switch (min64(kDecodeRows, m - i0)) {
-        case 1: decode_rows<1>(ar, stride, b, j0, j1, k, cr, ldc); break;
-        case 2: decode_rows<2>(ar, stride, b, j0, j1, k, cr, ldc); break;
-        case 3: decode_rows<3>(ar, stride, b, j0, j1, k, cr, ldc); break;
-        default: decode_rows<4>(ar, stride, b, j0, j1, k, cr, ldc); break;
+        case 1:
+          decode_rows<1>(ar, stride, b, j0, j1, k, cr, ldc);
+          break;
+        case 2:
+          decode_rows<2>(ar, stride, b, j0, j1, k, cr, ldc);
+          break;
+        case 3:
+          decode_rows<3>(ar, stride, b, j0, j1, k, cr, ldc);
+          break;
+        default:
+          decode_rows<4>(ar, stride, b, j0, j1, k, cr, ldc);
+          break;
       }
     }
   }
@@ -400,8 +407,7 @@ bool fp4_gemm_bf16_built() {
 #endif
 }
 
-void fp4_gemm_bf16(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                   int64_t ldc) {
+void fp4_gemm_bf16(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc) {
 #if defined(OCTET_CPU_HAVE_FP4_BF16_PATH)
   (void)fp8_table(OCTET_DTYPE_E4M3);  // build the shared tables before any thread needs them
   (void)e8m0_table();

@@ -12,9 +12,9 @@
 // first, so the second pass loads and transforms again rather than keeping
 // a whole-matrix FP32 copy), MXFP4 one. Groups own whole rows of `out`, so
 // threads never share a byte.
-#include <omp.h>
 #include <octet/octet_math.h>
 #include <octet/octet_random.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +28,8 @@
 #include "errors.hpp"
 #include "fp4_codes.hpp"
 #include "fp4_kernels.hpp"
+#include "fp4_quantize_simd.hpp"
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
@@ -41,8 +43,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int32_t require_mode(const char* kernel, const char* name, int32_t scaling_mode, Fp4Mode* mode) {
   if (fp4_mode_of(scaling_mode, mode)) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " (" +
-                                                   std::to_string(scaling_mode) +
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " (" + std::to_string(scaling_mode) +
                                                    ") must be OCTET_SCALING_MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16");
 }
 
@@ -65,6 +66,29 @@ void hadamard16(float* values, uint32_t sign_mask) {
   }
 }
 
+void hadamard_portable(float* values, int64_t n, uint32_t sign_mask) {
+  for (int64_t g = 0; g < n; g += 16) hadamard16(values + g, sign_mask);
+}
+
+void scan_portable(const float* y, int64_t n, float* finite_amax, bool* has_nan) {
+  float m = *finite_amax;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(y[i])) *has_nan = true;
+    if (std::isfinite(y[i])) m = std::max(m, std::fabs(y[i]));
+  }
+  *finite_amax = m;
+}
+
+void encode_rne_portable(const float* y, int64_t n, float divisor, uint8_t* codes, uint64_t* saturated,
+                         uint64_t* flushed) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float scaled = octet_math_div(y[i], divisor);
+    codes[i] = e2m1_encode_rne(scaled);
+    *saturated += e2m1_overflows(scaled) ? 1 : 0;
+    *flushed += std::isfinite(y[i]) && y[i] != 0.0f && codes[i] == 0 ? 1 : 0;
+  }
+}
+
 struct Counts {
   uint64_t nan = 0, saturated = 0, flushed = 0;
 };
@@ -72,7 +96,7 @@ struct Counts {
 class Quantizer {
  public:
   Quantizer(const octet_fp4_quantize_args& args, const Fp4Mode& mode)
-      : args_(args), mode_(mode), rk_(row_kernels()) {
+      : args_(args), mode_(mode), rk_(row_kernels()), loops_(fp4_quantize_loops()) {
     const octet_matrix_view& in = args.input;
     transposed_ = args.transposed != 0;
     rows_ = transposed_ ? in.cols : in.rows;
@@ -99,15 +123,12 @@ class Quantizer {
     float m = *amax;
     for (int64_t i = 0; i < h * cols_; ++i) m = max_magnitude(m, panel[i]);
     *amax = m;
-    if (args_.rht != 0) {
-      for (int64_t i = 0; i < h * cols_; i += 16) hadamard16(panel + i, args_.rht_sign_mask);
-    }
+    if (args_.rht != 0) loops_.hadamard(panel, h * cols_, args_.rht_sign_mask);
   }
 
-  // Codes and scales of rows [r0, r0 + h) from their y in panel.
-  void encode(int64_t r0, int64_t h, const float* panel, float g, Counts* counts) const {
-    const int64_t row_bytes = fp4_row_bytes(cols_);
-    for (int64_t r = 0; r < h; ++r) std::memset(args_.out + (r0 + r) * row_bytes, 0, static_cast<std::size_t>(row_bytes));
+  // Codes and scales of rows [r0, r0 + h) from their y in panel; codes:
+  // h x cols bytes of scratch, one code each before packing.
+  void encode(int64_t r0, int64_t h, const float* panel, float g, uint8_t* codes, Counts* counts) const {
     const int64_t br = mode_.block_rows, bc = mode_.block_cols;
     for (int64_t b0 = 0; b0 < h; b0 += br) {
       const int64_t b1 = std::min(h, b0 + br);
@@ -115,13 +136,7 @@ class Quantizer {
         const int64_t c1 = std::min(cols_, c0 + bc);
         float block_amax = 0.0f;
         bool has_nan = false;
-        for (int64_t r = b0; r < b1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) {
-            const float v = panel[r * cols_ + c];
-            if (std::isnan(v)) has_nan = true;
-            if (std::isfinite(v)) block_amax = std::max(block_amax, std::fabs(v));
-          }
-        }
+        for (int64_t r = b0; r < b1; ++r) loops_.scan(panel + r * cols_ + c0, c1 - c0, &block_amax, &has_nan);
         uint8_t scale_code;
         if (has_nan) {
           scale_code = mode_.nvfp4 ? 0x7F : 0xFF;
@@ -131,10 +146,16 @@ class Quantizer {
         }
         args_.scale_inv_out[((r0 + b0) / br) * grid_cols_ + c0 / bc] = scale_code;
         const float divisor = decode_scale(scale_code, mode_.nvfp4, g);
+        const bool fast = !has_nan && divisor != 0.0f && args_.stochastic_rounding == 0;
         for (int64_t r = b0; r < b1; ++r) {
-          uint8_t* out_row = args_.out + (r0 + r) * row_bytes;
+          const float* y = panel + r * cols_;
+          uint8_t* code_row = codes + r * cols_;
+          if (fast) {
+            loops_.encode_rne(y + c0, c1 - c0, divisor, code_row + c0, &counts->saturated, &counts->flushed);
+            continue;
+          }
           for (int64_t c = c0; c < c1; ++c) {
-            const float v = panel[r * cols_ + c];
+            const float v = y[c];
             uint8_t code = 0;
             bool saturated = false;
             if (std::isnan(v)) {
@@ -146,26 +167,32 @@ class Quantizer {
               saturated = true;
             } else if (divisor == 0.0f) {
               code = std::signbit(v) ? 0x8 : 0x0;  // the block's scale flushed to 0
-            } else {
+            } else {                               // stochastic rounding
               const float scaled = octet_math_div(v, divisor);
               saturated = e2m1_overflows(scaled);
-              if (args_.stochastic_rounding != 0) {
-                const uint64_t index = static_cast<uint64_t>((r0 + r) * cols_ + c);
-                code = e2m1_encode_stochastic(scaled, octet_random_bits(args_.seed, args_.offset, index));
-              } else {
-                code = e2m1_encode_rne(scaled);
-              }
+              const uint64_t index = static_cast<uint64_t>((r0 + r) * cols_ + c);
+              code = e2m1_encode_stochastic(scaled, octet_random_bits(args_.seed, args_.offset, index));
             }
             counts->saturated += saturated ? 1 : 0;
-            // The reference's rule: a finite non-zero value whose code has
-            // no magnitude bits above the sign bit of an FP8 code (0x0 and
-            // 0x8 for E2M1 alike would be +-0; the reference tests code &
-            // 0x7F, so only 0x0 counts).
+            // The reference's rule: a finite non-zero value whose code is
+            // 0x0 (the reference tests code & 0x7F, so -0, 0x8, does not
+            // count).
             if (std::isfinite(v) && v != 0.0f && (code & 0x7F) == 0) ++counts->flushed;
-            out_row[c / 2] = static_cast<uint8_t>(out_row[c / 2] | (c % 2 == 0 ? code : code << 4));
+            code_row[c] = code;
           }
         }
       }
+    }
+    // Pack two codes a byte, low nibble first; an odd cols leaves each
+    // row's last high nibble 0.
+    const int64_t row_bytes = fp4_row_bytes(cols_);
+    for (int64_t r = 0; r < h; ++r) {
+      const uint8_t* code_row = codes + r * cols_;
+      uint8_t* out_row = args_.out + (r0 + r) * row_bytes;
+      for (int64_t c = 0; c + 1 < cols_; c += 2) {
+        out_row[c / 2] = static_cast<uint8_t>(code_row[c] | (code_row[c + 1] << 4));
+      }
+      if (cols_ % 2 != 0) out_row[cols_ / 2] = code_row[cols_ - 1];
     }
   }
 
@@ -182,11 +209,22 @@ class Quantizer {
   const octet_fp4_quantize_args& args_;
   Fp4Mode mode_;
   const RowKernels& rk_;
+  const Fp4QuantizeLoops& loops_;
   bool transposed_ = false;
   int64_t rows_ = 0, cols_ = 0, grid_cols_ = 0;
 };
 
 }  // namespace
+
+const Fp4QuantizeLoops& fp4_portable_loops() {
+  static const Fp4QuantizeLoops loops{"portable", hadamard_portable, scan_portable, encode_rne_portable};
+  return loops;
+}
+
+const Fp4QuantizeLoops& fp4_quantize_loops() {
+  const Fp4QuantizeLoops* avx512 = fp4_avx512_loops();
+  return cpu_isa() >= Isa::Avx512 && avx512 != nullptr ? *avx512 : fp4_portable_loops();
+}
 
 int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
   const char* kernel = "fp4_quantize";
@@ -220,7 +258,8 @@ int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
   }
 
   const int64_t groups = ceil_div(rows, kGroupRows);
-  const std::size_t panel_floats = element_count(kGroupRows, std::max<int64_t>(cols, 1));
+  // Per thread: the FP32 panel of 16 rows, then their codes (a byte each).
+  const std::size_t panel_floats = element_count(kGroupRows, std::max<int64_t>(cols, 1)) * 5 / 4;
   const int threads = omp_get_max_threads();
   Buffer<float> panels(element_count(static_cast<int64_t>(threads), static_cast<int64_t>(panel_floats)));
   const bool parallel = rows * cols >= 16384;
@@ -249,7 +288,7 @@ int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
     for (int64_t t = 0; t < groups; ++t) {
       const int64_t r0 = t * kGroupRows, h = std::min(kGroupRows, rows - r0);
       q.load(r0, h, panel, &amax);
-      q.encode(r0, h, panel, g, &counts);
+      q.encode(r0, h, panel, g, reinterpret_cast<uint8_t*>(panel + kGroupRows * cols), &counts);
     }
     nan += counts.nan;
     saturated += counts.saturated;
