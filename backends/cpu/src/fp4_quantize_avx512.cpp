@@ -28,7 +28,8 @@ void hadamard_avx512(float* values, int64_t n, uint32_t sign_mask) {
   alignas(64) uint32_t signs[16][16];
   for (int j = 0; j < 16; ++j) {
     for (int i = 0; i < 16; ++i) {
-      const unsigned odd = (static_cast<unsigned>(__builtin_popcount(static_cast<unsigned>(i & j))) + ((sign_mask >> j) & 1u)) & 1u;
+      const unsigned odd =
+          (static_cast<unsigned>(__builtin_popcount(static_cast<unsigned>(i & j))) + ((sign_mask >> j) & 1u)) & 1u;
       signs[j][i] = odd != 0 ? 0x80000000u : 0u;
     }
   }
@@ -86,14 +87,15 @@ void encode_rne_avx512(const float* y, int64_t n, float divisor, uint8_t* codes,
     mag = _mm512_mask_add_epi32(mag, _mm512_cmp_ps_mask(a, _mm512_set1_ps(2.5f), _CMP_GT_OQ), mag, one);
     mag = _mm512_mask_add_epi32(mag, _mm512_cmp_ps_mask(a, _mm512_set1_ps(3.5f), _CMP_GE_OQ), mag, one);
     mag = _mm512_mask_add_epi32(mag, _mm512_cmp_ps_mask(a, _mm512_set1_ps(5.0f), _CMP_GT_OQ), mag, one);
-    const __m512i sign = _mm512_srli_epi32(_mm512_and_si512(_mm512_castps_si512(scaled), _mm512_set1_epi32(INT32_MIN)), 28);
+    const __m512i sign =
+        _mm512_srli_epi32(_mm512_and_si512(_mm512_castps_si512(scaled), _mm512_set1_epi32(INT32_MIN)), 28);
     const __m512i code = _mm512_or_si512(mag, sign);
     _mm_mask_storeu_epi8(codes + i, live, _mm512_cvtepi32_epi8(code));
-    sat += static_cast<uint64_t>(__builtin_popcount(
-        _mm512_mask_cmp_ps_mask(live, a, _mm512_set1_ps(7.0f), _CMP_GE_OQ)));
+    sat +=
+        static_cast<uint64_t>(__builtin_popcount(_mm512_mask_cmp_ps_mask(live, a, _mm512_set1_ps(7.0f), _CMP_GE_OQ)));
     const __m512 av = _mm512_abs_ps(v);
-    const __mmask16 finite_nonzero = _mm512_mask_cmp_ps_mask(live, av, inf, _CMP_LT_OQ) &
-                                     _mm512_cmp_ps_mask(av, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __mmask16 finite_nonzero =
+        _mm512_mask_cmp_ps_mask(live, av, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(av, _mm512_setzero_ps(), _CMP_GT_OQ);
     flush += static_cast<uint64_t>(
         __builtin_popcount(finite_nonzero & _mm512_cmp_epi32_mask(code, _mm512_setzero_si512(), _MM_CMPINT_EQ)));
   }

@@ -21,8 +21,7 @@ struct Fp4QuantizeLoops {
   // y not NaN (infinities included) and divisor > 0; *saturated += the
   // count of |y / divisor| >= 7; *flushed += the count of finite non-zero y
   // whose code is 0x0 (the reference's rule, numerics.md 15.3).
-  void (*encode_rne)(const float* y, int64_t n, float divisor, uint8_t* codes, uint64_t* saturated,
-                     uint64_t* flushed);
+  void (*encode_rne)(const float* y, int64_t n, float divisor, uint8_t* codes, uint64_t* saturated, uint64_t* flushed);
 };
 
 const Fp4QuantizeLoops& fp4_portable_loops();
