@@ -9,6 +9,9 @@
 //  - FP8 GEMM with 2 OpenMP threads vs 1.
 //  - per-row scaled FP8 GEMM (numerics.md section 16) vs the per-tensor FP8
 //    GEMM of the same shape, in the same iterations.
+//  - FP4 GEMM (MXFP4, and NVFP4 1x16 x 16x16) vs the per-tensor FP8 GEMM of
+//    the same shape, in the same iterations (2048^3 and the decode shape
+//    1 x 8192 x 8192), and vs the reference's FP4 GEMM at small shapes.
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
 #include <omp.h>
@@ -397,6 +400,99 @@ BENCHMARK(BM_BlockGemmVsPerTensor)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
+
+// An FP4 GEMM through octet.h: A [m,k] and B [n,k] quantized from random
+// FP32 values (E2M1 codes, mode_a and mode_b: MXFP4_1X32, or NVFP4 1x16 and
+// 16x16), D FP32.
+struct Fp4Gemm {
+  Fp4Gemm(const char* backend, int64_t m, int64_t n, int64_t k, int32_t mode_a, int32_t mode_b) {
+    ctx = context(backend, OCTET_PROFILE_NATIVE);
+    a = fp4_tensor(m, k, mode_a);
+    b = fp4_tensor(n, k, mode_b);
+    d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
+  }
+  octet_tensor* fp4_tensor(int64_t rows, int64_t cols, int32_t mode) {
+    octet_tensor_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.dtype = OCTET_DTYPE_E2M1;
+    desc.ndim = 2;
+    desc.shape[0] = rows;
+    desc.shape[1] = cols;
+    desc.usages = OCTET_USAGE_ROWWISE;
+    desc.scaling_mode = mode;
+    octet_tensor* t = nullptr;
+    if (octet_tensor_create(ctx, &desc, &t) != OCTET_STATUS_SUCCESS) std::abort();
+    octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
+    const std::vector<float> x = random_floats(std::size_t(rows * cols), 1.0f);
+    octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+    if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    octet_tensor_destroy(hp);
+    return t;
+  }
+  ~Fp4Gemm() {
+    octet_tensor_destroy(a);
+    octet_tensor_destroy(b);
+    octet_tensor_destroy(d);
+    octet_context_destroy(ctx);
+  }
+  void run() {
+    if (octet_gemm(ctx, a, b, d, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+  }
+  octet_context* ctx;
+  octet_tensor *a, *b, *d;
+};
+
+int32_t fp4_mode_b(int32_t mode_a) { return mode_a == OCTET_SCALING_NVFP4_1X16 ? OCTET_SCALING_NVFP4_16X16 : mode_a; }
+
+// FP4 GEMM on cpu (range(3): OCTET_SCALING_MXFP4_1X32, or NVFP4_1X16 for
+// A with NVFP4_16X16 weights) vs the per-tensor FP8 GEMM of the same shape
+// [range(0), range(1), range(2)], timed in the same iterations.
+void BM_Fp4GemmVsPerTensorFp8(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int32_t mode = static_cast<int32_t>(state.range(3));
+  Fp4Gemm fp4("cpu", m, n, k, mode, fp4_mode_b(mode));
+  Fp8Gemm fp8("cpu", m, n, k);
+  fp4.run();
+  fp8.run();  // warm up
+  const auto [t_fp8, t_fp4] = time_against(
+      state, [&] { fp8.run(); }, [&] { fp4.run(); });
+  const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_fp4 / 1e9;
+  state.counters["fp8_GFLOP/s"] = flops / t_fp8 / 1e9;
+  state.counters["ratio_vs_fp8"] = t_fp8 / t_fp4;
+}
+BENCHMARK(BM_Fp4GemmVsPerTensorFp8)
+    ->Args({2048, 2048, 2048, OCTET_SCALING_MXFP4_1X32})
+    ->Args({2048, 2048, 2048, OCTET_SCALING_NVFP4_1X16})
+    ->Args({1, 8192, 8192, OCTET_SCALING_MXFP4_1X32})
+    ->Args({1, 8192, 8192, OCTET_SCALING_NVFP4_1X16})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+// FP4 GEMM on cpu vs the reference's FP4 GEMM (plain loops), same operands'
+// shape, interleaved: 256^3 and the decode shape 1 x 2048 x 2048 (the
+// reference is too slow for the target shapes in the same iterations).
+void BM_Fp4GemmVsReference(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const int32_t mode = static_cast<int32_t>(state.range(3));
+  Fp4Gemm ours("cpu", m, n, k, mode, fp4_mode_b(mode));
+  Fp4Gemm ref("reference", m, n, k, mode, fp4_mode_b(mode));
+  ours.run();
+  const auto [t_r, t_o] = time_against(
+      state, [&] { ref.run(); }, [&] { ours.run(); });
+  const double flops = 2.0 * double(m) * double(n) * double(k) * double(state.iterations());
+  state.counters["GFLOP/s"] = flops / t_o / 1e9;
+  state.counters["reference_GFLOP/s"] = flops / t_r / 1e9;
+  state.counters["ratio_vs_reference"] = t_r / t_o;
+}
+BENCHMARK(BM_Fp4GemmVsReference)
+    ->Args({256, 256, 256, OCTET_SCALING_MXFP4_1X32})
+    ->Args({256, 256, 256, OCTET_SCALING_NVFP4_1X16})
+    ->Args({1, 2048, 2048, OCTET_SCALING_NVFP4_1X16})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 }  // namespace
 

@@ -141,10 +141,15 @@ TEST_F(CpuTable, DeclaresAHostBackendWithEveryLayout) {
   EXPECT_EQ(caps.fused_cast_transpose, 1);
   EXPECT_EQ(caps.alignment, 64u);
   EXPECT_EQ(caps.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
-  // Every block mode and per-row (numerics.md section 16); not per-column.
+  // Every block mode, per-row (numerics.md section 16; not per-column) and
+  // the FP4 modes (section 15) with their entries.
   EXPECT_EQ(caps.scaling_modes,
             static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW));
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_MXFP4_1X32 |
+                                  OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16));
+  EXPECT_NE(api->fp4_quantize, nullptr);
+  EXPECT_NE(api->fp4_dequantize, nullptr);
+  EXPECT_NE(api->fp4_gemm, nullptr);
   EXPECT_EQ(api->mem_alloc, nullptr);
 }
 

@@ -9,6 +9,8 @@
 
 #include "checks.hpp"
 #include "errors.hpp"
+#include "fp4_gemm.hpp"
+#include "fp4_kernels.hpp"
 #include "gemm_fp8.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -37,21 +39,21 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   return guarded("initialize", [&]() -> int32_t {
     if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
     const RowKernels& k = row_kernels();
-    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built();
-    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name +
-                    " element-wise; FP8 GEMM " +
-                    (bf16_gemm ? "avx512_bf16 vdpbf16ps" : "oneDNN sgemm on FP32 K-slices") +
-                    ", high-precision GEMM oneDNN sgemm; " +
-                    std::to_string(omp_get_max_threads()) + " OpenMP threads)";
+    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
+    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name + " element-wise; " +
+                    (bf16_gemm ? "FP8/FP4 GEMM vdpbf16ps" : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32") +
+                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) + " OpenMP threads)";
     octet_backend_caps filled{};
     filled.struct_size = sizeof filled;
     filled.device = device_name().c_str();
     filled.memory_kind = OCTET_MEMORY_HOST;
     filled.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
                     OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                    OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+                    OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+                    OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
     filled.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                           OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW;
+                           OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_MXFP4_1X32 |
+                           OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16;
     filled.native_columnwise = 1;  // host memory: any layout can be read
     filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
     filled.alignment = 64;
@@ -141,6 +143,17 @@ int32_t accumulate(octet_backend_context* c, const octet_matrix_view* x,
   return run("accumulate", c, [&] { return accumulate_kernel(x, y, accumulate_flag); });
 }
 
+// Plugin ABI 1.4 (fp4_quantize.cpp, fp4_gemm.cpp).
+int32_t fp4_quantize(octet_backend_context* c, const octet_fp4_quantize_args* args) {
+  return run("fp4_quantize", c, [&] { return fp4_quantize_kernel(args); });
+}
+int32_t fp4_dequantize(octet_backend_context* c, const octet_fp4_dequantize_args* args) {
+  return run("fp4_dequantize", c, [&] { return fp4_dequantize_kernel(args); });
+}
+int32_t fp4_gemm(octet_backend_context* c, const octet_fp4_gemm_args* args) {
+  return run("fp4_gemm", c, [&] { return fp4_gemm_kernel(args); });
+}
+
 octet_backend_api make_api() {
   octet_backend_api api{};
   api.struct_size = sizeof api;
@@ -172,6 +185,10 @@ octet_backend_api make_api() {
   api.activation_backward = activation_backward;
   api.bias_gradient = bias_gradient;
   api.accumulate = accumulate;
+  // Plugin ABI 1.4: the FP4 kernels (every FP4 scaling mode above).
+  api.fp4_quantize = fp4_quantize;
+  api.fp4_dequantize = fp4_dequantize;
+  api.fp4_gemm = fp4_gemm;
   return api;
 }
 

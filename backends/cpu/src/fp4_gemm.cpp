@@ -1,0 +1,196 @@
+// The FP4 GEMM entry (numerics.md 15.4): argument checks, the sums, then the
+// epilogue of section 8. The sums come from the AVX-512 BF16 kernel
+// (fp4_gemm_avx512.cpp) when the CPU has AVX512_BF16 and folding the block
+// scales into BF16 is exact for both operands (fp4_gemm.hpp), else from the
+// exact path here, which follows 15.4's order to the bit: per tile of the
+// output and 256-k panel, both operands' codes are decoded to FP32 in small
+// per-thread panels, each k-block's partial (exact) is multiplied by its
+// scale product and added to the FP32 accumulator in ascending k-block
+// order.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checks.hpp"
+#include "errors.hpp"
+#include "fp4_codes.hpp"
+#include "fp4_gemm.hpp"
+#include "fp4_kernels.hpp"
+#include "isa.hpp"
+#include "kernels.hpp"
+#include "row_kernels.hpp"
+
+namespace octet_cpu {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int32_t require_mode(const char* name, int32_t scaling_mode, Fp4Mode* mode) {
+  if (fp4_mode_of(scaling_mode, mode)) return OCTET_STATUS_SUCCESS;
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string("fp4_gemm: ") + name + " (" + std::to_string(scaling_mode) +
+                                                   ") must be OCTET_SCALING_MXFP4_1X32, NVFP4_1X16 or NVFP4_16X16");
+}
+
+int32_t check_fp4_gemm(const octet_fp4_gemm_args* args, Fp4Mode* a_mode, Fp4Mode* b_mode) {
+  const char* kernel = "fp4_gemm";
+  if (int32_t s = require_pointer(kernel, "args", args)) return s;
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size, sizeof(octet_fp4_gemm_args))) return s;
+  if (args->m < 0 || args->n < 0 || args->k < 0) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": m, n, k must be >= 0");
+  }
+  if (int32_t s = require_mode("args->a_scaling_mode", args->a_scaling_mode, a_mode)) return s;
+  if (int32_t s = require_mode("args->b_scaling_mode", args->b_scaling_mode, b_mode)) return s;
+  if (a_mode->nvfp4 != b_mode->nvfp4) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) +
+                                                     ": args->a_scaling_mode and args->b_scaling_mode must both be "
+                                                     "MXFP4 or both NVFP4");
+  }
+  if (int32_t s = require_matrix(kernel, "args->d", args->d, Accept::HighPrecision, OCTET_STATUS_UNSUPPORTED)) {
+    return s;
+  }
+  if (int32_t s = require_shape(kernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
+  if (args->bias.data != nullptr) {
+    if (int32_t s = require_matrix(kernel, "args->bias", args->bias, Accept::HighPrecision)) return s;
+    if (int32_t s = require_shape(kernel, "args->bias", args->bias, 1, args->n, "one row of n")) return s;
+  }
+  if (args->epilogue != OCTET_EPILOGUE_NONE && args->epilogue != OCTET_EPILOGUE_GELU) {
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": bad args->epilogue");
+  }
+  if (args->k > 0 && args->m > 0) {
+    if (int32_t s = require_pointer(kernel, "args->a", args->a)) return s;
+    if (int32_t s = require_pointer(kernel, "args->a_scale_inv", args->a_scale_inv)) return s;
+  }
+  if (args->k > 0 && args->n > 0) {
+    if (int32_t s = require_pointer(kernel, "args->b", args->b)) return s;
+    if (int32_t s = require_pointer(kernel, "args->b_scale_inv", args->b_scale_inv)) return s;
+  }
+  if (a_mode->nvfp4) {
+    if (int32_t s = require_pointer(kernel, "args->a_tensor_scale_inv", args->a_tensor_scale_inv)) return s;
+    if (int32_t s = require_pointer(kernel, "args->b_tensor_scale_inv", args->b_tensor_scale_inv)) return s;
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+float block_scale_value(const Fp4Operand& op, uint8_t code) {
+  return op.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3)[code] : e8m0_table()[code];
+}
+
+// rows [r0, r0 + h) of op, codes [k0, k0 + kc) -> FP32 values, h x kc.
+void decode_panel(const Fp4Operand& op, int64_t r0, int64_t h, int64_t k0, int64_t kc, int64_t k, float* out) {
+  const int64_t row_bytes = fp4_row_bytes(k);
+  for (int64_t r = 0; r < h; ++r) {
+    const uint8_t* row = op.codes + (r0 + r) * row_bytes;
+    for (int64_t c = 0; c < kc; ++c) out[r * kc + c] = e2m1_decode(fp4_code_at(row, k0 + c));
+  }
+}
+
+// acc (m x n, ld n) by numerics.md 15.4's order, bit for bit.
+void exact_sums(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk, float* acc) {
+  constexpr int64_t kTile = 64, kPanel = 256;  // kPanel: whole 16- and 32-k-blocks
+  const int64_t k_blocks = ceil_div(k, bk);
+  const int64_t tiles_down = ceil_div(m, kTile), tiles_across = ceil_div(n, kTile);
+  const int threads = omp_get_max_threads();
+  const std::size_t per_thread = static_cast<std::size_t>(2 * kTile * kPanel + 2 * kTile * (kPanel / 16));
+  Buffer<float> scratch(per_thread * static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads) if (m * n * k >= 65536)
+  {
+    float* pa = scratch.get() + per_thread * static_cast<std::size_t>(omp_get_thread_num());
+    float* pb = pa + kTile * kPanel;
+    float* sa = pb + kTile * kPanel;  // [kTile][kPanel / 16]
+    float* sb = sa + kTile * (kPanel / 16);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tiles_down * tiles_across; ++t) {
+      const int64_t i0 = (t / tiles_across) * kTile, j0 = (t % tiles_across) * kTile;
+      const int64_t h = std::min(kTile, m - i0), w = std::min(kTile, n - j0);
+      for (int64_t i = 0; i < h; ++i) std::fill(acc + (i0 + i) * n + j0, acc + (i0 + i) * n + j0 + w, 0.0f);
+      for (int64_t k0 = 0; k0 < k; k0 += kPanel) {
+        const int64_t kc = std::min(kPanel, k - k0), kb0 = k0 / bk, nkb = ceil_div(kc, bk);
+        decode_panel(a, i0, h, k0, kc, k, pa);
+        decode_panel(b, j0, w, k0, kc, k, pb);
+        for (int64_t i = 0; i < h; ++i) {
+          for (int64_t q = 0; q < nkb; ++q) {
+            sa[i * nkb + q] = block_scale_value(a, a.scales[((i0 + i) / a.block_rows) * k_blocks + kb0 + q]);
+          }
+        }
+        for (int64_t j = 0; j < w; ++j) {
+          for (int64_t q = 0; q < nkb; ++q) {
+            sb[j * nkb + q] = block_scale_value(b, b.scales[((j0 + j) / b.block_rows) * k_blocks + kb0 + q]);
+          }
+        }
+        for (int64_t i = 0; i < h; ++i) {
+          float* acc_row = acc + (i0 + i) * n + j0;
+          for (int64_t j = 0; j < w; ++j) {
+            float v = acc_row[j];
+            for (int64_t q = 0; q < nkb; ++q) {
+              const int64_t c0 = q * bk, c1 = std::min(kc, c0 + bk);
+              float partial = 0.0f;  // exact: multiples of 1/4 below 2^11
+              for (int64_t c = c0; c < c1; ++c) partial = partial + pa[i * kc + c] * pb[j * kc + c];
+              v = v + partial * (sa[i * nkb + q] * sb[j * nkb + q]);
+            }
+            acc_row[j] = v;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
+  Fp4Mode a_mode{}, b_mode{};
+  if (int32_t s = check_fp4_gemm(args, &a_mode, &b_mode)) return s;
+  const int64_t m = args->m, n = args->n, k = args->k, bk = a_mode.block_cols;
+  if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
+  const Fp4Operand a{args->a, args->a_scale_inv, a_mode.block_rows, a_mode.nvfp4};
+  const Fp4Operand b{args->b, args->b_scale_inv, b_mode.block_rows, b_mode.nvfp4};
+  Buffer<float> acc(element_count(m, n));
+  if (k == 0) {
+    std::fill(acc.get(), acc.get() + m * n, 0.0f);
+  } else if (cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built() && fp4_fold_exact(a, m, k) &&
+             fp4_fold_exact(b, n, k)) {
+    fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
+  } else {
+    exact_sums(a, b, m, n, k, bk, acc.get());
+  }
+
+  // Epilogue (numerics.md section 8), per row.
+  const float ga = a_mode.nvfp4 ? *args->a_tensor_scale_inv : 1.0f;
+  const float gb = a_mode.nvfp4 ? *args->b_tensor_scale_inv : 1.0f;
+  const float scale = args->alpha * (ga * gb), beta = args->beta;
+  const RowKernels& rk = row_kernels();
+  const octet_matrix_view d = args->d;
+  std::vector<float> bias;
+  if (args->bias.data != nullptr) {
+    bias.resize(static_cast<std::size_t>(n));
+    rk.widen(args->bias.data, args->bias.dtype, n, bias.data());
+  }
+  const bool gelu_epilogue = args->epilogue == OCTET_EPILOGUE_GELU;
+#pragma omp parallel if (m * n >= 16384)
+  {
+    std::vector<float> old(beta != 0.0f ? static_cast<std::size_t>(n) : 0);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < m; ++i) {
+      float* v = acc.get() + i * n;
+      for (int64_t j = 0; j < n; ++j) v[j] = scale * v[j];
+      if (beta != 0.0f) {
+        rk.widen(element_ptr(d, i, 0), d.dtype, n, old.data());
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + beta * old[static_cast<std::size_t>(j)];
+      }
+      if (!bias.empty()) {
+        for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias[static_cast<std::size_t>(j)];
+      }
+      if (gelu_epilogue) {
+        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+      }
+      rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
+    }
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
+}  // namespace octet_cpu
