@@ -11,7 +11,7 @@
 //
 // Two kernels:
 // - blocked (any shape): Goto-style loops over N (per thread), K (KC) and M
-//   (MC); B' is widened into [kc/2][32] BF16-pair panels (L1/L2 sized), A'
+//   (MC); B' is widened into [kc/2][32] BF16-pair panels (L2/L3 sized), A'
 //   into [kc/2][12] panels, and a 12 x 32 register micro-kernel (24 zmm
 //   accumulators) does one VDPBF16PS per 2 x 16 products with A broadcast.
 // - decode (m <= 32, B' rows contiguous, the LLM weight case;
@@ -71,9 +71,15 @@ const Bf16Codes& codes(int32_t dtype) { return fp8_bf16_codes(dtype); }
 // Blocking of the blocked kernel.
 constexpr int kMR = 12;    // rows per micro-kernel (12 x 2 accumulators)
 constexpr int kNR = 32;    // columns per micro-kernel (2 zmm of 16 lanes)
-constexpr int64_t kKC = 256;   // K per panel (even): B micro-panel 16 KiB (L1)
-constexpr int64_t kMC = 192;   // rows per A block (96 KiB, L2)
-constexpr int64_t kNC = 1024;  // columns per B block (512 KiB, L2)
+// K per panel (even). C is read and written once per panel, and each
+// micro-kernel call starts a new A micro-panel stream, so long panels pay:
+// at 2048^3 on Zen 4, 1024 runs 1.16x faster than 256 (docs/benchmarks.md).
+// The B micro-panel (kc x 32, 64 KiB) and the A block (kMC x kc, 192 KiB)
+// stream from L2 at about 7 bytes per cycle, well within its bandwidth.
+constexpr int64_t kKC = 1024;
+constexpr int64_t kKCBlock = 256;  // K per panel of the block-scaled kernel
+constexpr int64_t kMC = 96;        // rows per A block (192 KiB, L2)
+constexpr int64_t kNC = 1024;      // columns per B block (2 MiB, L3)
 
 }  // namespace
 }  // namespace octet_cpu
@@ -213,9 +219,17 @@ __attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64
 }
 
 // c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
-// from c's values, else from zero.
+// from c's values, else from zero. The 12 x 32 tile at `next` (row stride
+// ldc, the tile the caller does next) is prefetched during the k loop, so
+// that its loads and stores hit L1 (C is read and written once per k panel).
 template <bool kLoadC>
-__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
+__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
+                                           const float* next) {
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc + 16), _MM_HINT_T0);
+  }
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
@@ -272,21 +286,24 @@ void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t 
             const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
             const int64_t h = min64(kMR, mc - ir);
             float* cp = c + (ic + ir) * ldc + (jc + jr);
+            // The tile done next (a prefetch never faults, so the rows and
+            // columns an edge tile lacks may be named too).
+            const float* next = ir + kMR < mc ? cp + kMR * ldc : jr + kNR < nc ? c + ic * ldc + (jc + jr + kNR) : cp;
             if (h == kMR && w == kNR) {
               if (pc == 0) {
-                micro_12x32<false>(kp, ap, bp, cp, ldc);
+                micro_12x32<false>(kp, ap, bp, cp, ldc, next);
               } else {
-                micro_12x32<true>(kp, ap, bp, cp, ldc);
+                micro_12x32<true>(kp, ap, bp, cp, ldc, next);
               }
               continue;
             }
             // Edge tile: through a full 12 x 32 buffer, same order of sums.
             float* tile = buf.tile;
             if (pc == 0) {
-              micro_12x32<false>(kp, ap, bp, tile, kNR);
+              micro_12x32<false>(kp, ap, bp, tile, kNR, tile);
             } else {
               for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
-              micro_12x32<true>(kp, ap, bp, tile, kNR);
+              micro_12x32<true>(kp, ap, bp, tile, kNR, tile);
             }
             for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
           }
@@ -370,8 +387,8 @@ __attribute__((noinline)) void micro_block_12x32(int64_t q0, int64_t q1, const u
   }
 }
 
-constexpr int64_t kMaxBlocksPerPanel = kKC / 32;  // the smallest k-block is 32 (MXFP8)
-static_assert(kKC == 256, "fp8_block_gemm_bf16_takes (gemm_fp8.hpp) assumes 256-k panels");
+constexpr int64_t kMaxBlocksPerPanel = kKCBlock / 32;  // the smallest k-block is 32 (MXFP8)
+static_assert(kKCBlock == 256 && kKCBlock <= kKC, "fp8_block_gemm_bf16_takes (gemm_fp8.hpp) assumes 256-k panels");
 
 void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk, const BlockScaleTable& sa,
                  const BlockScaleTable& sb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* c, int64_t ldc,
@@ -381,8 +398,8 @@ void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk
   const Table ta = load_table(ca), tb = load_table(codes(b.dtype));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = min64(kNC, n1 - jc);
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = min64(kKC, k - pc), kp = (kc + 1) / 2;
+    for (int64_t pc = 0; pc < k; pc += kKCBlock) {
+      const int64_t kc = min64(kKCBlock, k - pc), kp = (kc + 1) / 2;
       const int64_t kb0 = pc / bk, nkb = (kc + bk - 1) / bk;  // k-blocks of this panel
       pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
       for (int64_t t = 0; t < nkb; ++t) {
