@@ -231,7 +231,7 @@ __attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64
 
 // c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
 // from c's values, else from zero. The 12 x 32 tile at `next` (row stride
-// ldc, the tile the caller does next) is prefetched during the k loop, so
+// ldc, the tile the caller does next) is prefetched before the k loop, so
 // that its loads and stores hit L1 (C is read and written once per k panel).
 template <bool kLoadC>
 __attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
