@@ -654,7 +654,11 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     for (float& v : d_old) v = normal(rng);
 
     for (int32_t out_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
-      for (int variant = 0; variant < 2; ++variant) {
+      // Variant 0: alpha 0.75; 1: beta, bias and GELU too; 2 (FP32 D):
+      // alpha 1 alone, where the cpu backend leaves its sums in D as they are.
+      for (int variant = 0; variant < 3; ++variant) {
+        if (variant == 2 && out_dtype != OCTET_DTYPE_FP32) continue;
+        const float alpha = variant == 2 ? 1.0f : 0.75f;
         const std::string where = std::string(ca.name) + " x " + cb.name + " m" +
                                   std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
                                   std::to_string(g.k) + " trans " + std::to_string(g.trans_a) +
@@ -690,7 +694,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
           ASSERT_EQ(octet_gemm_options_init(&o), OCTET_STATUS_SUCCESS);
           o.trans_a = g.trans_a;
           o.trans_b = g.trans_b;
-          o.alpha = 0.75f;
+          o.alpha = alpha;
           if (variant == 1) {
             o.beta = -0.5f;
             o.bias = tb.get();
@@ -741,7 +745,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
             const double want = d_result[1][std::size_t(i * g.n + j)];
             // Section 8's bound, the rounding of the beta and bias terms,
             // GELU's slope (at most ~1.13) and the output dtype's rounding.
-            double bound = double(g.k) * std::ldexp(1.0, -23) * magnitude * 0.75;
+            double bound = double(g.k) * std::ldexp(1.0, -23) * magnitude * alpha;
             if (variant == 1) bound = 1.2 * bound + std::ldexp(1.0, -21) * (std::fabs(want) + 2.0);
             if (out_dtype == OCTET_DTYPE_BF16) bound += std::ldexp(1.0, -7) * std::fabs(want);
             const double diff = std::fabs(got - want);

@@ -186,18 +186,19 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 // a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail), with K
 // padded to a multiple of 64 and to 64 plus a 32-code tail (the VBMI
 // decoder's chunk and tail);
-// blocked kernel with several K panels (k > 256), M blocks (m > 192), N
-// blocks (n > 1024) and edge tiles; m = 33 (just past the decode kernel).
+// blocked kernel with several K panels (k > 1024, with a 6-k tail), M
+// blocks (m > 96), N blocks (n > 1024) and edge tiles; m = 33 (just past
+// the decode kernel).
 // Transposed B with small m goes to the blocked kernel too. Small shapes
 // run on one thread and the larger ones ({3, 700, 1000} and
 // {24, 530, 1100}: over 512 KiB of weights for the decode kernel;
-// {200, 1100, 600} for the blocked one) share their output among the
-// threads (parallel_policy.hpp). Each layout, both FP8 dtypes, FP32 and
-// BF16 output.
+// {200, 1100, 600} and {100, 40, 1030} for the blocked one) share their
+// output among the threads (parallel_policy.hpp). Each layout, both FP8
+// dtypes, FP32 and BF16 output.
 TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
-  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},   {20, 37, 2101}, {16, 9, 1100},   {1, 3, 64},
-                       {32, 5, 300}, {33, 50, 40}, {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600}};
+  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},     {20, 37, 2101},  {16, 9, 1100},    {1, 3, 64},     {32, 5, 300},
+                       {33, 50, 40}, {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600}, {100, 40, 1030}};
   uint32_t seed = 5000;
   int i = 0;
   for (Dims s : dims) {

@@ -440,7 +440,8 @@ int32_t check_block_gemm(const octet_block_gemm_args* args) {
 bool is_ocp_fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
 
 // The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
-// from fp8_block_gemm_bf16, then the epilogue of section 8 row by row.
+// from fp8_block_gemm_bf16 (in D itself when D is FP32 and beta is 0, else
+// in a workspace), then the epilogue of section 8 row by row.
 int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   const int64_t m = args->m, n = args->n, k = args->k;
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
@@ -455,26 +456,32 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   for (int64_t i = 0; i < b_grid; ++i) {
     sb[i] = scale_value(args->b_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
   }
-  float* acc = ws.acc.get(element_count(m, n));
+  const octet_matrix_view d = args->d;
+  const float alpha = args->alpha, beta = args->beta;
+  // The sums go straight into D when D is FP32 and its old values are not
+  // needed (as in per_row_gemm); else into an m x n FP32 buffer.
+  const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
+  float* acc = direct ? static_cast<float*>(d.data) : ws.acc.get(element_count(m, n));
+  const int64_t ldc = direct ? d.ld : n;
   const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
   const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
   fp8_block_gemm_bf16(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc,
-                      n);
-  const octet_matrix_view d = args->d;
-  const float alpha = args->alpha, beta = args->beta;
+                      ldc);
   std::vector<float> bias_values;
   if (args->bias.data != nullptr) {
     bias_values.resize(static_cast<std::size_t>(n));
     rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
   }
   const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
+  // In place with nothing to apply: alpha * v is v when alpha is 1.
+  if (direct && alpha == 1.0f && bias_values.empty() && !has_gelu) return OCTET_STATUS_SUCCESS;
   std::vector<float> old_rows(beta != 0.0f ? element_count(omp_get_max_threads(), n) : 0);
 #pragma omp parallel if (m * n >= 16384)
   {
     float* old = beta != 0.0f ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
-      float* v = acc + i * n;
+      float* v = acc + i * ldc;
       for (int64_t j = 0; j < n; ++j) v[j] = alpha * v[j];
       if (beta != 0.0f) {
         rk.widen(element_ptr(d, i, 0), d.dtype, n, old);
@@ -486,7 +493,7 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
       if (has_gelu) {
         for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
       }
-      rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
+      if (!direct) rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
     }
   }
   return OCTET_STATUS_SUCCESS;

@@ -11,7 +11,7 @@
 //
 // Two kernels:
 // - blocked (any shape): Goto-style loops over N (per thread), K (KC) and M
-//   (MC); B' is widened into [kc/2][32] BF16-pair panels (L1/L2 sized), A'
+//   (MC); B' is widened into [kc/2][32] BF16-pair panels (L2/L3 sized), A'
 //   into [kc/2][12] panels, and a 12 x 32 register micro-kernel (24 zmm
 //   accumulators) does one VDPBF16PS per 2 x 16 products with A broadcast.
 // - decode (m <= 32, B' rows contiguous, the LLM weight case;
@@ -72,9 +72,15 @@ const Bf16Codes& codes(int32_t dtype) { return fp8_bf16_codes(dtype); }
 // Blocking of the blocked kernel.
 constexpr int kMR = 12;    // rows per micro-kernel (12 x 2 accumulators)
 constexpr int kNR = 32;    // columns per micro-kernel (2 zmm of 16 lanes)
-constexpr int64_t kKC = 256;   // K per panel (even): B micro-panel 16 KiB (L1)
-constexpr int64_t kMC = 192;   // rows per A block (96 KiB, L2)
-constexpr int64_t kNC = 1024;  // columns per B block (512 KiB, L2)
+// K per panel (even). C is read and written once per panel, and each
+// micro-kernel call starts a new A micro-panel stream, so long panels pay:
+// at 2048^3 on Zen 4, 1024 runs 1.16x faster than 256 (docs/benchmarks.md).
+// The B micro-panel (kc x 32, 64 KiB) and the A block (kMC x kc, 192 KiB)
+// stream from L2 at about 7 bytes per cycle, well within its bandwidth.
+constexpr int64_t kKC = 1024;
+constexpr int64_t kKCBlock = 256;  // K per panel of the block-scaled kernel
+constexpr int64_t kMC = 96;        // rows per A block (192 KiB, L2)
+constexpr int64_t kNC = 1024;      // columns per B block (2 MiB, L3)
 
 }  // namespace
 }  // namespace octet_cpu
@@ -128,33 +134,46 @@ void decode_row(const uint8_t* src, int64_t len, int64_t padded_len, const Table
 
 // ---------------------------------------------------------------- blocked
 
+// Interleave of two vectors of 32 BF16 values: (x0, y0, x1, y1, ...) for
+// lanes 0..15 (lo) and 16..31 (hi).
+inline __m512i pair_lo_idx() {
+  return _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35,
+                          3, 34, 2, 33, 1, 32, 0);
+}
+
 // A' rows [i0, i0 + mc), k [k0, k0 + kc) -> micro-panels of kMR rows, each
 // [kp][kMR] 32-bit pairs (kp = ceil(kc / 2)); rows past mc and the odd k
 // are zero. row_buf: round_up(kKC, 32) uint16.
-__attribute__((noinline)) void pack_a(const Fp8Operand& a, const Bf16Codes& c, const Table& t, int64_t i0, int64_t mc,
-            int64_t k0, int64_t kc, uint32_t* out, uint16_t* row_buf) {
+__attribute__((noinline)) void pack_a(const Fp8Operand& a, const Table& t, int64_t i0, int64_t mc, int64_t k0,
+                                      int64_t kc, uint32_t* out, uint16_t* row_buf) {
   const int64_t kp = (kc + 1) / 2;
   const int64_t panels = (mc + kMR - 1) / kMR;
+  const __m512i lo_idx = pair_lo_idx();
   for (int64_t p = 0; p < panels; ++p) {
     uint32_t* panel = out + p * kp * kMR;
+    const int64_t rows = min64(kMR, mc - p * kMR);
+    if (a.trans) {
+      // Stored [k, m]: rows k and k+1 hold the panel's codes side by side;
+      // decode both (missing codes read as 0, i.e. +0) and interleave.
+      const uint8_t* col = a.data + k0 * a.ld + (i0 + p * kMR);
+      for (int64_t q = 0; q < kp; ++q) {
+        const __m512i x = decode32(load_bytes(col + (2 * q) * a.ld, rows), t);
+        const __m512i y =
+            2 * q + 1 < kc ? decode32(load_bytes(col + (2 * q + 1) * a.ld, rows), t) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(panel + q * kMR, static_cast<__mmask16>((1u << kMR) - 1),
+                                 _mm512_permutex2var_epi16(x, lo_idx, y));
+      }
+      continue;
+    }
     for (int r = 0; r < kMR; ++r) {
       const int64_t i = p * kMR + r;
       if (i >= mc) {
         for (int64_t q = 0; q < kp; ++q) panel[q * kMR + r] = 0;
         continue;
       }
-      if (!a.trans) {
-        decode_row(a.data + (i0 + i) * a.ld + k0, kc, round_up(kc, 32), t, row_buf);
-        const uint32_t* pairs = reinterpret_cast<const uint32_t*>(row_buf);
-        for (int64_t q = 0; q < kp; ++q) panel[q * kMR + r] = pairs[q];
-      } else {
-        const uint8_t* col = a.data + k0 * a.ld + (i0 + i);
-        for (int64_t q = 0; q < kp; ++q) {
-          const uint32_t lo = bf16_of(c, col[(2 * q) * a.ld]);
-          const uint32_t hi = 2 * q + 1 < kc ? bf16_of(c, col[(2 * q + 1) * a.ld]) : 0u;
-          panel[q * kMR + r] = lo | (hi << 16);
-        }
-      }
+      decode_row(a.data + (i0 + i) * a.ld + k0, kc, round_up(kc, 32), t, row_buf);
+      const uint32_t* pairs = reinterpret_cast<const uint32_t*>(row_buf);
+      for (int64_t q = 0; q < kp; ++q) panel[q * kMR + r] = pairs[q];
     }
   }
 }
@@ -166,9 +185,7 @@ __attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64
   const int64_t kp = (kc + 1) / 2;
   const int64_t panels = (nc + kNR - 1) / kNR;
   // Interleave of two rows of 32 BF16 values: (x0, y0, x1, y1, ...).
-  const __m512i lo_idx = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9,
-                                          40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1,
-                                          32, 0);
+  const __m512i lo_idx = pair_lo_idx();
   const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
   for (int64_t p = 0; p < panels; ++p) {
     uint32_t* panel = out + p * kp * kNR;
@@ -214,9 +231,17 @@ __attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64
 }
 
 // c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
-// from c's values, else from zero.
+// from c's values, else from zero. The 12 x 32 tile at `next` (row stride
+// ldc, the tile the caller does next) is prefetched before the k loop, so
+// that its loads and stores hit L1 (C is read and written once per k panel).
 template <bool kLoadC>
-__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
+__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
+                                           const float* next) {
+#pragma GCC unroll 12
+  for (int r = 0; r < kMR; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc + 16), _MM_HINT_T0);
+  }
   __m512 acc[kMR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
@@ -256,8 +281,7 @@ constexpr int64_t kPerThreadBytes =
 
 void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t m0, int64_t m1,
                    int64_t n0, int64_t n1, float* c, int64_t ldc, const BlockedBuffers& buf) {
-  const Bf16Codes& ca = codes(a.dtype);
-  const Table ta = load_table(ca), tb = load_table(codes(b.dtype));
+  const Table ta = load_table(codes(a.dtype)), tb = load_table(codes(b.dtype));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = min64(kNC, n1 - jc);
     for (int64_t pc = 0; pc < k; pc += kKC) {
@@ -265,7 +289,7 @@ void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t 
       pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = min64(kMC, m1 - ic);
-        pack_a(a, ca, ta, ic, mc, pc, kc, buf.a, buf.rows);
+        pack_a(a, ta, ic, mc, pc, kc, buf.a, buf.rows);
         for (int64_t jr = 0; jr < nc; jr += kNR) {
           const uint32_t* bp = buf.b + (jr / kNR) * kp * kNR;
           const int64_t w = min64(kNR, nc - jr);
@@ -273,21 +297,24 @@ void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t 
             const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
             const int64_t h = min64(kMR, mc - ir);
             float* cp = c + (ic + ir) * ldc + (jc + jr);
+            // The tile done next (a prefetch never faults, so the rows and
+            // columns an edge tile lacks may be named too).
+            const float* next = ir + kMR < mc ? cp + kMR * ldc : jr + kNR < nc ? c + ic * ldc + (jc + jr + kNR) : cp;
             if (h == kMR && w == kNR) {
               if (pc == 0) {
-                micro_12x32<false>(kp, ap, bp, cp, ldc);
+                micro_12x32<false>(kp, ap, bp, cp, ldc, next);
               } else {
-                micro_12x32<true>(kp, ap, bp, cp, ldc);
+                micro_12x32<true>(kp, ap, bp, cp, ldc, next);
               }
               continue;
             }
             // Edge tile: through a full 12 x 32 buffer, same order of sums.
             float* tile = buf.tile;
             if (pc == 0) {
-              micro_12x32<false>(kp, ap, bp, tile, kNR);
+              micro_12x32<false>(kp, ap, bp, tile, kNR, tile);
             } else {
               for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
-              micro_12x32<true>(kp, ap, bp, tile, kNR);
+              micro_12x32<true>(kp, ap, bp, tile, kNR, tile);
             }
             for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
           }
@@ -372,19 +399,18 @@ __attribute__((noinline)) void micro_block_12x32(int64_t q0, int64_t q1, const u
   }
 }
 
-constexpr int64_t kMaxBlocksPerPanel = kKC / 32;  // the smallest k-block is 32 (MXFP8)
-static_assert(kKC == 256, "fp8_block_gemm_bf16_takes (gemm_fp8.hpp) assumes 256-k panels");
+constexpr int64_t kMaxBlocksPerPanel = kKCBlock / 32;  // the smallest k-block is 32 (MXFP8)
+static_assert(kKCBlock == 256 && kKCBlock <= kKC, "fp8_block_gemm_bf16_takes (gemm_fp8.hpp) assumes 256-k panels");
 
 void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk, const BlockScaleTable& sa,
                  const BlockScaleTable& sb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* c, int64_t ldc,
                  const BlockedBuffers& buf, float* sa_panel /*[kMC][kMaxBlocksPerPanel]*/,
                  float* sb_panel /*[kMaxBlocksPerPanel][kNC]*/) {
-  const Bf16Codes& ca = codes(a.dtype);
-  const Table ta = load_table(ca), tb = load_table(codes(b.dtype));
+  const Table ta = load_table(codes(a.dtype)), tb = load_table(codes(b.dtype));
   for (int64_t jc = n0; jc < n1; jc += kNC) {
     const int64_t nc = min64(kNC, n1 - jc);
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = min64(kKC, k - pc), kp = (kc + 1) / 2;
+    for (int64_t pc = 0; pc < k; pc += kKCBlock) {
+      const int64_t kc = min64(kKCBlock, k - pc), kp = (kc + 1) / 2;
       const int64_t kb0 = pc / bk, nkb = (kc + bk - 1) / bk;  // k-blocks of this panel
       pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
       for (int64_t t = 0; t < nkb; ++t) {
@@ -394,7 +420,7 @@ void block_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t bk
       }
       for (int64_t ic = m0; ic < m1; ic += kMC) {
         const int64_t mc = min64(kMC, m1 - ic);
-        pack_a(a, ca, ta, ic, mc, pc, kc, buf.a, buf.rows);
+        pack_a(a, ta, ic, mc, pc, kc, buf.a, buf.rows);
         for (int64_t ii = 0; ii < round_up(mc, kMR); ++ii) {
           for (int64_t t = 0; t < nkb; ++t) {
             sa_panel[t * kMC + ii] = ii < mc ? sa.at(ic + ii, kb0 + t) : 0.0f;
