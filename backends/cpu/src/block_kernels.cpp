@@ -250,8 +250,8 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
     std::vector<float> multipliers(static_cast<std::size_t>(blocks_per_row));
     std::vector<uint8_t> tile(transposed && total > 0 ? static_cast<std::size_t>(h * w) : 0);
     Counts& stats = parts[me];
-    float& amax = amaxes[me].amax;
-#pragma omp for schedule(dynamic, 1)
+    float amax = 0.0f;  // this thread's, published after the loop
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t t = 0; t < total; ++t) {
       const int64_t r0 = (t / regions_across) * h, c0 = (t % regions_across) * w;
       const int64_t rh = std::min(h, rows - r0), rw = std::min(w, cols - c0);
@@ -266,9 +266,12 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
       // Codes of region row i: the rowwise output's row, or the tile's.
       uint8_t* codes = transposed ? tile.data() : args->out + r0 * cols + c0;
       const int64_t codes_ld = transposed ? rw : cols;
+      // r0 and c0 are multiples of br and bc.
+      const int64_t grid_c0 = c0 / bc;
       for (int64_t b0 = 0; b0 < rh; b0 += br) {
         const int64_t bh = std::min(br, rh - b0);
         const int64_t nb = ceil_div(rw, bc);
+        const int64_t grid_r = (r0 + b0) / br;
         bk.block_abs_bits_max(src + b0 * sld, sld, bh, rw, bc, tops.data());
         for (int64_t q = 0; q < nb; ++q) {
           const int64_t j0 = q * bc, bw = std::min(bc, rw - j0);
@@ -295,7 +298,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             if (has_inf) amax = float_of(0x7F800000u);
           }
           amax = block_amax > amax ? block_amax : amax;
-          const int64_t grid_r = (r0 + b0) / br, grid_c = (c0 + j0) / bc;
+          const int64_t grid_c = grid_c0 + q;
           const std::size_t block =
               static_cast<std::size_t>(transposed ? grid_c * grid_down + grid_r : grid_r * grid_across + grid_c);
           float multiplier;  // x * multiplier is the encoder's input
@@ -329,8 +332,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
           }
         }
       }
-      if (transposed) k.transpose_bytes(tile.data(), rw, rh, rw, args->out + c0 * rows + r0, rows);
+      if (transposed) bk.transpose_bytes_out(tile.data(), rw, rh, rw, args->out + c0 * rows + r0, rows);
     }
+    amaxes[me].amax = amax;
   }
   float amax = 0.0f;
   for (const Counts& c : amaxes) amax = c.amax > amax ? c.amax : amax;

@@ -1,5 +1,6 @@
 // Region kernels of block quantize (block_kernels.cpp): the blocks' largest
-// magnitudes and the per-element multiply by each block's multiplier, in two
+// magnitudes, the per-element multiply by each block's multiplier and the
+// byte transpose of the codes into a transposed output, in two
 // implementations chosen at run time: AVX-512 F/BW/VL/DQ, or portable C++
 // (also used at level avx2). Both are exact: a max of integers and one FP32
 // multiply per element. The encoding itself stays with the row kernels'
@@ -19,6 +20,13 @@ struct BlockRowKernels {
                              uint32_t* out);
   // out[j] = in[j] * m[j] for j < n (one FP32 multiply each).
   void (*multiply)(const float* in, const float* m, int64_t n, float* out);
+  // Byte transpose into an output that is not read back soon:
+  // dst[j * dst_ld + i] = src[i * src_ld + j] for i < h, j < w. The AVX-512
+  // path transposes 64 x 16 bytes at a time (four 16 x 16 transposes, one
+  // per 128-bit lane) and writes each column's 64 bytes with one streaming
+  // store where dst is 64-byte aligned (then an sfence before returning).
+  void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w,
+                              uint8_t* dst, int64_t dst_ld);
 };
 
 const BlockRowKernels& portable_block_row_kernels();

@@ -2,11 +2,13 @@
 // the functions between the pragmas use AVX-512; they run only when isa.cpp
 // says the CPU and OS have it. Tails go through masked loads and stores.
 #include <algorithm>
+#include <cstdint>
 
 #include <immintrin.h>
 
 #include "block_rows.hpp"
 #include "isa.hpp"
+#include "row_kernels.hpp"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define OCTET_CPU_HAVE_AVX512_BLOCK_ROWS 1
@@ -95,7 +97,71 @@ void multiply_avx512(const float* in, const float* m, int64_t n, float* out) {
   }
 }
 
-const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512};
+// 64 rows x 16 columns: lane L of r[i] holds row 16 L + i; the 16 x 16
+// unpack network (row_kernels_avx2.cpp's, here on four lanes at once)
+// leaves column c's 64 bytes, rows 0 .. 63 in order, in one register.
+template <bool kStream>
+inline void transpose64x16(const uint8_t* src, int64_t sld, uint8_t* dst, int64_t dld) {
+  __m512i r[16], s1[8][2], s2[4][4], s3[2][8];
+  for (int i = 0; i < 16; ++i) {
+    const uint8_t* p = src + i * sld;
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * sld)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 * sld)), 2);
+    r[i] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 48 * sld)), 3);
+  }
+  for (int p = 0; p < 8; ++p) {
+    s1[p][0] = _mm512_unpacklo_epi8(r[2 * p], r[2 * p + 1]);
+    s1[p][1] = _mm512_unpackhi_epi8(r[2 * p], r[2 * p + 1]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    for (int h = 0; h < 2; ++h) {
+      s2[q][2 * h] = _mm512_unpacklo_epi16(s1[2 * q][h], s1[2 * q + 1][h]);
+      s2[q][2 * h + 1] = _mm512_unpackhi_epi16(s1[2 * q][h], s1[2 * q + 1][h]);
+    }
+  }
+  for (int o = 0; o < 2; ++o) {
+    for (int g = 0; g < 4; ++g) {
+      s3[o][2 * g] = _mm512_unpacklo_epi32(s2[2 * o][g], s2[2 * o + 1][g]);
+      s3[o][2 * g + 1] = _mm512_unpackhi_epi32(s2[2 * o][g], s2[2 * o + 1][g]);
+    }
+  }
+  for (int t = 0; t < 8; ++t) {
+    const __m512i lo = _mm512_unpacklo_epi64(s3[0][t], s3[1][t]);
+    const __m512i hi = _mm512_unpackhi_epi64(s3[0][t], s3[1][t]);
+    if (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (2 * t) * dld), lo);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + (2 * t + 1) * dld), hi);
+    } else {
+      _mm512_storeu_si512(dst + (2 * t) * dld, lo);
+      _mm512_storeu_si512(dst + (2 * t + 1) * dld, hi);
+    }
+  }
+}
+
+void transpose_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst,
+                                int64_t dld) {
+  const int64_t h64 = h / 64 * 64, w16 = w / 16 * 16;
+  const bool stream = ((reinterpret_cast<std::uintptr_t>(dst) | static_cast<std::uintptr_t>(dld)) & 63u) == 0;
+  for (int64_t i = 0; i < h64; i += 64) {
+    for (int64_t j = 0; j < w16; j += 16) {
+      if (stream) {
+        transpose64x16<true>(src + i * sld + j, sld, dst + j * dld + i, dld);
+      } else {
+        transpose64x16<false>(src + i * sld + j, sld, dst + j * dld + i, dld);
+      }
+    }
+  }
+  if (stream) _mm_sfence();
+  // The rest (rows past the last 64, columns past the last 16): the row
+  // kernels' transpose.
+  const RowKernels& k = row_kernels();
+  if (w16 < w && h64 > 0) k.transpose_bytes(src + w16, sld, h64, w - w16, dst + w16 * dld, dld);
+  if (h64 < h) k.transpose_bytes(src + h64 * sld, sld, h - h64, w, dst + h64, dld);
+}
+
+const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512,
+                              transpose_bytes_out_avx512};
 
 }  // namespace
 }  // namespace octet_cpu

@@ -4,6 +4,7 @@
 
 #include "block_rows.hpp"
 #include "isa.hpp"
+#include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
 
 namespace octet_cpu {
@@ -28,7 +29,14 @@ void multiply_portable(const float* in, const float* m, int64_t n, float* out) {
   for (int64_t j = 0; j < n; ++j) out[j] = in[j] * m[j];
 }
 
-const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable};
+// The row kernels' transpose (AVX2 at level avx2, plain loops below it).
+void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
+                              int64_t dst_ld) {
+  row_kernels().transpose_bytes(src, src_ld, h, w, dst, dst_ld);
+}
+
+const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable,
+                                transpose_bytes_out_rows};
 
 }  // namespace
 
