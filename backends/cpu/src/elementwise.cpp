@@ -3,9 +3,6 @@
 // most kChunk elements and shared among OpenMP threads with a static
 // schedule; each segment goes through the row kernels (AVX2 or portable).
 #include <omp.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
@@ -131,8 +129,12 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     });
   } else if (rows > 0 && cols > 0) {
     // Fused cast + transpose: a tile of kTileRows x kTileCols codes is
-    // encoded into an L1-resident buffer, copied to the rowwise output and
-    // written transposed (kTileRows contiguous bytes per column).
+    // encoded straight into the rowwise output (or, without one, into an
+    // L1-resident tile), then written transposed from there by
+    // transpose_bytes_out (block_rows.hpp: kTileRows contiguous bytes per
+    // column, streaming stores where aligned, so the columnwise copy is not
+    // read for ownership).
+    const BlockRowKernels& bk = block_row_kernels();
     constexpr int64_t kTileRows = 64, kTileCols = 256;
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
     const int64_t col_tiles = (cols + kTileCols - 1) / kTileCols;
@@ -141,7 +143,6 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     {
       alignas(64) float buffer[kTileCols];
       alignas(64) uint8_t tile[kTileRows * kTileCols];
-      alignas(64) uint8_t staging[kTileCols * kTileRows];
       float* amax = &partial[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 8)
       for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
@@ -149,34 +150,14 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
         const int64_t c0 = (t % col_tiles) * kTileCols;
         const int64_t h = std::min(kTileRows, rows - r0);
         const int64_t w = std::min(kTileCols, cols - c0);
+        uint8_t* codes = rowwise != nullptr ? rowwise + r0 * cols + c0 : tile;
+        const int64_t codes_ld = rowwise != nullptr ? cols : kTileCols;
         for (int64_t i = 0; i < h; ++i) {
           const float* values = segment_values(k, in, r0 + i, c0, w, buffer);
-          uint8_t* codes = tile + i * kTileCols;
-          k.scale_encode(values, w, scale, dtype, sat, codes, amax);
-          if (rowwise != nullptr) std::memcpy(rowwise + (r0 + i) * cols + c0, codes, size_t(w));
+          k.scale_encode(values, w, scale, dtype, sat, codes + i * codes_ld, amax);
         }
-        // Transposed into an L1 staging tile, then each column's h bytes
-        // (one 64-byte line for a full tile) go out with streaming stores
-        // when aligned, so the columnwise copy is not read for ownership.
-        k.transpose_bytes(tile, kTileCols, h, w, staging, kTileRows);
-        for (int64_t j = 0; j < w; ++j) {
-          uint8_t* dst = columnwise + (c0 + j) * rows + r0;
-          const uint8_t* src = staging + j * kTileRows;
-#if defined(__SSE2__)
-          if (h == kTileRows && (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0) {
-            for (int q = 0; q < 4; ++q) {
-              _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
-                               _mm_load_si128(reinterpret_cast<const __m128i*>(src + 16 * q)));
-            }
-            continue;
-          }
-#endif
-          std::memcpy(dst, src, static_cast<std::size_t>(h));
-        }
+        bk.transpose_bytes_out(codes, codes_ld, h, w, columnwise + c0 * rows + r0, rows);
       }
-#if defined(__SSE2__)
-      _mm_sfence();  // streaming stores are visible before the region ends
-#endif
     }
   }
   float amax = 0.0f;
