@@ -242,10 +242,10 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     // Per thread: the widened region (not for FP32 input), one row of
-    // encoder inputs, its multipliers, the blocks' maxima and multipliers,
-    // and the transposed usage's code tile.
+    // encoder inputs, the blocks' maxima and multipliers, and the transposed
+    // usage's code tile.
     std::vector<float> widened(fp32 || total == 0 ? 0 : static_cast<std::size_t>(h * w));
-    std::vector<float> scaled(static_cast<std::size_t>(w)), row_multipliers(static_cast<std::size_t>(w));
+    std::vector<float> scaled(static_cast<std::size_t>(w));
     std::vector<uint32_t> tops(static_cast<std::size_t>(blocks_per_row));
     std::vector<float> multipliers(static_cast<std::size_t>(blocks_per_row));
     std::vector<uint8_t> tile(transposed && total > 0 ? static_cast<std::size_t>(h * w) : 0);
@@ -313,7 +313,6 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
           }
           multipliers[static_cast<std::size_t>(q)] = multiplier;
-          std::fill(row_multipliers.begin() + j0, row_multipliers.begin() + j0 + bw, multiplier);
         }
         // x * multiplier element by element (the same FP32 product the
         // encoder would form), then the encoder with scale 1 on the whole
@@ -322,7 +321,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         for (int64_t i = b0; i < b0 + bh; ++i) {
           const float* x = src + i * sld;
           uint8_t* out = codes + i * codes_ld;
-          bk.multiply(x, row_multipliers.data(), rw, scaled.data());
+          bk.multiply(x, multipliers.data(), rw, bc, scaled.data());
           k.encode(scaled.data(), rw, 1.0f, dtype, true, out);
           if (want_stats) {
             for (int64_t q = 0; q < nb; ++q) {

@@ -18,8 +18,9 @@ struct BlockRowKernels {
   // largest magnitude bits, or above 0x7F800000 when it holds a NaN.
   void (*block_abs_bits_max)(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc,
                              uint32_t* out);
-  // out[j] = in[j] * m[j] for j < n (one FP32 multiply each).
-  void (*multiply)(const float* in, const float* m, int64_t n, float* out);
+  // out[j] = in[j] * m[j / bc] for j < n (one FP32 multiply each): each
+  // element by its block's multiplier.
+  void (*multiply)(const float* in, const float* m, int64_t n, int64_t bc, float* out);
   // Byte transpose into an output that is not read back soon:
   // dst[j * dst_ld + i] = src[i * src_ld + j] for i < h, j < w. The AVX-512
   // path transposes 64 x 16 bytes at a time (four 16 x 16 transposes, one

@@ -83,17 +83,29 @@ void block_abs_bits_max_avx512(const float* in, int64_t ld, int64_t h, int64_t w
   portable_block_row_kernels().block_abs_bits_max(in, ld, h, w, bc, out);
 }
 
-void multiply_avx512(const float* in, const float* m, int64_t n, float* out) {
-  int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)));
-    _mm512_storeu_ps(out + j + 16,
-                     _mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)));
+void multiply_avx512(const float* in, const float* m, int64_t n, int64_t bc, float* out) {
+  if (bc == 1) {  // one multiplier per element
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+      _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)));
+      _mm512_storeu_ps(out + j + 16,
+                       _mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)));
+    }
+    for (; j < n; j += 16) {
+      const __mmask16 k = tail_mask(n - j);
+      _mm512_mask_storeu_ps(out + j, k,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_maskz_loadu_ps(k, m + j)));
+    }
+    return;
   }
-  for (; j < n; j += 16) {
-    const __mmask16 k = tail_mask(n - j);
-    _mm512_mask_storeu_ps(out + j, k,
-                          _mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_maskz_loadu_ps(k, m + j)));
+  if (bc % 16 != 0) return portable_block_row_kernels().multiply(in, m, n, bc, out);
+  for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
+    const __m512 s = _mm512_set1_ps(m[b]);
+    const int64_t je = std::min(n, j0 + bc);
+    for (int64_t j = j0; j < je; j += 16) {
+      const __mmask16 k = tail_mask(je - j);
+      _mm512_mask_storeu_ps(out + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), s));
+    }
   }
 }
 

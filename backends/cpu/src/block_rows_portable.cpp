@@ -31,8 +31,11 @@ void block_abs_bits_max_portable(const float* in, int64_t ld, int64_t h, int64_t
   }
 }
 
-void multiply_portable(const float* in, const float* m, int64_t n, float* out) {
-  for (int64_t j = 0; j < n; ++j) out[j] = in[j] * m[j];
+void multiply_portable(const float* in, const float* m, int64_t n, int64_t bc, float* out) {
+  for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
+    const int64_t je = std::min(n, j0 + bc);
+    for (int64_t j = j0; j < je; ++j) out[j] = in[j] * m[b];
+  }
 }
 
 // The row kernels' transpose (AVX2 at level avx2, plain loops below it)
