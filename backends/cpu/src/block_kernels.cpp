@@ -242,13 +242,13 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     // Per thread: the widened region (not for FP32 input), one row of
-    // encoder inputs, the blocks' maxima and multipliers, and the transposed
-    // usage's code tile.
+    // encoder inputs, the blocks' maxima and multipliers, and the region's
+    // codes.
     std::vector<float> widened(fp32 || total == 0 ? 0 : static_cast<std::size_t>(h * w));
     std::vector<float> scaled(static_cast<std::size_t>(w));
     std::vector<uint32_t> tops(static_cast<std::size_t>(blocks_per_row));
     std::vector<float> multipliers(static_cast<std::size_t>(blocks_per_row));
-    std::vector<uint8_t> tile(transposed && total > 0 ? static_cast<std::size_t>(h * w) : 0);
+    std::vector<uint8_t> tile(total > 0 ? static_cast<std::size_t>(h * w) : 0);
     Counts& stats = parts[me];
     float amax = 0.0f;  // this thread's, published after the loop
 #pragma omp for schedule(dynamic, 1) nowait
@@ -263,9 +263,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         src = widened.data();
         sld = rw;
       }
-      // Codes of region row i: the rowwise output's row, or the tile's.
-      uint8_t* codes = transposed ? tile.data() : args->out + r0 * cols + c0;
-      const int64_t codes_ld = transposed ? rw : cols;
+      // The region's codes, in the input's orientation.
+      uint8_t* codes = tile.data();
+      const int64_t codes_ld = rw;
       // r0 and c0 are multiples of br and bc.
       const int64_t grid_c0 = c0 / bc;
       for (int64_t b0 = 0; b0 < rh; b0 += br) {
@@ -331,7 +331,12 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
           }
         }
       }
-      if (transposed) bk.transpose_bytes_out(tile.data(), rw, rh, rw, args->out + c0 * rows + r0, rows);
+      // Out without reading the output for ownership (block_rows.hpp).
+      if (transposed) {
+        bk.transpose_bytes_out(codes, codes_ld, rh, rw, args->out + c0 * rows + r0, rows);
+      } else {
+        bk.copy_bytes_out(codes, codes_ld, rh, rw, args->out + r0 * cols + c0, cols);
+      }
     }
     amaxes[me].amax = amax;
   }

@@ -28,6 +28,12 @@ struct BlockRowKernels {
   // store where dst is 64-byte aligned (then an sfence before returning).
   void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w,
                               uint8_t* dst, int64_t dst_ld);
+  // Byte copy into an output that is not read back soon: dst[i * dst_ld + j]
+  // = src[i * src_ld + j] for i < h, j < w. The AVX-512 path writes whole
+  // 64-byte lines of dst with streaming stores (then an sfence), so that dst
+  // is not read for ownership.
+  void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
+                         int64_t dst_ld);
 };
 
 const BlockRowKernels& portable_block_row_kernels();

@@ -172,8 +172,34 @@ void transpose_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int6
   if (h64 < h) k.transpose_bytes(src + h64 * sld, sld, h - h64, w, dst + h64, dld);
 }
 
+void copy_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst,
+                           int64_t dld) {
+  bool streamed = false;
+  for (int64_t i = 0; i < h; ++i) {
+    const uint8_t* from = src + i * sld;
+    uint8_t* to = dst + i * dld;
+    // Up to the first 64-byte boundary of dst, whole lines, then the rest.
+    const int64_t head = std::min<int64_t>(w, static_cast<int64_t>((64u - (reinterpret_cast<std::uintptr_t>(to) & 63u)) & 63u));
+    int64_t j = 0;
+    if (head > 0) {
+      const __mmask64 k = (~0ULL) >> (64 - head);
+      _mm512_mask_storeu_epi8(to, k, _mm512_maskz_loadu_epi8(k, from));
+      j = head;
+    }
+    for (; j + 64 <= w; j += 64) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(to + j), _mm512_loadu_si512(from + j));
+      streamed = true;
+    }
+    if (j < w) {
+      const __mmask64 k = (~0ULL) >> (64 - (w - j));
+      _mm512_mask_storeu_epi8(to + j, k, _mm512_maskz_loadu_epi8(k, from + j));
+    }
+  }
+  if (streamed) _mm_sfence();
+}
+
 const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512,
-                              transpose_bytes_out_avx512};
+                              transpose_bytes_out_avx512, copy_bytes_out_avx512};
 
 }  // namespace
 }  // namespace octet_cpu

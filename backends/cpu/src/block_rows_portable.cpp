@@ -75,8 +75,13 @@ void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int
 #endif
 }
 
+void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
+                         int64_t dst_ld) {
+  for (int64_t i = 0; i < h; ++i) std::memcpy(dst + i * dst_ld, src + i * src_ld, static_cast<std::size_t>(w));
+}
+
 const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable,
-                                transpose_bytes_out_rows};
+                                transpose_bytes_out_rows, copy_bytes_out_rows};
 
 }  // namespace
 

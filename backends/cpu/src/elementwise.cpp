@@ -129,11 +129,11 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     });
   } else if (rows > 0 && cols > 0) {
     // Fused cast + transpose: a tile of kTileRows x kTileCols codes is
-    // encoded straight into the rowwise output (or, without one, into an
-    // L1-resident tile), then written transposed from there by
-    // transpose_bytes_out (block_rows.hpp: kTileRows contiguous bytes per
-    // column, streaming stores where aligned, so the columnwise copy is not
-    // read for ownership).
+    // encoded into an L1-resident buffer (rows 256 bytes apart: they fall in
+    // different L1 sets, which rows of the rowwise output, cols bytes apart,
+    // need not), then written transposed and copied to the rowwise output
+    // by transpose_bytes_out and copy_bytes_out (block_rows.hpp: streaming
+    // stores where aligned, so neither output is read for ownership).
     const BlockRowKernels& bk = block_row_kernels();
     constexpr int64_t kTileRows = 64, kTileCols = 256;
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
@@ -150,13 +150,12 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
         const int64_t c0 = (t % col_tiles) * kTileCols;
         const int64_t h = std::min(kTileRows, rows - r0);
         const int64_t w = std::min(kTileCols, cols - c0);
-        uint8_t* codes = rowwise != nullptr ? rowwise + r0 * cols + c0 : tile;
-        const int64_t codes_ld = rowwise != nullptr ? cols : kTileCols;
         for (int64_t i = 0; i < h; ++i) {
           const float* values = segment_values(k, in, r0 + i, c0, w, buffer);
-          k.scale_encode(values, w, scale, dtype, sat, codes + i * codes_ld, amax);
+          k.scale_encode(values, w, scale, dtype, sat, tile + i * kTileCols, amax);
         }
-        bk.transpose_bytes_out(codes, codes_ld, h, w, columnwise + c0 * rows + r0, rows);
+        bk.transpose_bytes_out(tile, kTileCols, h, w, columnwise + c0 * rows + r0, rows);
+        if (rowwise != nullptr) bk.copy_bytes_out(tile, kTileCols, h, w, rowwise + r0 * cols + c0, cols);
       }
     }
   }
