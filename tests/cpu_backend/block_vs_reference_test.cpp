@@ -309,11 +309,12 @@ TEST(CpuBlockScaling, QuantizeRegionEdgesMatchReference) {
     for (Shape s : shapes) {
       for (int32_t in_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
         const uint32_t seed = static_cast<uint32_t>(s.rows * 3 + s.cols + in_dtype);
-        std::vector<uint8_t> raw = s.rows == 256 ? graded_elements(in_dtype, s.rows, s.cols, seed)
-                                                 : random_elements(in_dtype, static_cast<std::size_t>(s.rows * s.cols), seed);
+        std::vector<uint8_t> raw = s.rows == 256
+                                       ? graded_elements(in_dtype, s.rows, s.cols, seed)
+                                       : random_elements(in_dtype, static_cast<std::size_t>(s.rows * s.cols), seed);
         const std::string where = std::string(c.name) + " " + shape_name(s) + " input " + std::to_string(in_dtype);
-        Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw,
-                                          OCTET_USAGE_BOTH);
+        Quantized cpu =
+            block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw, OCTET_USAGE_BOTH);
         Quantized ref =
             block_quantize_on("reference", c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw, OCTET_USAGE_BOTH);
         const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());

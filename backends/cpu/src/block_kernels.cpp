@@ -4,13 +4,16 @@
 // docs/numerics.md sections 5, 10, 11 and 12; element-wise results are
 // exact (the same bits as any correct implementation of those rules).
 //
-// Block quantize works on regions of whole blocks (a few block rows x a few
-// block columns of the output, possibly the transpose of the input): the
-// region's values are widened to FP32 into a per-thread buffer, each
-// block's amax (over its finite values) gives its scale, and the row kernels encode
-// x * (1/X) (MXFP8: X is a power of two, so x * 2^-e is the same FP32 value
-// as x / 2^e) or x * scale (FP32 blocks). Regions are shared by OpenMP
-// threads with a static schedule.
+// Block quantize works in the input's orientation for both usages, on
+// regions of whole blocks (a transposed-usage block is block_cols x
+// block_rows of the input): an FP32 input is read in place (BF16/FP16 are
+// widened into a per-thread buffer), each block's amax (over its finite
+// values) gives its scale, each element x is multiplied by its block's
+// multiplier (MXFP8: 1/X, X = 2^e, so x * 2^-e is the same FP32 value as
+// x / 2^e; FP32 blocks: the scale) and the row kernels' encode
+// runs with scale 1 on whole rows into a per-thread code tile, which goes
+// out as it is or byte-transposed (block_rows.hpp). Regions are shared by
+// OpenMP threads with a dynamic schedule.
 //
 // The block GEMM keeps the documented order between k-blocks: each
 // k-block's partial products, then acc = acc + partial * (sa * sb) element

@@ -16,8 +16,7 @@ struct BlockRowKernels {
   // out[b] = max over i < h and j in [b * bc, min(w, (b + 1) * bc)) of
   // bits(in[i * ld + j]) & 0x7FFFFFFF, for b < ceil(w / bc): each block's
   // largest magnitude bits, or above 0x7F800000 when it holds a NaN.
-  void (*block_abs_bits_max)(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc,
-                             uint32_t* out);
+  void (*block_abs_bits_max)(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out);
   // out[j] = in[j] * m[j / bc] for j < n (one FP32 multiply each): each
   // element by its block's multiplier.
   void (*multiply)(const float* in, const float* m, int64_t n, int64_t bc, float* out);
@@ -26,14 +25,12 @@ struct BlockRowKernels {
   // path transposes 64 x 16 bytes at a time (four 16 x 16 transposes, one
   // per 128-bit lane) and writes each column's 64 bytes with one streaming
   // store where dst is 64-byte aligned (then an sfence before returning).
-  void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w,
-                              uint8_t* dst, int64_t dst_ld);
+  void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
   // Byte copy into an output that is not read back soon: dst[i * dst_ld + j]
   // = src[i * src_ld + j] for i < h, j < w. The AVX-512 path writes whole
   // 64-byte lines of dst with streaming stores (then an sfence), so that dst
   // is not read for ownership.
-  void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
-                         int64_t dst_ld);
+  void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
 };
 
 const BlockRowKernels& portable_block_row_kernels();

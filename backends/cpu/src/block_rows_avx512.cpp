@@ -76,8 +76,7 @@ void wide_block_max(const float* in, int64_t ld, int64_t h, int64_t w, int64_t b
   }
 }
 
-void block_abs_bits_max_avx512(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc,
-                               uint32_t* out) {
+void block_abs_bits_max_avx512(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out) {
   if (bc == 1) return column_max(in, ld, h, w, out);
   if (bc % 16 == 0) return wide_block_max(in, ld, h, w, bc, out);
   portable_block_row_kernels().block_abs_bits_max(in, ld, h, w, bc, out);
@@ -88,8 +87,7 @@ void multiply_avx512(const float* in, const float* m, int64_t n, int64_t bc, flo
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
       _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)));
-      _mm512_storeu_ps(out + j + 16,
-                       _mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)));
+      _mm512_storeu_ps(out + j + 16, _mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)));
     }
     for (; j < n; j += 16) {
       const __mmask16 k = tail_mask(n - j);
@@ -151,8 +149,7 @@ inline void transpose64x16(const uint8_t* src, int64_t sld, uint8_t* dst, int64_
   }
 }
 
-void transpose_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst,
-                                int64_t dld) {
+void transpose_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst, int64_t dld) {
   const int64_t h64 = h / 64 * 64, w16 = w / 16 * 16;
   const bool stream = ((reinterpret_cast<std::uintptr_t>(dst) | static_cast<std::uintptr_t>(dld)) & 63u) == 0;
   for (int64_t i = 0; i < h64; i += 64) {
@@ -172,14 +169,14 @@ void transpose_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int6
   if (h64 < h) k.transpose_bytes(src + h64 * sld, sld, h - h64, w, dst + h64, dld);
 }
 
-void copy_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst,
-                           int64_t dld) {
+void copy_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w, uint8_t* dst, int64_t dld) {
   bool streamed = false;
   for (int64_t i = 0; i < h; ++i) {
     const uint8_t* from = src + i * sld;
     uint8_t* to = dst + i * dld;
     // Up to the first 64-byte boundary of dst, whole lines, then the rest.
-    const int64_t head = std::min<int64_t>(w, static_cast<int64_t>((64u - (reinterpret_cast<std::uintptr_t>(to) & 63u)) & 63u));
+    const int64_t head =
+        std::min<int64_t>(w, static_cast<int64_t>((64u - (reinterpret_cast<std::uintptr_t>(to) & 63u)) & 63u));
     int64_t j = 0;
     if (head > 0) {
       const __mmask64 k = (~0ULL) >> (64 - head);
@@ -198,8 +195,8 @@ void copy_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w
   if (streamed) _mm_sfence();
 }
 
-const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512,
-                              transpose_bytes_out_avx512, copy_bytes_out_avx512};
+const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512, transpose_bytes_out_avx512,
+                              copy_bytes_out_avx512};
 
 }  // namespace
 }  // namespace octet_cpu

@@ -16,8 +16,7 @@
 namespace octet_cpu {
 namespace {
 
-void block_abs_bits_max_portable(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc,
-                                 uint32_t* out) {
+void block_abs_bits_max_portable(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out) {
   for (int64_t j0 = 0, b = 0; j0 < w; j0 += bc, ++b) {
     const int64_t je = std::min(w, j0 + bc);
     uint32_t m = 0;
@@ -42,8 +41,7 @@ void multiply_portable(const float* in, const float* m, int64_t n, int64_t bc, f
 // into an L1 staging tile, 64 rows x 256 columns at a time; each column's
 // 64 bytes then go out with SSE2 streaming stores where dst is 16-byte
 // aligned.
-void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
-                              int64_t dst_ld) {
+void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld) {
   constexpr int64_t kRows = 64, kCols = 256;
   alignas(64) uint8_t staging[kCols * kRows];
   const RowKernels& k = row_kernels();
@@ -75,13 +73,12 @@ void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int
 #endif
 }
 
-void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst,
-                         int64_t dst_ld) {
+void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld) {
   for (int64_t i = 0; i < h; ++i) std::memcpy(dst + i * dst_ld, src + i * src_ld, static_cast<std::size_t>(w));
 }
 
-const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable,
-                                transpose_bytes_out_rows, copy_bytes_out_rows};
+const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable, transpose_bytes_out_rows,
+                                copy_bytes_out_rows};
 
 }  // namespace
 

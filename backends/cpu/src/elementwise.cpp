@@ -3,6 +3,9 @@
 // most kChunk elements and shared among OpenMP threads with a static
 // schedule; each segment goes through the row kernels (AVX2 or portable).
 #include <omp.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
@@ -129,12 +131,8 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     });
   } else if (rows > 0 && cols > 0) {
     // Fused cast + transpose: a tile of kTileRows x kTileCols codes is
-    // encoded into an L1-resident buffer (rows 256 bytes apart: they fall in
-    // different L1 sets, which rows of the rowwise output, cols bytes apart,
-    // need not), then written transposed and copied to the rowwise output
-    // by transpose_bytes_out and copy_bytes_out (block_rows.hpp: streaming
-    // stores where aligned, so neither output is read for ownership).
-    const BlockRowKernels& bk = block_row_kernels();
+    // encoded into an L1-resident buffer, copied to the rowwise output and
+    // written transposed (kTileRows contiguous bytes per column).
     constexpr int64_t kTileRows = 64, kTileCols = 256;
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
     const int64_t col_tiles = (cols + kTileCols - 1) / kTileCols;
@@ -143,6 +141,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     {
       alignas(64) float buffer[kTileCols];
       alignas(64) uint8_t tile[kTileRows * kTileCols];
+      alignas(64) uint8_t staging[kTileCols * kTileRows];
       float* amax = &partial[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 8)
       for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
@@ -152,11 +151,32 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
         const int64_t w = std::min(kTileCols, cols - c0);
         for (int64_t i = 0; i < h; ++i) {
           const float* values = segment_values(k, in, r0 + i, c0, w, buffer);
-          k.scale_encode(values, w, scale, dtype, sat, tile + i * kTileCols, amax);
+          uint8_t* codes = tile + i * kTileCols;
+          k.scale_encode(values, w, scale, dtype, sat, codes, amax);
+          if (rowwise != nullptr) std::memcpy(rowwise + (r0 + i) * cols + c0, codes, size_t(w));
         }
-        bk.transpose_bytes_out(tile, kTileCols, h, w, columnwise + c0 * rows + r0, rows);
-        if (rowwise != nullptr) bk.copy_bytes_out(tile, kTileCols, h, w, rowwise + r0 * cols + c0, cols);
+        // Transposed into an L1 staging tile, then each column's h bytes
+        // (one 64-byte line for a full tile) go out with streaming stores
+        // when aligned, so the columnwise copy is not read for ownership.
+        k.transpose_bytes(tile, kTileCols, h, w, staging, kTileRows);
+        for (int64_t j = 0; j < w; ++j) {
+          uint8_t* dst = columnwise + (c0 + j) * rows + r0;
+          const uint8_t* src = staging + j * kTileRows;
+#if defined(__SSE2__)
+          if (h == kTileRows && (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0) {
+            for (int q = 0; q < 4; ++q) {
+              _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
+                               _mm_load_si128(reinterpret_cast<const __m128i*>(src + 16 * q)));
+            }
+            continue;
+          }
+#endif
+          std::memcpy(dst, src, static_cast<std::size_t>(h));
+        }
       }
+#if defined(__SSE2__)
+      _mm_sfence();  // streaming stores are visible before the region ends
+#endif
     }
   }
   float amax = 0.0f;
