@@ -298,6 +298,39 @@ TEST(CpuBlockScaling, QuantizeTailWidthsMatchReference) {
   }
 }
 
+// Shapes around the AVX-512 path's region and tile edges: rows a multiple
+// of 64 (the transposed usage's 64 x 16 byte transposes, streamed into a
+// 64-byte aligned output) or not, columns a multiple of 16 or not, several
+// regions down and across; FP32 (read in place) and BF16 (widened) input.
+TEST(CpuBlockScaling, QuantizeRegionEdgesMatchReference) {
+  const Shape shapes[] = {{256, 272}, {256, 200}, {200, 256}, {384, 1100}, {130, 530}};
+  for (const BlockConfig& c : block_configs()) {
+    if (!declared(c)) continue;
+    for (Shape s : shapes) {
+      for (int32_t in_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+        const uint32_t seed = static_cast<uint32_t>(s.rows * 3 + s.cols + in_dtype);
+        std::vector<uint8_t> raw = s.rows == 256
+                                       ? graded_elements(in_dtype, s.rows, s.cols, seed)
+                                       : random_elements(in_dtype, static_cast<std::size_t>(s.rows * s.cols), seed);
+        const std::string where = std::string(c.name) + " " + shape_name(s) + " input " + std::to_string(in_dtype);
+        Quantized cpu =
+            block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw, OCTET_USAGE_BOTH);
+        Quantized ref =
+            block_quantize_on("reference", c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw, OCTET_USAGE_BOTH);
+        const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+        const std::size_t scale_size = c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4;
+        expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+        expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+        expect_same_bytes(got.rowwise_scales, want.rowwise_scales, scale_size, where + " rowwise scales");
+        expect_same_bytes(got.columnwise_scales, want.columnwise_scales, scale_size, where + " columnwise scales");
+        expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+        expect_same_stats(cpu.stats, ref.stats, where);
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
 // One usage at a time: the columnwise-only pass gives the statistics.
 TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
   const Shape s{131, 300};

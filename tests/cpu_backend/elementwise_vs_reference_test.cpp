@@ -283,6 +283,55 @@ TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
           octet_quantize_options o{};
           o.struct_size = sizeof o;
           o.saturate = saturate;
+          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+          const std::string what = std::string(octet_dtype_name(to)) + " " + shape_name(s) + " hopper " +
+                                   std::to_string(hopper) + " saturate " + std::to_string(saturate);
+          octet_tensor_info info{};
+          info.struct_size = sizeof info;
+          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
+          EXPECT_EQ(
+              first_difference(download(co.get(), OCTET_COMPONENT_DATA), download(ro.get(), OCTET_COMPONENT_DATA), 1),
+              -1)
+              << what;
+          if (info.has_columnwise_data) {
+            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
+                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
+                      -1)
+                << what;
+          }
+          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX)) << what;
+        }
+      }
+    }
+  }
+}
+
+// The fused cast + transpose on whole 64-row tiles (streaming stores where
+// the columnwise copy's rows are aligned) and on partial tiles down and
+// across.
+TEST_F(CpuVsReference, CastTransposeTileEdgesBitForBit) {
+  const Shape shapes[] = {{128, 300}, {192, 256}, {256, 200}, {100, 272}, {320, 17}};
+  uint32_t seed = 1900;
+  for (Shape s : shapes) {
+    std::vector<uint8_t> input = random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
+    for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int hopper = 0; hopper < 2; ++hopper) {
+        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
+        octet_context* r = hopper ? ref_hopper.get() : ref.get();
+        Tensor ci = tensor(c, OCTET_DTYPE_FP32, s.rows, s.cols);
+        Tensor ri = tensor(r, OCTET_DTYPE_FP32, s.rows, s.cols);
+        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        for (int32_t saturate : {0, 1}) {
+          const float scale = saturate ? 37.0f : 0.125f;
+          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
+          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
+          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          octet_quantize_options o{};
+          o.struct_size = sizeof o;
+          o.saturate = saturate;
           ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
               << octet_last_error_message();
           ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)

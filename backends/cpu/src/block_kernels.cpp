@@ -4,13 +4,16 @@
 // docs/numerics.md sections 5, 10, 11 and 12; element-wise results are
 // exact (the same bits as any correct implementation of those rules).
 //
-// Block quantize works on regions of whole blocks (a few block rows x a few
-// block columns of the output, possibly the transpose of the input): the
-// region's values are widened to FP32 into a per-thread buffer, each
-// block's amax (over its finite values) gives its scale, and the row kernels encode
-// x * (1/X) (MXFP8: X is a power of two, so x * 2^-e is the same FP32 value
-// as x / 2^e) or x * scale (FP32 blocks). Regions are shared by OpenMP
-// threads with a static schedule.
+// Block quantize works in the input's orientation for both usages, on
+// regions of whole blocks (a transposed-usage block is block_cols x
+// block_rows of the input): an FP32 input is read in place (BF16/FP16 are
+// widened into a per-thread buffer), each block's amax (over its finite
+// values) gives its scale, each element x is multiplied by its block's
+// multiplier (MXFP8: 1/X, X = 2^e, so x * 2^-e is the same FP32 value as
+// x / 2^e; FP32 blocks: the scale) and the row kernels' encode
+// runs with scale 1 on whole rows into a per-thread code tile, which goes
+// out as it is or byte-transposed (block_rows.hpp). Regions are shared by
+// OpenMP threads with a dynamic schedule.
 //
 // The block GEMM keeps the documented order between k-blocks: each
 // k-block's partial products, then acc = acc + partial * (sa * sb) element
@@ -33,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
@@ -204,86 +208,82 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = require_pointer(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
 
   const RowKernels& k = row_kernels();
+  const BlockRowKernels& bk = block_row_kernels();
   const octet_matrix_view in = args->input;
   const bool transposed = args->transposed != 0;
-  const int64_t rows = transposed ? in.cols : in.rows;
-  const int64_t cols = transposed ? in.rows : in.cols;
-  const int64_t br = args->block_rows, bc = args->block_cols;
-  const int64_t grid_cols = ceil_div(cols, bc);
   const int32_t dtype = args->out_dtype;
   const bool want_stats = args->stats_out != nullptr;
-  // A region: rb block rows x gb block columns (about 64 x 256 elements;
-  // blocks that span a whole row (per-row scaling) take fewer rows, so
-  // that a region stays near 16384 elements).
-  const int64_t rb = std::max<int64_t>(1, std::min<int64_t>(64 / br, 16384 / bc));
-  const int64_t gb = std::max<int64_t>(1, 256 / bc);
-  const int64_t region_h = std::min(rb * br, rows), region_w = std::min(gb * bc, cols);
-  const int64_t regions_down = rows > 0 ? ceil_div(rows, rb * br) : 0;
-  const int64_t regions_across = cols > 0 ? ceil_div(cols, gb * bc) : 0;
+  const bool fp32 = in.dtype == OCTET_DTYPE_FP32;
+  // Everything runs in the input's orientation: a block covers br x bc of
+  // the input's rows x columns (the transposed usage's blocks are its
+  // block_cols x block_rows there), and the transposed usage's codes are
+  // byte-transposed into its output at the end of each region.
+  const int64_t rows = in.rows, cols = in.cols;
+  const int64_t br = transposed ? args->block_cols : args->block_rows;
+  const int64_t bc = transposed ? args->block_rows : args->block_cols;
+  const int64_t grid_down = ceil_div(rows, br), grid_across = ceil_div(cols, bc);
+  // A region: h x w input elements (h a multiple of br, w of bc, except
+  // where the input is smaller), about kRegion elements. The rowwise usage
+  // takes whole rows where blocks allow it; the transposed one at least 64
+  // rows, so that each of its output rows gets a whole cache line.
+  constexpr int64_t kRegion = 32768;
+  int64_t w = std::max<int64_t>(bc, (kRegion / br / bc) * bc);
+  if (transposed) w = std::max<int64_t>(bc, (kRegion / std::max<int64_t>(br, 64) / bc) * bc);
+  w = std::max<int64_t>(w, bc * ceil_div(16, bc));
+  w = std::min(w, cols);
+  int64_t h = br * std::max<int64_t>(1, kRegion / (br * std::max<int64_t>(w, 1)));
+  if (transposed) h = std::max(h, br * ceil_div(64, br));
+  h = std::min(h, rows);
+  const int64_t regions_down = rows > 0 ? ceil_div(rows, h) : 0;
+  const int64_t regions_across = cols > 0 ? ceil_div(cols, w) : 0;
   const int64_t total = regions_down * regions_across;
+  const int64_t blocks_per_row = ceil_div(w, bc);
   const int nthreads = omp_get_max_threads();
-  const std::size_t per_thread =
-      static_cast<std::size_t>(region_h * region_w + region_h) + 16;  // values + transposed column
-  std::vector<float> buffers(total > 0 ? per_thread * static_cast<std::size_t>(nthreads) : 0);
   std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
   std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
 
 #pragma omp parallel if (rows * cols >= 16384)
   {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
-    float* values = buffers.empty() ? nullptr : buffers.data() + me * per_thread;
-    float* column = values == nullptr ? nullptr : values + region_h * region_w;
+    // Per thread: the widened region (not for FP32 input), one row of
+    // encoder inputs, the blocks' maxima and multipliers, and the region's
+    // codes.
+    std::vector<float> widened(fp32 || total == 0 ? 0 : static_cast<std::size_t>(h * w));
+    std::vector<float> scaled(static_cast<std::size_t>(w));
+    std::vector<uint32_t> tops(static_cast<std::size_t>(blocks_per_row));
+    std::vector<float> multipliers(static_cast<std::size_t>(blocks_per_row));
+    std::vector<uint8_t> tile(total > 0 ? static_cast<std::size_t>(h * w) : 0);
     Counts& stats = parts[me];
-    float& amax = amaxes[me].amax;
-#pragma omp for schedule(static)
+    float amax = 0.0f;  // this thread's, published after the loop
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t t = 0; t < total; ++t) {
-      const int64_t r0 = (t / regions_across) * rb * br;
-      const int64_t c0 = (t % regions_across) * gb * bc;
-      const int64_t h = std::min(rb * br, rows - r0), w = std::min(gb * bc, cols - c0);
-      // The region's FP32 values: src[i * sld + j] = x'[r0 + i, c0 + j]. An
-      // FP32 input read rowwise is used in place (no copy); otherwise the
-      // values are widened (and, transposed, gathered) into the buffer.
-      const float* src = values;
-      int64_t sld = w;
-      const bool fp32 = in.dtype == OCTET_DTYPE_FP32;
-      if (!transposed && fp32) {
-        src = reinterpret_cast<const float*>(element_ptr(in, r0, c0));
-        sld = in.ld;
-      } else if (!transposed) {
-        for (int64_t i = 0; i < h; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, w, values + i * w);
-      } else if (fp32) {
-        // 8 x 8 tiles: a column-at-a-time scatter strides values by w floats
-        // (1 KiB), whose lines fall in 4 of L1's 64 sets and evict each
-        // other; a tile keeps 8 input and 8 output lines in use.
-        for (int64_t jb = 0; jb < w; jb += 8) {
-          const int64_t je = std::min(jb + 8, w);
-          for (int64_t ib = 0; ib < h; ib += 8) {
-            const int64_t ie = std::min(ib + 8, h);
-            for (int64_t j = jb; j < je; ++j) {
-              const float* col = reinterpret_cast<const float*>(element_ptr(in, c0 + j, r0));
-              for (int64_t i = ib; i < ie; ++i) values[i * w + j] = col[i];
-            }
-          }
-        }
-      } else {
-        for (int64_t j = 0; j < w; ++j) {
-          k.widen(element_ptr(in, c0 + j, r0), in.dtype, h, column);
-          for (int64_t i = 0; i < h; ++i) values[i * w + j] = column[i];
-        }
+      const int64_t r0 = (t / regions_across) * h, c0 = (t % regions_across) * w;
+      const int64_t rh = std::min(h, rows - r0), rw = std::min(w, cols - c0);
+      // The region's FP32 values: src[i * sld + j] = x[r0 + i, c0 + j].
+      const float* src = reinterpret_cast<const float*>(element_ptr(in, r0, c0));
+      int64_t sld = in.ld;
+      if (!fp32) {
+        for (int64_t i = 0; i < rh; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, rw, widened.data() + i * rw);
+        src = widened.data();
+        sld = rw;
       }
-      for (int64_t b0 = 0; b0 < h; b0 += br) {
-        const int64_t bh = std::min(br, h - b0);
-        for (int64_t j0 = 0; j0 < w; j0 += bc) {
-          const int64_t bw = std::min(bc, w - j0);
+      // The region's codes, in the input's orientation.
+      uint8_t* codes = tile.data();
+      const int64_t codes_ld = rw;
+      // r0 and c0 are multiples of br and bc.
+      const int64_t grid_c0 = c0 / bc;
+      for (int64_t b0 = 0; b0 < rh; b0 += br) {
+        const int64_t bh = std::min(br, rh - b0);
+        const int64_t nb = ceil_div(rw, bc);
+        const int64_t grid_r = (r0 + b0) / br;
+        bk.block_abs_bits_max(src + b0 * sld, sld, bh, rw, bc, tops.data());
+        for (int64_t q = 0; q < nb; ++q) {
+          const int64_t j0 = q * bc, bw = std::min(bc, rw - j0);
           // The largest |x| bits: the block's amax when every element is
           // finite; at or above the infinity's bits the block holds an
           // infinity or a NaN, and its amax is taken over the finite
           // elements (scalar). The tensor amax counts infinities.
-          uint32_t top = 0;
-          for (int64_t i = b0; i < b0 + bh; ++i) {
-            const uint32_t m = k.abs_bits_max(src + i * sld + j0, bw);
-            top = m > top ? m : top;
-          }
+          const uint32_t top = tops[static_cast<std::size_t>(q)];
           float block_amax = float_of(top);
           if (top >= 0x7F800000u) {
             block_amax = 0.0f;
@@ -302,8 +302,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             if (has_inf) amax = float_of(0x7F800000u);
           }
           amax = block_amax > amax ? block_amax : amax;
+          const int64_t grid_c = grid_c0 + q;
           const std::size_t block =
-              static_cast<std::size_t>(((r0 + b0) / br) * grid_cols + (c0 + j0) / bc);
+              static_cast<std::size_t>(transposed ? grid_c * grid_down + grid_r : grid_r * grid_across + grid_c);
           float multiplier;  // x * multiplier is the encoder's input
           if (mx) {
             const uint8_t code = mx_code(block_amax, dtype, args->e8m0_rounding);
@@ -315,16 +316,33 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
             multiplier = fp32_scale(block_amax, dtype, args->amax_epsilon, args->power_of_two != 0);
             static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
           }
-          for (int64_t i = b0; i < b0 + bh; ++i) {
-            const float* x = src + i * sld + j0;
-            uint8_t* out = args->out + (r0 + i) * cols + c0 + j0;
-            // NaN keeps its sign; an infinity saturates to max finite.
-            k.encode(x, bw, multiplier, dtype, true, out);
-            if (want_stats) count(x, bw, multiplier, out, dtype, stats);
+          multipliers[static_cast<std::size_t>(q)] = multiplier;
+        }
+        // x * multiplier element by element (the same FP32 product the
+        // encoder would form), then the encoder with scale 1 on the whole
+        // row: y * 1 is y, NaN included. NaN keeps its sign; an infinity
+        // saturates to max finite.
+        for (int64_t i = b0; i < b0 + bh; ++i) {
+          const float* x = src + i * sld;
+          uint8_t* out = codes + i * codes_ld;
+          bk.multiply(x, multipliers.data(), rw, bc, scaled.data());
+          k.encode(scaled.data(), rw, 1.0f, dtype, true, out);
+          if (want_stats) {
+            for (int64_t q = 0; q < nb; ++q) {
+              const int64_t j0 = q * bc;
+              count(x + j0, std::min(bc, rw - j0), multipliers[static_cast<std::size_t>(q)], out + j0, dtype, stats);
+            }
           }
         }
       }
+      // Out without reading the output for ownership (block_rows.hpp).
+      if (transposed) {
+        bk.transpose_bytes_out(codes, codes_ld, rh, rw, args->out + c0 * rows + r0, rows);
+      } else {
+        bk.copy_bytes_out(codes, codes_ld, rh, rw, args->out + r0 * cols + c0, cols);
+      }
     }
+    amaxes[me].amax = amax;
   }
   float amax = 0.0f;
   for (const Counts& c : amaxes) amax = c.amax > amax ? c.amax : amax;

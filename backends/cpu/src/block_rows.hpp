@@ -1,0 +1,42 @@
+// Region kernels of block quantize (block_kernels.cpp): the blocks' largest
+// magnitudes, the per-element multiply by each block's multiplier and the
+// byte transpose of the codes into a transposed output, in two
+// implementations chosen at run time: AVX-512 F/BW/VL/DQ, or portable C++
+// (also used at level avx2). Both are exact: a max of integers and one FP32
+// multiply per element. The encoding itself stays with the row kernels'
+// encode (row_kernels.hpp).
+#pragma once
+
+#include <cstdint>
+
+namespace octet_cpu {
+
+struct BlockRowKernels {
+  const char* name;
+  // out[b] = max over i < h and j in [b * bc, min(w, (b + 1) * bc)) of
+  // bits(in[i * ld + j]) & 0x7FFFFFFF, for b < ceil(w / bc): each block's
+  // largest magnitude bits, or above 0x7F800000 when it holds a NaN.
+  void (*block_abs_bits_max)(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out);
+  // out[j] = in[j] * m[j / bc] for j < n (one FP32 multiply each): each
+  // element by its block's multiplier.
+  void (*multiply)(const float* in, const float* m, int64_t n, int64_t bc, float* out);
+  // Byte transpose into an output that is not read back soon:
+  // dst[j * dst_ld + i] = src[i * src_ld + j] for i < h, j < w. The AVX-512
+  // path transposes 64 x 16 bytes at a time (four 16 x 16 transposes, one
+  // per 128-bit lane) and writes each column's 64 bytes with one streaming
+  // store where dst is 64-byte aligned (then an sfence before returning).
+  void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
+  // Byte copy into an output that is not read back soon: dst[i * dst_ld + j]
+  // = src[i * src_ld + j] for i < h, j < w. The AVX-512 path writes whole
+  // 64-byte lines of dst with streaming stores (then an sfence), so that dst
+  // is not read for ownership.
+  void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
+};
+
+const BlockRowKernels& portable_block_row_kernels();
+// nullptr when this build or this CPU has no AVX-512 F/BW/VL/DQ path.
+const BlockRowKernels* avx512_block_row_kernels();
+// AVX-512 when cpu_isa() (isa.hpp) is avx512 or higher, else portable.
+const BlockRowKernels& block_row_kernels();
+
+}  // namespace octet_cpu

@@ -1,0 +1,96 @@
+// Portable block-quantize region kernels (block_rows.hpp) and the run-time
+// choice between them and the AVX-512 ones.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "block_rows.hpp"
+#include "isa.hpp"
+#include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
+
+namespace octet_cpu {
+namespace {
+
+void block_abs_bits_max_portable(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out) {
+  for (int64_t j0 = 0, b = 0; j0 < w; j0 += bc, ++b) {
+    const int64_t je = std::min(w, j0 + bc);
+    uint32_t m = 0;
+    for (int64_t i = 0; i < h; ++i) {
+      for (int64_t j = j0; j < je; ++j) {
+        const uint32_t a = bits_of(in[i * ld + j]) & 0x7FFFFFFFu;
+        m = a > m ? a : m;
+      }
+    }
+    out[b] = m;
+  }
+}
+
+void multiply_portable(const float* in, const float* m, int64_t n, int64_t bc, float* out) {
+  for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
+    const int64_t je = std::min(n, j0 + bc);
+    for (int64_t j = j0; j < je; ++j) out[j] = in[j] * m[b];
+  }
+}
+
+// The row kernels' transpose (AVX2 at level avx2, plain loops below it)
+// into an L1 staging tile, 64 rows x 256 columns at a time; each column's
+// 64 bytes then go out with SSE2 streaming stores where dst is 16-byte
+// aligned.
+void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld) {
+  constexpr int64_t kRows = 64, kCols = 256;
+  alignas(64) uint8_t staging[kCols * kRows];
+  const RowKernels& k = row_kernels();
+  bool streamed = false;
+  for (int64_t i0 = 0; i0 < h; i0 += kRows) {
+    const int64_t th = std::min(kRows, h - i0);
+    for (int64_t j0 = 0; j0 < w; j0 += kCols) {
+      const int64_t tw = std::min(kCols, w - j0);
+      k.transpose_bytes(src + i0 * src_ld + j0, src_ld, th, tw, staging, kRows);
+      for (int64_t j = 0; j < tw; ++j) {
+        uint8_t* d = dst + (j0 + j) * dst_ld + i0;
+        const uint8_t* from = staging + j * kRows;
+#if defined(__SSE2__)
+        if (th == kRows && (reinterpret_cast<std::uintptr_t>(d) & 15u) == 0) {
+          for (int q = 0; q < 4; ++q) {
+            _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16 * q),
+                             _mm_load_si128(reinterpret_cast<const __m128i*>(from + 16 * q)));
+          }
+          streamed = true;
+          continue;
+        }
+#endif
+        std::memcpy(d, from, static_cast<std::size_t>(th));
+      }
+    }
+  }
+#if defined(__SSE2__)
+  if (streamed) _mm_sfence();  // the streaming stores are visible before returning
+#endif
+}
+
+void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld) {
+  for (int64_t i = 0; i < h; ++i) std::memcpy(dst + i * dst_ld, src + i * src_ld, static_cast<std::size_t>(w));
+}
+
+const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable, transpose_bytes_out_rows,
+                                copy_bytes_out_rows};
+
+}  // namespace
+
+const BlockRowKernels& portable_block_row_kernels() { return kPortable; }
+
+const BlockRowKernels& block_row_kernels() {
+  static const BlockRowKernels& chosen = []() -> const BlockRowKernels& {
+    const BlockRowKernels* avx512 = avx512_block_row_kernels();
+    if (avx512 != nullptr && cpu_isa() >= Isa::Avx512) return *avx512;
+    return kPortable;
+  }();
+  return chosen;
+}
+
+}  // namespace octet_cpu
