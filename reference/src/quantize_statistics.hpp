@@ -47,7 +47,20 @@ class StatisticsCounter {
       }
       if (overflow) ++stats_.saturated_count;
     }
-    if (std::isfinite(x) && x != 0.0f && (code & 0x7F) == 0) ++stats_.flushed_count;
+    if (std::isfinite(x) && x != 0.0f && code_is_zero(code, format)) ++stats_.flushed_count;
+  }
+  // Whether `code` is +0 or -0 of `format`: E2M1's sign is bit 3, and the
+  // FNUZ formats have one zero (0x80 is their NaN).
+  static bool code_is_zero(uint8_t code, Fp8Format format) {
+    switch (format) {
+      case Fp8Format::E2M1:
+        return (code & 0x7) == 0;
+      case Fp8Format::E4M3FNUZ:
+      case Fp8Format::E5M2FNUZ:
+        return code == 0;
+      default:
+        return (code & 0x7F) == 0;
+    }
   }
   const octet_quantize_statistics& result() const { return stats_; }
 

@@ -551,5 +551,51 @@ TEST_F(Fp4Kernels, NanBlocksAndInfinities) {
   }
 }
 
+// numerics.md section 10: flushed_count counts finite non-zero inputs whose
+// code is +0 or -0. E2M1's sign is bit 3, so -0 is 0x8.
+TEST_F(Fp4Kernels, FlushedCountsPlusAndMinusZero) {
+  TestMatrix in(OCTET_DTYPE_FP32, 1, 32, 32);
+  for (int c = 0; c < 32; ++c) in.set_bits(0, c, float_bits(0.0f));
+  in.set_bits(0, 0, float_bits(6.0f));   // the block's amax: MXFP4 scale 1, NVFP4 g * s = 1 per block
+  in.set_bits(0, 1, float_bits(0.1f));   // |0.1 / X| < 0.25: +0
+  in.set_bits(0, 2, float_bits(-0.1f));  // -0 (code 0x8)
+  in.set_bits(0, 3, float_bits(-0.0f));  // zero in, not a flush
+  in.set_bits(0, 17, float_bits(6.0f));  // NVFP4's second 1x16 block
+  for (const Mode* m : {&kMx, &kNv}) {
+    const Result q = quantize(in, *m, false, 0, false, 0, 0);
+    EXPECT_EQ(unpack(q.packed, 1, q.cols), 0x0) << m->scaling_mode;
+    EXPECT_EQ(unpack(q.packed, 2, q.cols), 0x8) << m->scaling_mode;
+    EXPECT_EQ(q.stats.flushed_count, 2u) << m->scaling_mode;
+    EXPECT_EQ(q.stats.saturated_count, 0u) << m->scaling_mode;
+  }
+}
+
+// FNUZ has one zero (0x00); 0x80 is its NaN. A non-saturating quantize that
+// overflows writes 0x80: a saturation, not a flush.
+TEST_F(Fp4Kernels, FnuzOverflowToNanIsNotAFlush) {
+  for (const int32_t dtype : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
+    TestMatrix in(OCTET_DTYPE_FP32, 1, 3, 3);
+    in.set_bits(0, 0, float_bits(1e30f));    // beyond 240 and 57344: NaN without saturation
+    in.set_bits(0, 1, float_bits(1e-30f));   // below the smallest subnormal: +0, a flush
+    in.set_bits(0, 2, float_bits(-1e-30f));  // FNUZ has no -0: +0 (0x00), a flush
+    std::vector<uint8_t> codes(3, 0xAA);
+    const float scale = 1.0f;
+    octet_quantize_args a{};
+    a.struct_size = sizeof a;
+    a.input = in.view();
+    a.out_dtype = dtype;
+    a.saturate = 0;
+    a.scale = &scale;
+    a.rowwise_out = codes.data();
+    octet_quantize_statistics stats{};
+    expect_success(api_->quantize_with_statistics(context_, &a, &stats));
+    EXPECT_EQ(codes[0], 0x80) << dtype;
+    EXPECT_EQ(codes[1], 0x00) << dtype;
+    EXPECT_EQ(codes[2], 0x00) << dtype;
+    EXPECT_EQ(stats.saturated_count, 1u) << dtype;
+    EXPECT_EQ(stats.flushed_count, 2u) << dtype;
+  }
+}
+
 }  // namespace
 }  // namespace octet::test

@@ -85,7 +85,7 @@ void encode_rne_portable(const float* y, int64_t n, float divisor, uint8_t* code
     const float scaled = octet_math_div(y[i], divisor);
     codes[i] = e2m1_encode_rne(scaled);
     *saturated += e2m1_overflows(scaled) ? 1 : 0;
-    *flushed += std::isfinite(y[i]) && y[i] != 0.0f && codes[i] == 0 ? 1 : 0;
+    *flushed += std::isfinite(y[i]) && y[i] != 0.0f && (codes[i] & 0x7) == 0 ? 1 : 0;  // +0 or -0
   }
 }
 
@@ -177,7 +177,7 @@ class Quantizer {
             // The reference's rule: a finite non-zero value whose code is
             // 0x0 (the reference tests code & 0x7F, so -0, 0x8, does not
             // count).
-            if (std::isfinite(v) && v != 0.0f && (code & 0x7F) == 0) ++counts->flushed;
+            if (std::isfinite(v) && v != 0.0f && (code & 0x7) == 0) ++counts->flushed;  // +0 or -0
             code_row[c] = code;
           }
         }

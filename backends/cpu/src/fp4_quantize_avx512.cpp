@@ -97,7 +97,7 @@ void encode_rne_avx512(const float* y, int64_t n, float divisor, uint8_t* codes,
     const __mmask16 finite_nonzero =
         _mm512_mask_cmp_ps_mask(live, av, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(av, _mm512_setzero_ps(), _CMP_GT_OQ);
     flush += static_cast<uint64_t>(
-        __builtin_popcount(finite_nonzero & _mm512_cmp_epi32_mask(code, _mm512_setzero_si512(), _MM_CMPINT_EQ)));
+        __builtin_popcount(finite_nonzero & _mm512_cmp_epi32_mask(mag, _mm512_setzero_si512(), _MM_CMPINT_EQ)));
   }
   *saturated += sat;
   *flushed += flush;

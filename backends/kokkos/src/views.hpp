@@ -96,7 +96,8 @@ struct Stats {
     if (!is_nan(scaled)) {
       if (fp8_overflowed(fp8_encode(scaled, dtype, false), dtype)) ++saturated_count;
     }
-    if (is_finite(x) && x != 0.0f && (code & 0x7F) == 0) ++flushed_count;
+    // A zero code: FNUZ has one zero (0x80 is its NaN).
+    if (is_finite(x) && x != 0.0f && (is_fnuz_dtype(dtype) ? code == 0 : (code & 0x7F) == 0)) ++flushed_count;
   }
   octet_quantize_statistics result() const {
     octet_quantize_statistics s{};
