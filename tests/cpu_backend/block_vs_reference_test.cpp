@@ -263,6 +263,9 @@ TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
       if (!takes(c, fp8)) continue;
       for (int32_t in_dtype : high_precision_dtypes()) {
         for (Shape s : block_shapes()) {
+          // FNUZ runs the same kernels as OCP with other encoder parameters:
+          // the largest shape (the threaded splits) is run in OCP only.
+          if (is_fnuz(fp8) && s.rows * s.cols > 100000) continue;
           for (int data = 0; data < 2; ++data) {
             const uint32_t seed = static_cast<uint32_t>(s.rows * 7 + s.cols + fp8 * 131 + data);
             std::vector<uint8_t> raw =
@@ -613,6 +616,7 @@ TEST(CpuQuantizeStatistics, MatchReference) {
   for (int32_t fp8 : fp8_dtypes()) {
     for (int32_t in_dtype : high_precision_dtypes()) {
       for (Shape s : ragged_shapes()) {
+        if (is_fnuz(fp8) && s.rows * s.cols > 100000) continue;  // as above
         for (float scale : {1.0f, 3.0e3f, 1.0e-4f}) {
           for (int32_t saturate : {1, 0}) {
             std::vector<uint8_t> raw = random_elements(

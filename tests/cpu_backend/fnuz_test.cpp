@@ -110,7 +110,8 @@ TEST_F(Fnuz, EncoderFollowsTheFieldRules) {
     std::vector<float> x;
     for (int c = 0; c <= 0x7F; ++c) {
       const double a = field_value(f, uint8_t(c));
-      const double b = c < 0x7F ? field_value(f, uint8_t(c + 1)) : std::ldexp(1.0, ((0x7F >> f.mantissa_bits) - f.bias) + 1);
+      const double b =
+          c < 0x7F ? field_value(f, uint8_t(c + 1)) : std::ldexp(1.0, ((0x7F >> f.mantissa_bits) - f.bias) + 1);
       const float mid = float((a + b) / 2);
       for (float v : {float(a), mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
         x.push_back(v);
@@ -132,7 +133,8 @@ TEST_F(Fnuz, EncoderFollowsTheFieldRules) {
           << octet_last_error_message();
       const std::vector<uint8_t> got = download(out.get(), OCTET_COMPONENT_DATA);
       for (std::size_t i = 0; i < x.size(); ++i)
-        ASSERT_EQ(int(got[i]), int(want[i])) << where << " convert of " << x[i] << " (bits 0x" << std::hex << bits(x[i]) << ")";
+        ASSERT_EQ(int(got[i]), int(want[i]))
+            << where << " convert of " << x[i] << " (bits 0x" << std::hex << bits(x[i]) << ")";
       // quantize, both copies
       Tensor q = tensor(ctx.get(), f.dtype, rows, cols, OCTET_USAGE_BOTH);
       const float one = 1.0f;
