@@ -148,8 +148,8 @@ float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {
 // Block quantize of one copy whose blocks are whole columns (block_rows >=
 // rows, block_cols 1, not transposed): per-column scaling's rowwise copy
 // (numerics.md section 16). The generic region loop would treat every
-// element as a block of its own; here strips of columns are read row by
-// row twice: once for each column's largest finite |x| (and whether it
+// element as a block of its own; here strips of columns (sized to stay in
+// cache) are read row by row twice: once for each column's largest finite |x| (and whether it
 // holds an infinity), once to encode x * scale[column] with the row
 // kernels' encoder. rows, cols > 0.
 int32_t whole_column_quantize(const octet_block_quantize_args* args) {
@@ -159,8 +159,11 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   const int32_t dtype = args->out_dtype;
   const bool want_stats = args->stats_out != nullptr, pow2 = args->power_of_two != 0;
   float* scale_inv_out = static_cast<float*>(args->scale_inv_out);
-  constexpr int64_t kStrip = 512;  // columns per task
-  const int64_t strips = ceil_div(cols, kStrip);
+  // Columns per task: a strip of rows x strip FP32 values near 512 KiB,
+  // so that the second pass reads it from cache (64 to 512 columns).
+  constexpr int64_t kStrip = 512;
+  const int64_t strip = std::min<int64_t>(kStrip, std::max<int64_t>(64, ((int64_t{1} << 17) / rows) & ~int64_t{15}));
+  const int64_t strips = ceil_div(cols, strip);
   const int nthreads = omp_get_max_threads();
   std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
   std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
@@ -181,7 +184,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
     };
 #pragma omp for schedule(static)
     for (int64_t s = 0; s < strips; ++s) {
-      const int64_t c0 = s * kStrip, w = std::min(kStrip, cols - c0);
+      const int64_t c0 = s * strip, w = std::min(strip, cols - c0);
       std::fill(top, top + w, 0u);
       std::fill(has_inf, has_inf + w, 0u);
       for (int64_t r = 0; r < rows; ++r) {
