@@ -348,7 +348,8 @@ BENCHMARK(BM_PerRowFp8GemmVsPerTensor)
 // Block-scaled quantize of 64 MiB of FP32 input (both usages: the rowwise
 // and the columnwise copies, each with its scale grid) vs memcpy.
 // range(0): OCTET_SCALING_MXFP8_1X32, OCTET_SCALING_BLOCK_1X128,
-// OCTET_SCALING_BLOCK_128X128 or OCTET_SCALING_PER_ROW.
+// OCTET_SCALING_BLOCK_128X128, OCTET_SCALING_PER_ROW or
+// OCTET_SCALING_PER_COLUMN.
 void BM_BlockQuantize(benchmark::State& state) {
   const int64_t rows = 4096, cols = 4096;
   const int32_t mode = static_cast<int32_t>(state.range(0));
@@ -372,6 +373,7 @@ BENCHMARK(BM_BlockQuantize)
     ->Arg(OCTET_SCALING_BLOCK_1X128)
     ->Arg(OCTET_SCALING_BLOCK_128X128)
     ->Arg(OCTET_SCALING_PER_ROW)
+    ->Arg(OCTET_SCALING_PER_COLUMN)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);

@@ -31,6 +31,40 @@ struct TensorDeleter {
 using Context = std::unique_ptr<octet_context, ContextDeleter>;
 using Tensor = std::unique_ptr<octet_tensor, TensorDeleter>;
 
+// The capabilities of a registered backend (empty info when none has that name).
+inline octet_backend_info backend_info(const std::string& name) {
+  std::size_t count = 0;
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  if (octet_backend_count(&count) != OCTET_STATUS_SUCCESS) return octet_backend_info{};
+  for (std::size_t i = 0; i < count; ++i) {
+    if (octet_backend_get_info(i, &info) == OCTET_STATUS_SUCCESS && info.name != nullptr && name == info.name) {
+      return info;
+    }
+  }
+  return octet_backend_info{};
+}
+
+// Whether the backend under test declares a dtype or a scaling mode (the
+// FNUZ formats and per-column scaling are optional: another backend reusing
+// these suites may not have them).
+inline bool tested_backend_declares_dtype(int32_t dtype) {
+  return (backend_info(OCTET_TEST_BACKEND).dtypes & OCTET_DTYPE_BIT(dtype)) != 0;
+}
+inline bool tested_backend_declares_mode(int32_t mode) {
+  return (backend_info(OCTET_TEST_BACKEND).scaling_modes & static_cast<uint32_t>(mode)) != 0;
+}
+
+// E4M3 and E5M2, then E4M3FNUZ and E5M2FNUZ where the backend under test
+// declares them.
+inline std::vector<int32_t> fp8_dtypes() {
+  std::vector<int32_t> d = {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2};
+  for (int32_t f : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
+    if (tested_backend_declares_dtype(f)) d.push_back(f);
+  }
+  return d;
+}
+
 inline Context context(const char* backend, int32_t profile = OCTET_PROFILE_NATIVE) {
   octet_context_options o{};
   o.struct_size = sizeof o;
@@ -96,7 +130,7 @@ inline float from_bits(uint32_t u) {
 // too), zeros and FP32 subnormals.
 inline std::vector<float> special_values() {
   std::vector<float> v;
-  for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+  for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
     for (int code = 0; code < 0x7F; ++code) {
       const float a = octet_fp8_decode(static_cast<uint8_t>(code), dtype);
       const float b = octet_fp8_decode(static_cast<uint8_t>(code + 1), dtype);
@@ -166,9 +200,11 @@ inline std::string shape_name(Shape s) {
   return std::to_string(s.rows) + "x" + std::to_string(s.cols);
 }
 
-inline const std::vector<int32_t>& all_dtypes() {
-  static const std::vector<int32_t> d = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16,
-                                         OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2, OCTET_DTYPE_E8M0};
+// Every dtype the element-wise kernels take (FNUZ where declared).
+inline std::vector<int32_t> all_dtypes() {
+  std::vector<int32_t> d = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16};
+  for (int32_t f : fp8_dtypes()) d.push_back(f);
+  d.push_back(OCTET_DTYPE_E8M0);
   return d;
 }
 inline const std::vector<int32_t>& high_precision_dtypes() {

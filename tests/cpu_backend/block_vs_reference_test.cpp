@@ -1,7 +1,8 @@
 // Plugin ABI 1.1 kernels of the cpu backend against the reference backend,
 // both driven through octet.h (recipes, quantizers, octet_quantize_with_stats,
 // octet_dequantize, octet_gemm): MXFP8 (RCEIL, FLOOR), 1x128 / 128x128 and
-// per-row (numerics.md section 16) quantization (codes, scale grids of both usages, amax, statistics)
+// per-row and per-column (numerics.md section 16) quantization, in the OCP
+// and (where declared) FNUZ formats (codes, scale grids of both usages, amax, statistics)
 // bit for bit on ragged shapes; block dequantize bit for bit; per-tensor
 // quantize statistics; block-scaled GEMMs within the bound of
 // docs/numerics.md sections 8 and 12, computed here from the codes and
@@ -47,9 +48,16 @@ const std::vector<BlockConfig>& block_configs() {
                                              {"block128x128", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 0},
                                              {"block128x128_pow2", OCTET_SCALING_BLOCK_128X128, 0, 0.0f, 1},
                                              {"per_row", OCTET_SCALING_PER_ROW, 0, 0.0f, 0},
-                                             {"per_row_eps_pow2", OCTET_SCALING_PER_ROW, 0, 1e-12f, 1}};
+                                             {"per_row_eps_pow2", OCTET_SCALING_PER_ROW, 0, 1e-12f, 1},
+                                             {"per_column", OCTET_SCALING_PER_COLUMN, 0, 0.0f, 0}};
   return c;
 }
+
+// Whether c takes elements of `fp8` (MXFP8 takes OCP formats only).
+bool takes(const BlockConfig& c, int32_t fp8) {
+  return c.mode != OCTET_SCALING_MXFP8_1X32 || fp8 == OCTET_DTYPE_E4M3 || fp8 == OCTET_DTYPE_E5M2;
+}
+bool is_fnuz(int32_t fp8) { return fp8 == OCTET_DTYPE_E4M3FNUZ || fp8 == OCTET_DTYPE_E5M2FNUZ; }
 
 // Whether the backend under test declares c's mode (a plugin that reuses
 // these suites may declare fewer): configurations it does not declare are skipped.
@@ -61,10 +69,18 @@ bool declared(const BlockConfig& c) {
   return (info.scaling_modes & static_cast<uint32_t>(c.mode)) != 0;
 }
 
-// The block extent along a row of a copy `cols` wide (per-row: the whole row).
-int64_t block_cols_of(const BlockConfig& c, int64_t cols) {
+// The block extent along a row of a copy `cols` wide (per-row, and the
+// columnwise copy of per-column: the whole row; the rowwise copy of
+// per-column: 1).
+int64_t block_cols_of(const BlockConfig& c, int64_t cols, bool columnwise_copy = false) {
   if (c.mode == OCTET_SCALING_PER_ROW) return std::max<int64_t>(cols, 1);
+  if (c.mode == OCTET_SCALING_PER_COLUMN) return columnwise_copy ? std::max<int64_t>(cols, 1) : 1;
   return c.mode == OCTET_SCALING_MXFP8_1X32 ? 32 : 128;
+}
+// The block extent down a column of a copy `rows` high.
+int64_t block_rows_of(const BlockConfig& c, int64_t rows, bool columnwise_copy = false) {
+  if (c.mode == OCTET_SCALING_PER_COLUMN && !columnwise_copy) return std::max<int64_t>(rows, 1);
+  return c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
 }
 
 int32_t role_of(const BlockConfig& c) {
@@ -72,7 +88,10 @@ int32_t role_of(const BlockConfig& c) {
 }
 
 Recipe make_recipe(const BlockConfig& c, int32_t dtype) {
-  const int32_t format = dtype == OCTET_DTYPE_E4M3 ? OCTET_FORMAT_E4M3 : OCTET_FORMAT_E5M2;
+  const int32_t format = dtype == OCTET_DTYPE_E4M3       ? OCTET_FORMAT_E4M3
+                         : dtype == OCTET_DTYPE_E4M3FNUZ ? OCTET_FORMAT_E4M3FNUZ
+                         : dtype == OCTET_DTYPE_E5M2FNUZ ? OCTET_FORMAT_E5M2FNUZ
+                                                         : OCTET_FORMAT_E5M2;
   octet_recipe* r = nullptr;
   if (c.mode == OCTET_SCALING_PER_ROW) {
     octet_rowwise_scaling_options o;
@@ -196,6 +215,13 @@ Quantized block_quantize_on(const char* backend, const BlockConfig& c, int32_t f
   q.input = tensor(q.ctx.get(), in_dtype, rows, cols);
   upload(q.input.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size());
   q.output = block_tensor(q.ctx.get(), fp8, rows, cols, usages, c.mode);
+  q.stats.struct_size = sizeof q.stats;
+  if (c.mode == OCTET_SCALING_PER_COLUMN) {  // no recipe makes it: octet_quantize's defaults
+    EXPECT_EQ(octet_quantize_with_stats(q.ctx.get(), q.input.get(), q.output.get(), nullptr, &q.stats),
+              OCTET_STATUS_SUCCESS)
+        << backend << ": " << octet_last_error_message();
+    return q;
+  }
   Recipe recipe = make_recipe(c, fp8);
   octet_quantizer* qz = nullptr;
   EXPECT_EQ(octet_quantizer_create(recipe.get(), role_of(c), &qz), OCTET_STATUS_SUCCESS)
@@ -233,9 +259,13 @@ const std::vector<Shape>& block_shapes() {
 TEST(CpuBlockScaling, QuantizeMatchesReferenceBitForBit) {
   for (const BlockConfig& c : block_configs()) {
     if (!declared(c)) continue;
-    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t fp8 : fp8_dtypes()) {
+      if (!takes(c, fp8)) continue;
       for (int32_t in_dtype : high_precision_dtypes()) {
         for (Shape s : block_shapes()) {
+          // FNUZ runs the same kernels as OCP with other encoder parameters:
+          // the largest shape (the threaded splits) is run in OCP only.
+          if (is_fnuz(fp8) && s.rows * s.cols > 100000) continue;
           for (int data = 0; data < 2; ++data) {
             const uint32_t seed = static_cast<uint32_t>(s.rows * 7 + s.cols + fp8 * 131 + data);
             std::vector<uint8_t> raw =
@@ -362,7 +392,8 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
                                           0x00700000u, 0x7F7FFFFFu, 0x3F800000u, 0x43E00000u};
   for (const BlockConfig& c : block_configs()) {
     if (!declared(c)) continue;
-    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t fp8 : fp8_dtypes()) {
+      if (!takes(c, fp8)) continue;
       for (uint32_t special : specials) {
         const Shape s{3, 40};
         std::vector<uint8_t> raw(static_cast<std::size_t>(s.rows * s.cols) * 4, 0);
@@ -402,13 +433,14 @@ struct NonFiniteExpectation {
 };
 
 NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows, int64_t cols, const BlockConfig& c,
-                                       int32_t fp8) {
+                                       int32_t fp8, bool columnwise_copy) {
   const bool mx = c.mode == OCTET_SCALING_MXFP8_1X32;
-  const int64_t br = c.mode == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
-  const int64_t bc = block_cols_of(c, cols);
-  const bool e4m3 = fp8 == OCTET_DTYPE_E4M3;
-  const double fp8_max = e4m3 ? 448.0 : 57344.0;
-  const uint8_t max_code = e4m3 ? 0x7E : 0x7B;
+  const int64_t br = block_rows_of(c, rows, columnwise_copy);
+  const int64_t bc = block_cols_of(c, cols, columnwise_copy);
+  const bool e4m3 = fp8 == OCTET_DTYPE_E4M3, fnuz = is_fnuz(fp8);
+  // numerics.md section 1: 448, 57344, 240 (E4M3FNUZ), 57344 (E5M2FNUZ).
+  const double fp8_max = e4m3 ? 448.0 : fp8 == OCTET_DTYPE_E4M3FNUZ ? 240.0 : 57344.0;
+  const uint8_t max_code = e4m3 ? 0x7E : fnuz ? 0x7F : 0x7B;
   NonFiniteExpectation e;
   e.codes.resize(x.size());
   for (int64_t r0 = 0; r0 < rows; r0 += br) {
@@ -448,7 +480,7 @@ NonFiniteExpectation expect_non_finite(const std::vector<float>& x, int64_t rows
           const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
           uint8_t code;
           if (std::isnan(v)) {
-            code = sign | 0x7F;
+            code = fnuz ? 0x80 : sign | 0x7F;  // FNUZ: the one NaN, no sign
           } else if (std::isinf(v)) {
             code = sign | max_code;
           } else {
@@ -491,10 +523,11 @@ TEST(CpuBlockScaling, NonFiniteElementsLeaveTheFiniteOnesTheirScale) {
   std::memcpy(raw.data(), x.data(), raw.size());
   for (const BlockConfig& c : block_configs()) {
     if (!declared(c)) continue;
-    for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t fp8 : fp8_dtypes()) {
+      if (!takes(c, fp8)) continue;
       const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8);
-      const NonFiniteExpectation rowwise = expect_non_finite(x, n, n, c, fp8);
-      const NonFiniteExpectation columnwise = expect_non_finite(xt, n, n, c, fp8);
+      const NonFiniteExpectation rowwise = expect_non_finite(x, n, n, c, fp8, false);
+      const NonFiniteExpectation columnwise = expect_non_finite(xt, n, n, c, fp8, true);
       Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, fp8, OCTET_DTYPE_FP32, n, n, raw, OCTET_USAGE_BOTH);
       Quantized ref = block_quantize_on("reference", c, fp8, OCTET_DTYPE_FP32, n, n, raw, OCTET_USAGE_BOTH);
       const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
@@ -613,9 +646,10 @@ TEST(CpuBlockScaling, DequantizeWithANanScaleKeepsTheNanOfNanCodes) {
 // Per-tensor quantize with statistics (both overflow modes, scales that
 // saturate and flush).
 TEST(CpuQuantizeStatistics, MatchReference) {
-  for (int32_t fp8 : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+  for (int32_t fp8 : fp8_dtypes()) {
     for (int32_t in_dtype : high_precision_dtypes()) {
       for (Shape s : ragged_shapes()) {
+        if (is_fnuz(fp8) && s.rows * s.cols > 100000) continue;  // as above
         for (float scale : {1.0f, 3.0e3f, 1.0e-4f}) {
           for (int32_t saturate : {1, 0}) {
             std::vector<uint8_t> raw = random_elements(
@@ -662,17 +696,41 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     int config_a, config_b;  // indices into block_configs()
     int64_t m, n, k;
     int trans_a, trans_b;
+    int32_t fp8 = OCTET_DTYPE_E4M3;  // both operands
   };
-  const std::vector<Case> cases = {
-      {0, 0, 5, 7, 70, 0, 0},     {1, 0, 33, 17, 96, 1, 0},    {0, 1, 130, 300, 257, 0, 1}, {0, 0, 64, 64, 1000, 1, 1},
-      {2, 4, 6, 130, 300, 0, 0},  {3, 5, 129, 260, 384, 0, 0}, {2, 2, 3, 5, 129, 1, 0},     {4, 4, 200, 131, 260, 0, 1},
-      {2, 5, 1, 1, 1, 0, 0},      {6, 6, 5, 7, 70, 0, 0},      {7, 7, 33, 17, 96, 1, 0},    {6, 7, 130, 300, 257, 0, 1},
-      {7, 7, 64, 64, 1000, 1, 1}, {6, 6, 1, 1, 1, 0, 0},       {7, 6, 129, 260, 384, 0, 0}, {0, 0, 70, 1100, 520, 0, 0},
-      {3, 5, 26, 1040, 300, 0, 0}};
+  const std::vector<Case> cases = {{0, 0, 5, 7, 70, 0, 0},
+                                   {1, 0, 33, 17, 96, 1, 0},
+                                   {0, 1, 130, 300, 257, 0, 1},
+                                   {0, 0, 64, 64, 1000, 1, 1},
+                                   {2, 4, 6, 130, 300, 0, 0},
+                                   {3, 5, 129, 260, 384, 0, 0},
+                                   {2, 2, 3, 5, 129, 1, 0},
+                                   {4, 4, 200, 131, 260, 0, 1},
+                                   {2, 5, 1, 1, 1, 0, 0},
+                                   {6, 6, 5, 7, 70, 0, 0},
+                                   {7, 7, 33, 17, 96, 1, 0},
+                                   {6, 7, 130, 300, 257, 0, 1},
+                                   {7, 7, 64, 64, 1000, 1, 1},
+                                   {6, 6, 1, 1, 1, 0, 0},
+                                   {7, 6, 129, 260, 384, 0, 0},
+                                   {0, 0, 70, 1100, 520, 0, 0},
+                                   {3, 5, 26, 1040, 300, 0, 0},
+                                   // Per-column operands (8) are read transposed (their columnwise copy
+                                   // has one scale per row), beside per-row ones (numerics.md section 16).
+                                   {8, 8, 5, 7, 70, 1, 1},
+                                   {6, 8, 33, 17, 96, 0, 1},
+                                   {8, 6, 130, 300, 257, 1, 0},
+                                   {8, 7, 1, 1, 1, 1, 0},
+                                   // FNUZ elements (numerics.md section 1) in the FP32-scaled modes.
+                                   {6, 6, 5, 7, 70, 0, 0, OCTET_DTYPE_E4M3FNUZ},
+                                   {8, 6, 33, 17, 96, 1, 0, OCTET_DTYPE_E5M2FNUZ},
+                                   {2, 4, 6, 130, 300, 0, 0, OCTET_DTYPE_E4M3FNUZ},
+                                   {3, 5, 129, 260, 384, 0, 1, OCTET_DTYPE_E5M2FNUZ}};
   for (const Case& g : cases) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];
     if (!declared(ca) || !declared(cb)) continue;
+    if (is_fnuz(g.fp8) && !tested_backend_declares_dtype(g.fp8)) continue;
     const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
     const int64_t b_rows = g.trans_b ? g.k : g.n, b_cols = g.trans_b ? g.n : g.k;
     const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, a_rows, a_cols, 3);
@@ -692,30 +750,33 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
       for (int variant = 0; variant < 3; ++variant) {
         if (variant == 2 && out_dtype != OCTET_DTYPE_FP32) continue;
         const float alpha = variant == 2 ? 1.0f : 0.75f;
-        const std::string where = std::string(ca.name) + " x " + cb.name + " m" +
-                                  std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
-                                  std::to_string(g.k) + " trans " + std::to_string(g.trans_a) +
-                                  std::to_string(g.trans_b) + " out " + std::to_string(out_dtype) +
-                                  " variant " + std::to_string(variant);
+        const std::string where =
+            std::string(ca.name) + " x " + cb.name + " m" + std::to_string(g.m) + " n" + std::to_string(g.n) + " k" +
+            std::to_string(g.k) + " trans " + std::to_string(g.trans_a) + std::to_string(g.trans_b) + " " +
+            octet_dtype_name(g.fp8) + " out " + std::to_string(out_dtype) + " variant " + std::to_string(variant);
         Quantized qa[2], qb[2];
         std::vector<float> d_result[2];
         const char* backends[2] = {OCTET_TEST_BACKEND, "reference"};
         for (int side = 0; side < 2; ++side) {
-          qa[side] = block_quantize_on(backends[side], ca, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32,
-                                       a_rows, a_cols, raw_a, OCTET_USAGE_BOTH);
+          qa[side] =
+              block_quantize_on(backends[side], ca, g.fp8, OCTET_DTYPE_FP32, a_rows, a_cols, raw_a, OCTET_USAGE_BOTH);
           octet_context* ctx = qa[side].ctx.get();
           // B in the same context as A.
           Tensor hb = tensor(ctx, OCTET_DTYPE_FP32, b_rows, b_cols);
           upload(hb.get(), OCTET_COMPONENT_DATA, raw_b.data(), raw_b.size());
-          qb[side].output = block_tensor(ctx, OCTET_DTYPE_E4M3, b_rows, b_cols, OCTET_USAGE_BOTH, cb.mode);
-          Recipe rb = make_recipe(cb, OCTET_DTYPE_E4M3);
-          octet_quantizer* qz = nullptr;
-          ASSERT_EQ(octet_quantizer_create(rb.get(), role_of(cb), &qz), OCTET_STATUS_SUCCESS);
-          Quantizer quantizer(qz);
-          ASSERT_EQ(octet_quantizer_quantize(ctx, quantizer.get(), hb.get(), qb[side].output.get(),
-                                             nullptr, nullptr),
-                    OCTET_STATUS_SUCCESS)
-              << where << ": " << octet_last_error_message();
+          qb[side].output = block_tensor(ctx, g.fp8, b_rows, b_cols, OCTET_USAGE_BOTH, cb.mode);
+          if (cb.mode == OCTET_SCALING_PER_COLUMN) {
+            ASSERT_EQ(octet_quantize(ctx, hb.get(), qb[side].output.get(), nullptr), OCTET_STATUS_SUCCESS)
+                << where << ": " << octet_last_error_message();
+          } else {
+            Recipe rb = make_recipe(cb, g.fp8);
+            octet_quantizer* qz = nullptr;
+            ASSERT_EQ(octet_quantizer_create(rb.get(), role_of(cb), &qz), OCTET_STATUS_SUCCESS);
+            Quantizer quantizer(qz);
+            ASSERT_EQ(octet_quantizer_quantize(ctx, quantizer.get(), hb.get(), qb[side].output.get(), nullptr, nullptr),
+                      OCTET_STATUS_SUCCESS)
+                << where << ": " << octet_last_error_message();
+          }
           Tensor d32 = tensor(ctx, OCTET_DTYPE_FP32, g.m, g.n);
           upload(d32.get(), OCTET_COMPONENT_DATA, d_old.data(), d_old.size() * 4);
           Tensor d = tensor(ctx, out_dtype, g.m, g.n);
@@ -743,13 +804,15 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
           std::memcpy(d_result[side].data(), bytes.data(), bytes.size());
         }
         // Codes and scales as the reference stored them, K-contiguous.
-        const int64_t bk = block_cols_of(ca, g.k), kbs = (g.k + bk - 1) / bk;
+        // Each operand is read K-contiguous: per-column ones transposed,
+        // whose columnwise copy has one scale per row.
+        const int64_t bk = block_cols_of(ca, g.k, g.trans_a != 0), kbs = (g.k + bk - 1) / bk;
         auto operand = [&](const octet_tensor* t, bool trans, const BlockConfig& c,
                            std::vector<float>* values, std::vector<float>* scales) {
           const BlockImage im = image_of(t);
           const std::vector<uint8_t>& codes = trans ? im.columnwise : im.rowwise;
           const std::vector<uint8_t>& sc = trans ? im.columnwise_scales : im.rowwise_scales;
-          for (uint8_t code : codes) values->push_back(octet_fp8_decode(code, OCTET_DTYPE_E4M3));
+          for (uint8_t code : codes) values->push_back(octet_fp8_decode(code, g.fp8));
           if (c.mode == OCTET_SCALING_MXFP8_1X32) {
             for (uint8_t code : sc) scales->push_back(std::ldexp(1.0f, int(code) - 127));
           } else {

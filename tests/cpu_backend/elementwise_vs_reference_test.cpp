@@ -166,7 +166,7 @@ TEST_F(CpuVsReference, QuantizeEveryUsageBitForBit) {
     for (int32_t from : high_precision_dtypes()) {
       std::vector<uint8_t> input =
           random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
-      for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+      for (int32_t to : fp8_dtypes()) {
         for (int hopper = 0; hopper < 2; ++hopper) {
           octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
           octet_context* r = hopper ? ref_hopper.get() : ref.get();
@@ -226,7 +226,7 @@ TEST_F(CpuVsReference, DequantizeBitForBit) {
   uint32_t seed = 300;
   const float scale_invs[] = {1.0f, 0.37f, 1.0e-4f, 3.0e5f, 1.0e30f};
   for (Shape s : ragged_shapes()) {
-    for (int32_t from : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t from : fp8_dtypes()) {
       const std::vector<uint8_t> codes =
           random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
       for (int32_t to : high_precision_dtypes()) {
@@ -266,7 +266,7 @@ TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
     const Shape s{5, cols};
     std::vector<uint8_t> input =
         random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
-    for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    for (int32_t to : fp8_dtypes()) {
       for (int hopper = 0; hopper < 2; ++hopper) {
         octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
         octet_context* r = hopper ? ref_hopper.get() : ref.get();
@@ -378,7 +378,7 @@ TEST_F(CpuVsReference, QuantizeEncoderOnAStrideOfEveryFp32Pattern) {
   upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
   upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
   const float scale = 1.0f;
-  for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+  for (int32_t to : fp8_dtypes()) {
     for (int32_t saturate : {0, 1}) {
       Tensor co = tensor(cpu.get(), to, 1, n, OCTET_USAGE_ROWWISE);
       Tensor ro = tensor(ref.get(), to, 1, n, OCTET_USAGE_ROWWISE);

@@ -28,6 +28,20 @@ struct Operand {
   std::vector<double> value;
 };
 
+bool is_fp8_dtype(int32_t d) {
+  return d == OCTET_DTYPE_E4M3 || d == OCTET_DTYPE_E5M2 || d == OCTET_DTYPE_E4M3FNUZ || d == OCTET_DTYPE_E5M2FNUZ;
+}
+
+// The FP8 families a GEMM takes (both operands from one: numerics.md
+// section 1): OCP, and FNUZ where the backend under test declares it.
+std::vector<std::vector<int32_t>> fp8_families() {
+  std::vector<std::vector<int32_t>> f = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}};
+  if (tested_backend_declares_dtype(OCTET_DTYPE_E4M3FNUZ) && tested_backend_declares_dtype(OCTET_DTYPE_E5M2FNUZ)) {
+    f.push_back({OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ});
+  }
+  return f;
+}
+
 Operand make_operand(int32_t dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
   Operand op;
   const std::size_t n = static_cast<std::size_t>(rows * cols);
@@ -36,7 +50,7 @@ Operand make_operand(int32_t dtype, int64_t rows, int64_t cols, std::mt19937& rn
   op.value.resize(n);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   for (std::size_t i = 0; i < n; ++i) {
-    if (dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2) {
+    if (is_fp8_dtype(dtype)) {
       uint8_t code;
       do {
         code = static_cast<uint8_t>(rng());
@@ -91,7 +105,7 @@ std::string case_name(const Case& c, Dims s) {
 void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uint32_t seed) {
   SCOPED_TRACE(case_name(c, s));
   std::mt19937 rng(seed);
-  const bool fp8 = c.a_dtype == OCTET_DTYPE_E4M3 || c.a_dtype == OCTET_DTYPE_E5M2;
+  const bool fp8 = is_fp8_dtype(c.a_dtype);
   const int64_t a_rows = c.trans_a ? s.k : s.m, a_cols = c.trans_a ? s.m : s.k;
   const int64_t b_rows = c.trans_b ? s.k : s.n, b_cols = c.trans_b ? s.n : s.k;
   const Operand a = make_operand(c.a_dtype, a_rows, a_cols, rng);
@@ -165,13 +179,14 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
   Context cpu = context(OCTET_TEST_BACKEND), ref = context("reference");
   uint32_t seed = 1;
   for (Dims s : kDims) {
-    for (int32_t ad : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
-      for (int32_t bd : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
-        for (int32_t dd : high_precision_dtypes()) {
-          for (int layout = 0; layout < 4; ++layout) {
-            for (bool extras : {false, true}) {
-              run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, extras}, s,
-                       seed++);
+    for (const std::vector<int32_t>& family : fp8_families()) {
+      for (int32_t ad : family) {
+        for (int32_t bd : family) {
+          for (int32_t dd : high_precision_dtypes()) {
+            for (int layout = 0; layout < 4; ++layout) {
+              for (bool extras : {false, true}) {
+                run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, extras}, s, seed++);
+              }
             }
           }
         }
@@ -201,14 +216,15 @@ TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
                        {33, 50, 40}, {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600}, {100, 40, 1030}};
   uint32_t seed = 5000;
   int i = 0;
-  for (Dims s : dims) {
-    for (int layout = 0; layout < 4; ++layout) {
-      for (int32_t dd : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
-        const int32_t ad = (i & 1) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
-        const int32_t bd = (i & 2) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
-        run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, (i % 3) == 0}, s,
-                 seed++);
-        ++i;
+  for (const std::vector<int32_t>& family : fp8_families()) {
+    for (Dims s : dims) {
+      for (int layout = 0; layout < 4; ++layout) {
+        for (int32_t dd : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+          const int32_t ad = family[(i & 1) ? 1 : 0];
+          const int32_t bd = family[(i & 2) ? 1 : 0];
+          run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, (i % 3) == 0}, s, seed++);
+          ++i;
+        }
       }
     }
   }
@@ -489,7 +505,7 @@ void expect_codes_product(int32_t dtype, const std::vector<uint8_t>& a, int64_t 
 // alone in its row (with zeros it gives NaN, with the 1.0 its own value).
 TEST(CpuGemm, DecodeKernelReadsEveryCodeAtEveryPosition) {
   Context cpu = context("cpu");
-  for (int32_t dtype : {int32_t(OCTET_DTYPE_E4M3), int32_t(OCTET_DTYPE_E5M2)}) {
+  for (int32_t dtype : fp8_dtypes()) {  // FNUZ: 0x80 (NaN) is the one non-finite code
     const uint8_t one = octet_fp8_encode(1.0f, dtype, 1);
     std::vector<uint8_t> finite, non_finite;
     for (int c = 0; c < 256; ++c) {

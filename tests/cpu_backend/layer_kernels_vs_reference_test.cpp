@@ -201,6 +201,11 @@ TEST_F(LayerKernels, NormForwardBitForBit) {
           for (int variant = 0; variant < 4; ++variant) {
             // variant: 0 plain; 1 no beta / output not stored + fused E4M3 both
             // usages; 2 stored output + fused E5M2 rowwise; 3 tiny epsilon.
+            // With an FP16 output the fused quantize is E4M3FNUZ / E5M2FNUZ,
+            // where the plugin under test declares them.
+            const bool fnuz = out_dtype == OCTET_DTYPE_FP16 &&
+                              (cpu.caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ)) != 0 &&
+                              (cpu.caps.dtypes & OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ)) != 0;
             const std::string what = "norm_forward " + std::to_string(sh.rows) + "x" +
                                      std::to_string(sh.cols) + " kind " + std::to_string(kind) +
                                      " " + dname(in_dtype) + "->" + dname(out_dtype) + " variant " +
@@ -230,8 +235,10 @@ TEST_F(LayerKernels, NormForwardBitForBit) {
               a.mean_out = mean[side].data();
               a.rstd_out = rstd[side].data();
               octet_quantize_args qa{};
-              if (variant == 1) qa = q[side].args(sh.rows, sh.cols, OCTET_DTYPE_E4M3, true);
-              if (variant == 2) qa = q[side].args(sh.rows, sh.cols, OCTET_DTYPE_E5M2, false);
+              if (variant == 1)
+                qa = q[side].args(sh.rows, sh.cols, fnuz ? OCTET_DTYPE_E4M3FNUZ : OCTET_DTYPE_E4M3, true);
+              if (variant == 2)
+                qa = q[side].args(sh.rows, sh.cols, fnuz ? OCTET_DTYPE_E5M2FNUZ : OCTET_DTYPE_E5M2, false);
               if (variant == 1 || variant == 2) {
                 q[side].scale = variant == 1 ? 3.0f : 0.25f;
                 a.quantize = &qa;

@@ -52,8 +52,9 @@ class CpuTable : public ::testing::Test {
   std::vector<std::string> errors;
 };
 
-// FP32 bit patterns through the cpu convert kernel (FP32 -> E4M3, E5M2 in
-// both overflow modes, BF16, FP16), compared with the reference's codecs.
+// FP32 bit patterns through the cpu convert kernel (FP32 -> E4M3, E5M2,
+// E4M3FNUZ, E5M2FNUZ in both overflow modes, BF16, FP16), compared with the
+// reference's codecs.
 // With OCTET_CPU_EXHAUSTIVE=1: all 2^32 patterns (about 7 minutes on 2
 // cores, the reference being the slow side). Otherwise every sign, exponent
 // and top 11 mantissa bits with the low 12 bits in {0, 1, 0x7FF, 0x800,
@@ -76,8 +77,10 @@ TEST_F(CpuTable, EncodersMatchTheReferenceOnEveryFp32Pattern) {
     int32_t dtype;
     int32_t saturate;
   };
-  const Target targets[] = {{OCTET_DTYPE_E4M3, 1}, {OCTET_DTYPE_E4M3, 0}, {OCTET_DTYPE_E5M2, 1},
-                            {OCTET_DTYPE_E5M2, 0}, {OCTET_DTYPE_BF16, 0}, {OCTET_DTYPE_FP16, 0}};
+  const Target targets[] = {{OCTET_DTYPE_E4M3, 1},     {OCTET_DTYPE_E4M3, 0},     {OCTET_DTYPE_E5M2, 1},
+                            {OCTET_DTYPE_E5M2, 0},     {OCTET_DTYPE_E4M3FNUZ, 1}, {OCTET_DTYPE_E4M3FNUZ, 0},
+                            {OCTET_DTYPE_E5M2FNUZ, 1}, {OCTET_DTYPE_E5M2FNUZ, 0}, {OCTET_DTYPE_BF16, 0},
+                            {OCTET_DTYPE_FP16, 0}};
   for (uint64_t base = 0; base < patterns; base += kChunk) {
     for (std::size_t i = 0; i < kChunk; ++i) input[i] = pattern(base + i);
     const float* in = reinterpret_cast<const float*>(input.data());
@@ -141,15 +144,22 @@ TEST_F(CpuTable, DeclaresAHostBackendWithEveryLayout) {
   EXPECT_EQ(caps.fused_cast_transpose, 1);
   EXPECT_EQ(caps.alignment, 64u);
   EXPECT_EQ(caps.fp8_gemm_layouts, static_cast<uint32_t>(OCTET_GEMM_LAYOUT_ALL));
-  // Every block mode, per-row (numerics.md section 16; not per-column) and
-  // the FP4 modes (section 15) with their entries.
+  // Every FP8 block mode, per-row and per-column (numerics.md section 16),
+  // and the FP4 modes (section 15) with their entries.
   EXPECT_EQ(caps.scaling_modes,
             static_cast<uint32_t>(OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_MXFP4_1X32 |
-                                  OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16));
+                                  OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN |
+                                  OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16));
   EXPECT_NE(api->fp4_quantize, nullptr);
   EXPECT_NE(api->fp4_dequantize, nullptr);
   EXPECT_NE(api->fp4_gemm, nullptr);
+  // The OCP and FNUZ FP8 formats (numerics.md section 1) and E2M1.
+  EXPECT_EQ(caps.dtypes,
+            static_cast<uint32_t>(OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
+                                  OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
+                                  OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) |
+                                  OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
+                                  OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1)));
   EXPECT_EQ(api->mem_alloc, nullptr);
 }
 

@@ -48,7 +48,10 @@ class PropertyViolation : public std::runtime_error {
                           ")");
 }
 
-inline bool fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
+inline bool fp8(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2 || dtype == OCTET_DTYPE_E4M3FNUZ ||
+         dtype == OCTET_DTYPE_E5M2FNUZ;
+}
 
 inline size_t element_bytes(int32_t dtype) {
   switch (dtype) {
@@ -107,6 +110,17 @@ struct Program {
     for (Slot& s : pool)
       for (octet_tensor* t : s.t) octet_tensor_destroy(t);
     for (octet_context* c : ctx) octet_context_destroy(c);
+  }
+  // What every context declares (octet_context_get_info): the dtypes and
+  // scaling modes a program draws from beyond the ones every backend has.
+  bool all_declare(uint32_t dtype_bits, uint32_t modes) const {
+    for (octet_context* c : ctx) {
+      octet_backend_info info{};
+      info.struct_size = sizeof(info);
+      if (octet_context_get_info(c, &info) != OCTET_STATUS_SUCCESS) return false;
+      if ((info.dtypes & dtype_bits) != dtype_bits || (info.scaling_modes & modes) != modes) return false;
+    }
+    return true;
   }
   void drop(Slot& s) {
     for (octet_tensor*& t : s.t) {
@@ -255,6 +269,11 @@ const int64_t kExtents[] = {1, 2, 3, 5, 16, 17, 32, 33, 64, 129};
 const int32_t kPlainDtypes[] = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16};
 const int32_t kModes[] = {OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_MXFP8_1X32,
                           OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128};
+// kModes and per-row / per-column (numerics.md section 16), drawn from when
+// every context declares both.
+const int32_t kModesWithAxiswise[] = {OCTET_SCALING_PER_TENSOR,  OCTET_SCALING_PER_TENSOR,    OCTET_SCALING_MXFP8_1X32,
+                                      OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128, OCTET_SCALING_PER_ROW,
+                                      OCTET_SCALING_PER_COLUMN};
 
 // Creates the tensor on every context; plain tensors get values (codes for
 // plain FP8) from the input. False if the library refused it.
@@ -330,9 +349,14 @@ inline void create(Program& p, Input& in, Slot& s) {
   if (kind % 2 == 0) {
     make(p, in, s, kPlainDtypes[kind / 2 % 3], rows, cols, 0, 0);
   } else {
-    const int32_t dtype = (kind & 2) ? OCTET_DTYPE_E5M2 : OCTET_DTYPE_E4M3;
+    // The FNUZ formats (bit 4) where every context declares them.
+    static constexpr uint32_t kFnuz = OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ);
+    const bool fnuz = (kind & 16) != 0 && p.all_declare(kFnuz, 0);
+    const int32_t dtype = (kind & 2) ? (fnuz ? OCTET_DTYPE_E5M2FNUZ : OCTET_DTYPE_E5M2)
+                                     : (fnuz ? OCTET_DTYPE_E4M3FNUZ : OCTET_DTYPE_E4M3);
     const uint32_t usages = (kind >> 2) % 4;  // plain codes, rowwise, columnwise, both
-    make(p, in, s, dtype, rows, cols, usages, in.pick(kModes));
+    const bool axiswise = p.all_declare(0, OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN);
+    make(p, in, s, dtype, rows, cols, usages, axiswise ? in.pick(kModesWithAxiswise) : in.pick(kModes));
   }
 }
 
@@ -411,8 +435,13 @@ GemmOperand gemm_operand(const Program& p, const Slot& s, bool trans) {
     const std::vector<uint8_t> codes =
         component(s.t[0], trans ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA, size_t(g.rows * g.k), p.op);
     for (size_t e = 0; e < codes.size(); ++e) g.value[e] = octet_fp8_decode(codes[e], s.dtype);
-    const int64_t br = i.block_rows;
-    g.bk = i.block_cols;
+    // The copy's block: tensor_info reports the rowwise copy's; a
+    // per-row or per-column operand is read with one scale per row of its
+    // K-contiguous copy (section 16; a per-column one used as stored is
+    // refused before this).
+    const bool axiswise = s.scaling_mode == OCTET_SCALING_PER_ROW || s.scaling_mode == OCTET_SCALING_PER_COLUMN;
+    const int64_t br = axiswise ? 1 : i.block_rows;
+    g.bk = axiswise ? std::max<int64_t>(g.k, 1) : i.block_cols;
     const int64_t grid_cols = (g.k + g.bk - 1) / g.bk;
     const std::vector<uint8_t> grid =
         component(s.t[0], trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV,

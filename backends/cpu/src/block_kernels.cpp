@@ -54,8 +54,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool is_nan(float x) { return (bits_of(x) & 0x7FFFFFFFu) > 0x7F800000u; }
 bool is_finite(float x) { return (bits_of(x) & 0x7F800000u) != 0x7F800000u; }
 
-const Fp8Params& params_of(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2; }
-float fp8_max_of(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
+const Fp8Params& params_of(int32_t dtype) { return fp8_params(dtype); }
+float fp8_max_of(int32_t dtype) { return fp8_max_value(dtype); }
 
 // Statistics of numerics.md section 10, one accumulator per thread.
 struct Counts {
@@ -68,7 +68,7 @@ struct Counts {
 // codes are codes[i].
 void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t dtype, Counts& c) {
   const Fp8Params& p = params_of(dtype);
-  const bool e4m3 = dtype == OCTET_DTYPE_E4M3;
+  const bool e4m3 = dtype == OCTET_DTYPE_E4M3, fnuz = is_fnuz_dtype(dtype);
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     if (is_nan(v)) {
@@ -78,8 +78,9 @@ void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t
     c.amax = max_magnitude(c.amax, v);
     const float y = v * scale;
     if (!is_nan(y)) {  // a NaN per-tensor scale saturates nothing
-      const uint32_t m = encode_fp8(y, p, false) & 0x7Fu;
-      if (e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
+      // Overflow without saturation: NaN (E4M3), infinity (E5M2), the NaN 0x80 (FNUZ).
+      const uint32_t unclamped = encode_fp8(y, p, false), m = unclamped & 0x7Fu;
+      if (fnuz ? unclamped == 0x80u : e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
     }
     if (is_finite(v) && v != 0.0f && (codes[i] & 0x7Fu) == 0) ++c.flushed;
   }
@@ -112,7 +113,7 @@ uint8_t mx_code(float block_amax, int32_t dtype, int32_t rounding) {
   } else {  // FP32 subnormal
     floor_log2 = (31 - __builtin_clz(u)) - 149;
   }
-  const int code = floor_log2 - (dtype == OCTET_DTYPE_E4M3 ? 8 : 15) + 127;
+  const int code = floor_log2 - std::ilogb(fp8_max_of(dtype)) + 127;  // emax: 8, 15, 7 (E4M3FNUZ)
   return static_cast<uint8_t>(code < 0 ? 0 : (code > 0xFE ? 0xFE : code));
 }
 
@@ -147,6 +148,84 @@ int32_t require_scale_dtype(const char* kernel, int32_t scale_dtype) {
 float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {
   return scale_dtype == OCTET_DTYPE_E8M0 ? decode_e8m0(static_cast<const uint8_t*>(grid)[index])
                                          : static_cast<const float*>(grid)[index];
+}
+
+// Block quantize of one copy whose blocks are whole columns (block_rows >=
+// rows, block_cols 1, not transposed): per-column scaling's rowwise copy
+// (numerics.md section 16). The generic region loop would treat every
+// element as a block of its own; here strips of columns (sized to stay in
+// cache) are read row by row twice: once for each column's largest finite |x| (and whether it
+// holds an infinity), once to encode x * scale[column] with the row
+// kernels' encoder. rows, cols > 0.
+int32_t whole_column_quantize(const octet_block_quantize_args* args) {
+  const RowKernels& k = row_kernels();
+  const octet_matrix_view in = args->input;
+  const int64_t rows = in.rows, cols = in.cols;
+  const int32_t dtype = args->out_dtype;
+  const bool want_stats = args->stats_out != nullptr, pow2 = args->power_of_two != 0;
+  float* scale_inv_out = static_cast<float*>(args->scale_inv_out);
+  // Columns per task: a strip of rows x strip FP32 values near 512 KiB,
+  // so that the second pass reads it from cache (64 to 512 columns).
+  constexpr int64_t kStrip = 512;
+  const int64_t strip = std::min<int64_t>(kStrip, std::max<int64_t>(64, ((int64_t{1} << 17) / rows) & ~int64_t{15}));
+  const int64_t strips = ceil_div(cols, strip);
+  const int nthreads = omp_get_max_threads();
+  std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
+  std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
+#pragma omp parallel if (rows * cols >= 16384)
+  {
+    const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+    alignas(64) float widened[kStrip];
+    alignas(64) float scaled[kStrip];
+    alignas(64) float multiplier[kStrip];
+    alignas(64) uint32_t top[kStrip];  // largest finite |x| bits per column
+    alignas(64) uint32_t has_inf[kStrip];
+    Counts& stats = parts[me];
+    float& amax = amaxes[me].amax;
+    auto row_values = [&](int64_t r, int64_t c0, int64_t w) -> const float* {
+      if (in.dtype == OCTET_DTYPE_FP32) return reinterpret_cast<const float*>(element_ptr(in, r, c0));
+      k.widen(element_ptr(in, r, c0), in.dtype, w, widened);
+      return widened;
+    };
+#pragma omp for schedule(static)
+    for (int64_t s = 0; s < strips; ++s) {
+      const int64_t c0 = s * strip, w = std::min(strip, cols - c0);
+      std::fill(top, top + w, 0u);
+      std::fill(has_inf, has_inf + w, 0u);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* x = row_values(r, c0, w);
+        for (int64_t j = 0; j < w; ++j) {
+          const uint32_t a = bits_of(x[j]) & 0x7FFFFFFFu;
+          const uint32_t finite = a < 0x7F800000u ? a : 0u;
+          top[j] = finite > top[j] ? finite : top[j];
+          has_inf[j] |= a == 0x7F800000u ? 1u : 0u;
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) {
+        const float block_amax = float_of(top[j]);
+        if (has_inf[j] != 0) amax = float_of(0x7F800000u);  // the tensor amax counts infinities
+        amax = block_amax > amax ? block_amax : amax;
+        multiplier[j] = fp32_scale(block_amax, dtype, args->amax_epsilon, pow2);
+        scale_inv_out[c0 + j] = 1.0f / multiplier[j];
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* x = row_values(r, c0, w);
+        uint8_t* out = args->out + r * cols + c0;
+        // A multiplier is finite and > 0, so x * multiplier is octet_math_mul's
+        // result (a NaN x keeps its NaN); the encoder's x * 1 changes nothing.
+        for (int64_t j = 0; j < w; ++j) scaled[j] = x[j] * multiplier[j];
+        k.encode(scaled, w, 1.0f, dtype, true, out);
+        if (want_stats) {
+          for (int64_t j = 0; j < w; ++j) count(x + j, 1, multiplier[j], out + j, dtype, stats);
+        }
+      }
+    }
+  }
+  float amax = 0.0f;
+  for (const Counts& c : amaxes) amax = c.amax > amax ? c.amax : amax;
+  if (args->amax_out != nullptr) *args->amax_out = amax;
+  if (want_stats) write_counts(parts, args->stats_out);
+  return OCTET_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -207,6 +286,10 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = require_pointer(kernel, "args->out", args->out)) return s;
   if (int32_t s = require_pointer(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
 
+  if (!mx && args->transposed == 0 && args->block_cols == 1 && args->block_rows >= args->input.rows &&
+      args->input.rows > 0 && args->input.cols > 0) {
+    return whole_column_quantize(args);  // per-column scaling's rowwise copy
+  }
   const RowKernels& k = row_kernels();
   const BlockRowKernels& bk = block_row_kernels();
   const octet_matrix_view in = args->input;
@@ -455,7 +538,14 @@ int32_t check_block_gemm(const octet_block_gemm_args* args) {
   return OCTET_STATUS_SUCCESS;
 }
 
-bool is_ocp_fp8(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 || dtype == OCTET_DTYPE_E5M2; }
+// The BF16-dot-product kernels take the operands (rows contiguous): the
+// level has them, and no FNUZ operand holds its NaN code (gemm_fp8.hpp).
+bool bf16_kernels_take(const octet_block_gemm_args* args) {
+  if (cpu_isa() < Isa::Avx512Bf16 || !fp8_gemm_bf16_built()) return false;
+  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
+  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
+  return !fp8_operand_has_fnuz_nan(a, args->m, args->k) && !fp8_operand_has_fnuz_nan(b, args->n, args->k);
+}
 
 // The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
 // from fp8_block_gemm_bf16 (in D itself when D is FP32 and beta is 0, else
@@ -580,14 +670,11 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   // Per-row scales (one k-block, one scale per row of each operand): the
   // scales factor out of the sum, so the FP8 GEMM's BF16 dot products give
   // the block's partial sums and the scales go into the epilogue.
-  if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && cpu_isa() >= Isa::Avx512Bf16 &&
-      fp8_gemm_bf16_built()) {
+  const bool bf16 = k > 0 && bf16_kernels_take(args);
+  if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && bf16) {
     return per_row_gemm(args);
   }
-  if (k > 0 && fp8_block_gemm_bf16_takes(bk) && is_ocp_fp8(args->a.dtype) && is_ocp_fp8(args->b.dtype) &&
-      cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built()) {
-    return block_gemm_bf16(args, ws);
-  }
+  if (fp8_block_gemm_bf16_takes(bk) && bf16) return block_gemm_bf16(args, ws);
   const RowKernels& rk = row_kernels();
   const octet_matrix_view d = args->d;
   const float alpha = args->alpha, beta = args->beta;

@@ -9,7 +9,7 @@ namespace octet_cpu {
 namespace {
 // Written once by initialize() (single-threaded, per the ABI), then read.
 octet::plugin::Host g_host;
-constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes;
+constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes | octet::plugin::kFnuzFp8Dtypes;
 constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
 }  // namespace
 
@@ -36,10 +36,9 @@ int32_t require_matrix(const char* kernel, const char* name, const octet_matrix_
 
 int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype) {
   if (is_fp8(dtype)) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " is " +
-                                                   dtype_name(dtype) + " (" +
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": " + name + " is " + dtype_name(dtype) + " (" +
                                                    std::to_string(dtype) +
-                                                   "); only e4m3 or e5m2 are accepted");
+                                                   "); only e4m3, e5m2, e4m3fnuz or e5m2fnuz are accepted");
 }
 
 int32_t require_shape(const char* kernel, const char* name, const octet_matrix_view& v,

@@ -47,13 +47,13 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     filled.struct_size = sizeof filled;
     filled.device = device_name().c_str();
     filled.memory_kind = OCTET_MEMORY_HOST;
-    filled.dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) |
-                    OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) |
-                    OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) |
-                    OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
+    filled.dtypes =
+        OCTET_DTYPE_BIT(OCTET_DTYPE_FP32) | OCTET_DTYPE_BIT(OCTET_DTYPE_BF16) | OCTET_DTYPE_BIT(OCTET_DTYPE_FP16) |
+        OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3) | OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2) | OCTET_DTYPE_BIT(OCTET_DTYPE_E4M3FNUZ) |
+        OCTET_DTYPE_BIT(OCTET_DTYPE_E5M2FNUZ) | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0) | OCTET_DTYPE_BIT(OCTET_DTYPE_E2M1);
     filled.scaling_modes = OCTET_SCALING_PER_TENSOR | OCTET_SCALING_MXFP8_1X32 | OCTET_SCALING_BLOCK_1X128 |
-                           OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_MXFP4_1X32 |
-                           OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16;
+                           OCTET_SCALING_BLOCK_128X128 | OCTET_SCALING_PER_ROW | OCTET_SCALING_PER_COLUMN |
+                           OCTET_SCALING_MXFP4_1X32 | OCTET_SCALING_NVFP4_1X16 | OCTET_SCALING_NVFP4_16X16;
     filled.native_columnwise = 1;  // host memory: any layout can be read
     filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
     filled.alignment = 64;

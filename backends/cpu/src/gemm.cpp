@@ -128,9 +128,9 @@ int32_t check_args(const octet_gemm_args* args) {
   const int32_t ad = args->a.dtype, bd = args->b.dtype;
   if (!((is_fp8(ad) && is_fp8(bd)) || (is_high_precision(ad) && is_high_precision(bd)))) {
     return report(OCTET_STATUS_UNSUPPORTED,
-                  std::string(kKernel) + ": args->a.dtype is " + dtype_name(ad) +
-                      " and args->b.dtype is " + dtype_name(bd) +
-                      "; operands must be both FP8 (e4m3/e5m2) or both fp32/bf16/fp16");
+                  std::string(kKernel) + ": args->a.dtype is " + dtype_name(ad) + " and args->b.dtype is " +
+                      dtype_name(bd) +
+                      "; operands must be both FP8 (e4m3/e5m2/e4m3fnuz/e5m2fnuz) or both fp32/bf16/fp16");
   }
   if (int32_t s = require_matrix(kKernel, "args->d", args->d, Accept::HighPrecision,
                                  OCTET_STATUS_UNSUPPORTED)) {
@@ -166,6 +166,10 @@ int32_t check_args(const octet_gemm_args* args) {
   return OCTET_STATUS_SUCCESS;
 }
 
+Fp8Operand operand(const octet_matrix_view& v, int32_t trans) {
+  return Fp8Operand{static_cast<const uint8_t*>(v.data), v.ld, trans != 0, v.dtype};
+}
+
 }  // namespace
 
 int32_t gemm_kernel(const octet_gemm_args* args) {
@@ -191,12 +195,10 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   const bool fp8 = is_fp8(args->a.dtype);
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
-  } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built()) {
-    const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, args->trans_a != 0,
-                       args->a.dtype};
-    const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, args->trans_b != 0,
-                       args->b.dtype};
-    fp8_gemm_bf16(a, b, m, n, k, acc, ldc);
+  } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() &&
+             !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
+             !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
+    fp8_gemm_bf16(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
   } else {
     // Slices of K: acc = sum over slices of A'[:, slice] B'[:, slice]^T.
     const int64_t slice = std::min(k, kSliceK);

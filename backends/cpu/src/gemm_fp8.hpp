@@ -11,8 +11,14 @@ struct Fp8Operand {
   const uint8_t* data;
   int64_t ld;
   bool trans;
-  int32_t dtype;  // OCTET_DTYPE_E4M3 or OCTET_DTYPE_E5M2
+  int32_t dtype;  // OCTET_DTYPE_E4M3, E5M2, E4M3FNUZ or E5M2FNUZ
 };
+
+// True when x is FNUZ and one of its outer x k codes is 0x80, its NaN. The
+// BF16 kernels below read a code as a sign and a magnitude, which has no
+// room for a NaN at 0x80 (it would read as -0): such an operand goes to the
+// FP32-panel path (gemm.cpp, block_kernels.cpp), whose tables give NaN.
+bool fp8_operand_has_fnuz_nan(const Fp8Operand& x, int64_t outer, int64_t k);
 
 // acc[i * ldc + j] = sum over kk of A'[i, kk] * B'[j, kk] (m, n, k > 0), on
 // VDPBF16PS: every FP8 value is exactly a BF16 value, operands are widened

@@ -62,7 +62,18 @@ Bf16Codes make_codes(int32_t dtype) {
 const Bf16Codes& fp8_bf16_codes(int32_t dtype) {
   static const Bf16Codes e4m3 = make_codes(OCTET_DTYPE_E4M3);
   static const Bf16Codes e5m2 = make_codes(OCTET_DTYPE_E5M2);
-  return dtype == OCTET_DTYPE_E4M3 ? e4m3 : e5m2;
+  static const Bf16Codes e4m3fnuz = make_codes(OCTET_DTYPE_E4M3FNUZ);
+  static const Bf16Codes e5m2fnuz = make_codes(OCTET_DTYPE_E5M2FNUZ);
+  switch (dtype) {
+    case OCTET_DTYPE_E4M3:
+      return e4m3;
+    case OCTET_DTYPE_E4M3FNUZ:
+      return e4m3fnuz;
+    case OCTET_DTYPE_E5M2FNUZ:
+      return e5m2fnuz;
+    default:
+      return e5m2;
+  }
 }
 
 namespace {

@@ -7,12 +7,15 @@
 namespace octet_cpu {
 
 // BF16 bits of the 128 non-negative FP8 codes of one dtype; the sign is
-// code bit 7 -> BF16 bit 15. NaN codes map to 0x7FC0.
+// code bit 7 -> BF16 bit 15. NaN codes map to 0x7FC0. Every FP8 value,
+// FNUZ ones included, is exactly a BF16 value. An FNUZ dtype's 0x80 (its
+// one NaN) would read as -0 here: the kernels take FNUZ operands only when
+// no code is 0x80 (fp8_operand_has_fnuz_nan, gemm_fp8.hpp).
 struct Bf16Codes {
   alignas(64) uint16_t v[128];
 };
 
-// The table of OCTET_DTYPE_E4M3 or OCTET_DTYPE_E5M2 (built once).
+// The table of OCTET_DTYPE_E4M3, E5M2, E4M3FNUZ or E5M2FNUZ (built once).
 const Bf16Codes& fp8_bf16_codes(int32_t dtype);
 
 inline uint16_t bf16_of(const Bf16Codes& t, uint8_t c) {

@@ -22,7 +22,7 @@ namespace {
 
 inline __m256i encode8(__m256 y, const Fp8Params& p, bool saturate) {
   const __m256i u = _mm256_castps_si256(y);
-  const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
+  __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
   const __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
   const int shift = 23 - p.mantissa_bits;
   // Normal range: round half to even on the bits, then rebias.
@@ -43,7 +43,10 @@ inline __m256i encode8(__m256 y, const Fp8Params& p, bool saturate) {
       code, _mm256_set1_epi32(static_cast<int>(saturate ? p.overflow_sat : p.overflow_nosat)),
       over);
   const __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
-  code = _mm256_blendv_epi8(code, _mm256_set1_epi32(0x7F), nan);
+  code = _mm256_blendv_epi8(code, _mm256_set1_epi32(static_cast<int>(p.nan_code)), nan);
+  if (!p.signed_zero) {  // FNUZ: no -0 (the sign of a zero code is dropped)
+    sign = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign);
+  }
   return _mm256_or_si256(code, sign);
 }
 
@@ -100,8 +103,7 @@ void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool satura
 
 void scale_encode_avx2(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
                        uint8_t* out, float* amax) {
-  encode_fp8_avx2(in, n, fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, scale, true,
-                  out, amax);
+  encode_fp8_avx2(in, n, fp8_params(fp8_dtype), saturate, scale, true, out, amax);
 }
 
 void amax_avx2(const float* in, int64_t n, float* amax) {
@@ -212,8 +214,7 @@ void narrow_avx2(const float* in, int64_t n, int32_t dtype, bool saturate, void*
     }
     default: {
       float unused = 0.0f;
-      encode_fp8_avx2(in, n, dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, 1.0f, false,
-                      static_cast<uint8_t*>(dst), &unused);
+      encode_fp8_avx2(in, n, fp8_params(dtype), saturate, 1.0f, false, static_cast<uint8_t*>(dst), &unused);
       return;
     }
   }
@@ -265,8 +266,7 @@ void transpose_bytes_avx2(const uint8_t* src, int64_t sld, int64_t h, int64_t w,
 void encode_only_avx2(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
                       uint8_t* out) {
   float unused = 0.0f;
-  encode_fp8_avx2(in, n, fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2, saturate, scale, false,
-                  out, &unused);
+  encode_fp8_avx2(in, n, fp8_params(fp8_dtype), saturate, scale, false, out, &unused);
 }
 
 uint32_t abs_bits_max_avx2(const float* in, int64_t n) {

@@ -10,10 +10,10 @@
 // The encoder is the AVX2 one (row_kernels_avx2.cpp) on 16 lanes, with mask
 // registers for the blends: round half to even on the bits in the normal
 // range, one FP32 addition of a magic constant in the subnormal range,
-// overflow to the saturating or non-saturating code, NaN to 0x7F, then the
-// sign. x * scale is one FP32 multiply; a NaN scale takes the scalar path
-// (octet_math_mul), so that with x and scale both NaN, x's NaN is kept
-// (numerics.md section 13) whatever operand order the compiler picks.
+// overflow to the saturating or non-saturating code, NaN to the format's
+// NaN code, then the sign (dropped from an FNUZ zero). x * scale is one FP32 multiply; a NaN scale takes the scalar
+// path (octet_math_mul), so that with x and scale both NaN, x's NaN is kept (numerics.md section 13) whatever operand
+// order the compiler picks.
 #include <cmath>
 #include <cstring>
 
@@ -40,7 +40,7 @@ namespace {
 
 inline __m128i encode16(__m512 y, const Fp8Params& p, bool saturate) {
   const __m512i u = _mm512_castps_si512(y);
-  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
+  __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
   const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
   const unsigned shift = static_cast<unsigned>(23 - p.mantissa_bits);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, shift), _mm512_set1_epi32(1));
@@ -60,7 +60,10 @@ inline __m128i encode16(__m512 y, const Fp8Params& p, bool saturate) {
       code, over,
       _mm512_set1_epi32(static_cast<int>(saturate ? p.overflow_sat : p.overflow_nosat)));
   const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7F800000));
-  code = _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(0x7F));
+  code = _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(static_cast<int>(p.nan_code)));
+  if (!p.signed_zero) {  // FNUZ: no -0 (the sign of a zero code is dropped)
+    sign = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(code, code), sign);
+  }
   return _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign));
 }
 
@@ -122,7 +125,7 @@ void encode_fp8_avx512(const float* in, int64_t n, const Fp8Params& p, bool satu
   }
 }
 
-const Fp8Params& params(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2; }
+const Fp8Params& params(int32_t dtype) { return fp8_params(dtype); }
 
 void scale_encode_avx512(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
                          uint8_t* out, float* amax) {

@@ -17,11 +17,15 @@ namespace {
 struct Tables {
   float e4m3[256];
   float e5m2[256];
+  float e4m3fnuz[256];
+  float e5m2fnuz[256];
   float e8m0[256];
   Tables() {
     for (int c = 0; c < 256; ++c) {
-      e4m3[c] = decode_fp8_slow(static_cast<uint8_t>(c), true);
-      e5m2[c] = decode_fp8_slow(static_cast<uint8_t>(c), false);
+      e4m3[c] = decode_fp8_slow(static_cast<uint8_t>(c), OCTET_DTYPE_E4M3);
+      e5m2[c] = decode_fp8_slow(static_cast<uint8_t>(c), OCTET_DTYPE_E5M2);
+      e4m3fnuz[c] = decode_fp8_slow(static_cast<uint8_t>(c), OCTET_DTYPE_E4M3FNUZ);
+      e5m2fnuz[c] = decode_fp8_slow(static_cast<uint8_t>(c), OCTET_DTYPE_E5M2FNUZ);
       e8m0[c] = decode_e8m0(static_cast<uint8_t>(c));
     }
   }
@@ -77,7 +81,7 @@ void narrow_portable(const float* in, int64_t n, int32_t dtype, bool saturate, v
       return;
     }
     default: {
-      const Fp8Params& p = dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+      const Fp8Params& p = fp8_params(dtype);
       auto* d = static_cast<uint8_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = encode_fp8(in[i], p, saturate);
       return;
@@ -93,7 +97,7 @@ void amax_portable(const float* in, int64_t n, float* amax) {
 
 void scale_encode_portable(const float* in, int64_t n, float scale, int32_t fp8_dtype,
                            bool saturate, uint8_t* out, float* amax) {
-  const Fp8Params& p = fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+  const Fp8Params& p = fp8_params(fp8_dtype);
   float m = *amax;
   for (int64_t i = 0; i < n; ++i) {
     m = max_magnitude(m, in[i]);
@@ -117,7 +121,7 @@ void transpose_bytes_portable(const uint8_t* src, int64_t src_ld, int64_t h, int
 
 void encode_portable(const float* in, int64_t n, float scale, int32_t fp8_dtype, bool saturate,
                      uint8_t* out) {
-  const Fp8Params& p = fp8_dtype == OCTET_DTYPE_E4M3 ? kE4M3 : kE5M2;
+  const Fp8Params& p = fp8_params(fp8_dtype);
   for (int64_t i = 0; i < n; ++i) out[i] = encode_fp8(octet_math_mul(in[i], scale), p, saturate);
 }
 
@@ -154,7 +158,16 @@ const RowKernels& row_kernels() {
 }
 
 const float* fp8_table(int32_t dtype) {
-  return dtype == OCTET_DTYPE_E4M3 ? tables().e4m3 : tables().e5m2;
+  switch (dtype) {
+    case OCTET_DTYPE_E4M3:
+      return tables().e4m3;
+    case OCTET_DTYPE_E4M3FNUZ:
+      return tables().e4m3fnuz;
+    case OCTET_DTYPE_E5M2FNUZ:
+      return tables().e5m2fnuz;
+    default:
+      return tables().e5m2;
+  }
 }
 const float* e8m0_table() { return tables().e8m0; }
 
