@@ -82,7 +82,8 @@ void count(const float* x, int64_t n, float scale, const uint8_t* codes, int32_t
       const uint32_t unclamped = encode_fp8(y, p, false), m = unclamped & 0x7Fu;
       if (fnuz ? unclamped == 0x80u : e4m3 ? m == 0x7Fu : m >= 0x7Cu) ++c.saturated;
     }
-    if (is_finite(v) && v != 0.0f && (codes[i] & 0x7Fu) == 0) ++c.flushed;
+    // A zero code (+0 or -0; FNUZ has one zero, 0x80 is its NaN).
+    if (is_finite(v) && v != 0.0f && (fnuz ? codes[i] == 0 : (codes[i] & 0x7Fu) == 0)) ++c.flushed;
   }
 }
 
