@@ -173,7 +173,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   const int nthreads = omp_get_max_threads();
   std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
   std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
-#pragma omp parallel if (rows * cols >= 16384)
+#pragma omp parallel if (split_elements(double(rows * cols)))
   {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     alignas(64) float widened[kStrip];
@@ -246,7 +246,7 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
   const int64_t per_row = ceil_div(in.cols, kChunk);
   const int64_t total = in.rows > 0 && in.cols > 0 ? in.rows * per_row : 0;
   std::vector<Counts> parts(static_cast<std::size_t>(omp_get_max_threads()));
-#pragma omp parallel if (in.rows * in.cols >= 16384)
+#pragma omp parallel if (split_elements(double(in.rows * in.cols)))
   {
     alignas(64) float values[kChunk];
     alignas(64) uint8_t codes[kChunk];
@@ -326,7 +326,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
   std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
 
-#pragma omp parallel if (rows * cols >= 16384)
+#pragma omp parallel if (split_elements(double(rows * cols)))
   {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     // Per thread: the widened region (not for FP32 input), one row of
@@ -460,7 +460,7 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
   constexpr int64_t kChunk = 2048;
   const int64_t per_row = ceil_div(in.cols, kChunk);
   const int64_t total = in.rows > 0 && in.cols > 0 ? in.rows * per_row : 0;
-#pragma omp parallel if (in.rows * in.cols >= 16384)
+#pragma omp parallel if (split_elements(double(in.rows * in.cols)))
   {
     alignas(64) float values[kChunk];
 #pragma omp for schedule(static)
@@ -585,7 +585,7 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   // In place with nothing to apply: alpha * v is v when alpha is 1.
   if (direct && alpha == 1.0f && bias_values.empty() && !has_gelu) return OCTET_STATUS_SUCCESS;
   std::vector<float> old_rows(beta != 0.0f ? element_count(omp_get_max_threads(), n) : 0);
-#pragma omp parallel if (m * n >= 16384)
+#pragma omp parallel if (split_elements(double(m * n)))
   {
     float* old = beta != 0.0f ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
@@ -636,7 +636,7 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
   }
   Buffer<float> old_rows;
   if (beta != 0.0f) old_rows.reset(element_count(omp_get_max_threads(), n));
-#pragma omp parallel if (m * n >= 16384)
+#pragma omp parallel if (split_elements(double(m * n)))
   {
     float* old = beta != 0.0f ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
@@ -686,9 +686,9 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   float* a = ws.a.get(element_count(m, k));
   float* b = ws.b.get(element_count(n, k));
   if (k > 0) {
-#pragma omp parallel for schedule(static) if (m * k >= 16384)
+#pragma omp parallel for schedule(static) if (split_elements(double(m * k)))
     for (int64_t i = 0; i < m; ++i) rk.widen(element_ptr(args->a, i, 0), args->a.dtype, k, a + i * k);
-#pragma omp parallel for schedule(static) if (n * k >= 16384)
+#pragma omp parallel for schedule(static) if (split_elements(double(n * k)))
     for (int64_t j = 0; j < n; ++j) rk.widen(element_ptr(args->b, j, 0), args->b.dtype, k, b + j * k);
   }
   std::vector<float> bias_values;

@@ -28,6 +28,8 @@ struct octet_backend_context {
 namespace octet_cpu {
 namespace {
 
+constexpr std::size_t kMaxDeviceChars = 256;
+
 std::string& device_name() {
   static std::string name;
   return name;
@@ -40,9 +42,16 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
     const RowKernels& k = row_kernels();
     const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
-    device_name() = std::string("host CPU (") + isa_description() + "; " + k.name + " element-wise; " +
-                    (bf16_gemm ? "FP8/FP4 GEMM vdpbf16ps" : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32") +
-                    ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) + " OpenMP threads)";
+    const std::string paths = std::string("; ") + k.name + " element-wise; " +
+                              (bf16_gemm ? "FP8/FP4 GEMM vdpbf16ps" : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32") +
+                              ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
+                              " OpenMP threads)";
+    // The plugin ABI's device string is at most 256 characters: where the
+    // CPU's feature list would take it past that, the list is left out
+    // (`octet info` still names the level).
+    device_name() = "host CPU (" + isa_description() + paths;
+    if (device_name().size() > kMaxDeviceChars)
+      device_name() = "host CPU (isa " + std::string(isa_name(cpu_isa())) + paths;
     octet_backend_caps filled{};
     filled.struct_size = sizeof filled;
     filled.device = device_name().c_str();

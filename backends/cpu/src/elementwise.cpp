@@ -17,6 +17,7 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
 
@@ -32,7 +33,7 @@ void for_each_segment(int64_t rows, int64_t cols, Body&& body) {
   if (rows <= 0 || cols <= 0) return;
   const int64_t per_row = (cols + kChunk - 1) / kChunk;
   const int64_t total = rows * per_row;
-  const bool parallel = rows * cols >= 16384;
+  const bool parallel = split_elements(double(rows * cols));
 #pragma omp parallel if (parallel)
   {
     alignas(64) float buffer[kChunk];
@@ -136,7 +137,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     constexpr int64_t kTileRows = 64, kTileCols = 256;
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
     const int64_t col_tiles = (cols + kTileCols - 1) / kTileCols;
-    const bool parallel = rows * cols >= 16384;
+    const bool parallel = split_elements(double(rows * cols));
 #pragma omp parallel if (parallel)
     {
       alignas(64) float buffer[kTileCols];
@@ -196,7 +197,7 @@ void transpose_typed(const octet_matrix_view& in, const octet_matrix_view& out) 
   const int64_t col_tiles = (cols + kTile - 1) / kTile;
   const T* src = static_cast<const T*>(in.data);
   T* dst = static_cast<T*>(out.data);
-  const bool parallel = rows * cols >= 16384;
+  const bool parallel = split_elements(double(rows * cols));
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
     const int64_t r0 = (t / col_tiles) * kTile;

@@ -22,6 +22,7 @@
 #include "fp4_kernels.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
@@ -93,10 +94,10 @@ void exact_sums(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, 
   constexpr int64_t kTile = 64, kPanel = 256;  // kPanel: whole 16- and 32-k-blocks
   const int64_t k_blocks = ceil_div(k, bk);
   const int64_t tiles_down = ceil_div(m, kTile), tiles_across = ceil_div(n, kTile);
-  const int threads = omp_get_max_threads();
+  const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
   const std::size_t per_thread = static_cast<std::size_t>(2 * kTile * kPanel + 2 * kTile * (kPanel / 16));
   Buffer<float> scratch(per_thread * static_cast<std::size_t>(threads));
-#pragma omp parallel num_threads(threads) if (m * n * k >= 65536)
+#pragma omp parallel num_threads(threads)
   {
     float* pa = scratch.get() + per_thread * static_cast<std::size_t>(omp_get_thread_num());
     float* pb = pa + kTile * kPanel;
@@ -170,7 +171,7 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
     rk.widen(args->bias.data, args->bias.dtype, n, bias.data());
   }
   const bool gelu_epilogue = args->epilogue == OCTET_EPILOGUE_GELU;
-#pragma omp parallel if (m * n >= 16384)
+#pragma omp parallel if (split_elements(double(m * n)))
   {
     std::vector<float> old(beta != 0.0f ? static_cast<std::size_t>(n) : 0);
 #pragma omp for schedule(static)

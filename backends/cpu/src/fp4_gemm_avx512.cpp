@@ -29,6 +29,7 @@
 
 #include "errors.hpp"
 #include "fp4_codes.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
 namespace octet_cpu {
@@ -259,7 +260,7 @@ void blocked_range(const Fp4Operand& a, const Fp4Operand& b, int64_t k, int64_t 
 // when there are enough of them (each thread decodes only its own columns
 // of B), else M in kMR-row panels.
 void blocked(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
-  const int threads = omp_get_max_threads();
+  const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
   const std::size_t per_thread = static_cast<std::size_t>(kPerThreadBytes);
   Buffer<unsigned char> memory(per_thread * static_cast<std::size_t>(threads));
   const int64_t n_panels = (n + kNR - 1) / kNR, m_panels = (m + kMR - 1) / kMR;
@@ -355,8 +356,9 @@ void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n,
       decode_row_folded(a, i, k0, min64(kKC, k - k0), k, a_rows.get() + i * stride + k0);
     }
   }
-  const int threads = omp_get_max_threads();
-#pragma omp parallel num_threads(threads) if (n * k >= 65536)
+  // The weights are streamed once (two codes a byte): the threads share their bytes.
+  const int threads = threads_for(double(n) * double(k) / 2.0, kStreamBytesPerThread);
+#pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t j0 = n * t / nt, j1 = n * (t + 1) / nt;

@@ -31,6 +31,7 @@
 #include "fp4_quantize_simd.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
+#include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
 
@@ -262,7 +263,7 @@ int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
   const std::size_t panel_floats = element_count(kGroupRows, std::max<int64_t>(cols, 1)) * 5 / 4;
   const int threads = omp_get_max_threads();
   Buffer<float> panels(element_count(static_cast<int64_t>(threads), static_cast<int64_t>(panel_floats)));
-  const bool parallel = rows * cols >= 16384;
+  const bool parallel = split_elements(double(rows * cols));
 
   float amax = 0.0f, g = 1.0f;
   if (mode.nvfp4) {  // pass 1: the tensor scale (and the input's amax)
@@ -335,7 +336,7 @@ int32_t fp4_dequantize_kernel(const octet_fp4_dequantize_args* args) {
   const octet_matrix_view out = args->output;
   constexpr int64_t kChunk = 2048;  // a multiple of 32: chunks hold whole blocks
   const int64_t per_row = ceil_div(cols, kChunk);
-#pragma omp parallel if (rows * cols >= 16384)
+#pragma omp parallel if (split_elements(double(rows * cols)))
   {
     alignas(64) float values[kChunk];
 #pragma omp for schedule(static)

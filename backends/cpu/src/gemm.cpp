@@ -68,7 +68,7 @@ constexpr int64_t kSliceK = 512;
 void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transposed, int64_t outer,
                  int64_t first_k, int64_t k, float* panel) {
   if (!transposed) {
-    const bool parallel = outer * k >= 16384;
+    const bool parallel = split_elements(double(outer * k));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < outer; ++i) rk.widen(element_ptr(v, i, first_k), v.dtype, k, panel + i * k);
     return;
@@ -76,7 +76,7 @@ void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transpos
   // Stored [k, outer]: widen tiles of stored rows, write them transposed.
   constexpr int64_t kTile = 64;
   const int64_t k_tiles = (k + kTile - 1) / kTile, o_tiles = (outer + kTile - 1) / kTile;
-  const bool parallel = outer * k >= 16384;
+  const bool parallel = split_elements(double(outer * k));
 #pragma omp parallel if (parallel)
   {
     alignas(64) float tile[kTile * kTile];
@@ -228,7 +228,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;
 
   // Epilogue, row by row, in the documented order.
-  const bool parallel = m * n >= 16384;
+  const bool parallel = split_elements(double(m * n));
   // Buffers are allocated here, outside the parallel region (nothing may
   // throw inside it): the widened bias, and one row of old D per thread.
   Buffer<float> bias_values;

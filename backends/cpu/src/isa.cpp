@@ -133,15 +133,15 @@ std::string isa_description() {
   if (f.avx2) s += " avx2";
   if (f.f16c) s += " f16c";
   if (f.fma) s += " fma";
-  if (f.avx512f) {
+  if (f.avx512f) {  // the AVX-512 extensions as one word: avx512f/bw/vl/dq/bf16/vnni/vbmi
     s += " avx512f";
     if (f.avx512bw) s += "/bw";
     if (f.avx512vl) s += "/vl";
     if (f.avx512dq) s += "/dq";
+    if (f.avx512_bf16) s += "/bf16";
+    if (f.avx512_vnni) s += "/vnni";
+    if (f.avx512_vbmi) s += "/vbmi";
   }
-  if (f.avx512_bf16) s += " avx512_bf16";
-  if (f.avx512_vnni) s += " avx512_vnni";
-  if (f.avx512_vbmi) s += " avx512_vbmi";
   if (f.avx_vnni) s += " avx_vnni";
   s += f.amx_bf16 ? " amx_bf16 (unused)" : " no amx";
   return s;

@@ -16,9 +16,10 @@ namespace octet_cpu {
 
 // GEMM work in flops (2 m n k): about 40 us of one core's FP8 rate.
 constexpr double kGemmFlopsPerThread = 4.0e6;
-// Element-wise work in elements (PyTorch's CPU kernels go parallel from
-// 32768 elements, two of these grains).
-constexpr double kElementsPerThread = 16384.0;
+// Element-wise work in elements: 128 KiB of FP32, about 15 us of one
+// core's bandwidth (PyTorch's CPU kernels go parallel from 32768
+// elements; here from two grains, 65536).
+constexpr double kElementsPerThread = 32768.0;
 // Streamed bytes (decode-shaped GEMMs read their weights once): about
 // 25 us of one core's read bandwidth.
 constexpr double kStreamBytesPerThread = 256.0 * 1024.0;
@@ -31,6 +32,9 @@ inline int threads_for(double work, double grain) {
   const double shares = work / grain;
   return shares >= static_cast<double>(most) ? most : std::max(1, static_cast<int>(shares));
 }
+
+// Whether element-wise work of `elements` elements is worth splitting.
+inline bool split_elements(double elements) { return threads_for(elements, kElementsPerThread) > 1; }
 
 // For the scope of one call into a library that threads itself with
 // OpenMP (oneDNN's sgemm asks omp_get_max_threads()): limits the calling
