@@ -29,6 +29,7 @@
 
 #include "errors.hpp"
 #include "fp4_codes.hpp"
+#include "gemm_bf16_micro.hpp"
 #include "parallel_policy.hpp"
 #include "row_kernels.hpp"
 
@@ -52,8 +53,6 @@ bool fp4_fold_exact(const Fp4Operand& op, int64_t rows, int64_t k) {
 
 namespace {
 
-constexpr int kMR = 12;
-constexpr int kNR = 32;
 constexpr int64_t kKC = 256;  // a multiple of 32: panels hold whole k-blocks
 constexpr int64_t kMC = 192;
 constexpr int64_t kNC = 1024;
@@ -177,32 +176,6 @@ void pack_b(const Fp4Operand& b, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
   }
 }
 
-// c[r * ldc + j] (+)= the 12 x 32 sums over pairs q < kp.
-template <bool kLoadC>
-void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc) {
-  __m512 acc[kMR][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    acc[r][0] = kLoadC ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-    acc[r][1] = kLoadC ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
-  }
-  for (int64_t q = 0; q < kp; ++q) {
-    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
-    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
-#pragma GCC unroll 12
-    for (int r = 0; r < kMR; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * kMR + r]));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-    }
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
-  }
-}
-
 constexpr int64_t kAPairs = round_up(kMC, kMR) * (kKC / 2);
 constexpr int64_t kBPairs = kNC * (kKC / 2);
 constexpr int64_t kRowHalves = kKC;
@@ -233,20 +206,22 @@ void blocked_range(const Fp4Operand& a, const Fp4Operand& b, int64_t k, int64_t 
             const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
             const int64_t h = min64(kMR, mc - ir);
             float* cp = c + (ic + ir) * ldc + (jc + jr);
+            // The next tile down, else the first of the next column strip.
+            const float* next = ir + kMR < mc ? cp + kMR * ldc : jr + kNR < nc ? c + ic * ldc + (jc + jr + kNR) : cp;
             if (h == kMR && w == kNR) {
               if (pc == 0) {
-                micro_12x32<false>(kp, ap, bp, cp, ldc);
+                micro_12x32<false>(kp, ap, bp, cp, ldc, next);
               } else {
-                micro_12x32<true>(kp, ap, bp, cp, ldc);
+                micro_12x32<true>(kp, ap, bp, cp, ldc, next);
               }
               continue;
             }
             float* tile = buf.tile;  // edge tile: through a 12 x 32 buffer
             if (pc == 0) {
-              micro_12x32<false>(kp, ap, bp, tile, kNR);
+              micro_12x32<false>(kp, ap, bp, tile, kNR, tile);
             } else {
               for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
-              micro_12x32<true>(kp, ap, bp, tile, kNR);
+              micro_12x32<true>(kp, ap, bp, tile, kNR, tile);
             }
             for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
           }

@@ -34,6 +34,7 @@
 #include <octet/octet_types.h>
 
 #include "errors.hpp"
+#include "gemm_bf16_micro.hpp"
 #include "gemm_fp8_codes.hpp"
 #include "gemm_fp8_decode_vbmi.hpp"
 #include "isa.hpp"
@@ -80,9 +81,7 @@ namespace {
 
 const Bf16Codes& codes(int32_t dtype) { return fp8_bf16_codes(dtype); }
 
-// Blocking of the blocked kernel.
-constexpr int kMR = 12;    // rows per micro-kernel (12 x 2 accumulators)
-constexpr int kNR = 32;    // columns per micro-kernel (2 zmm of 16 lanes)
+// Blocking of the blocked kernel (kMR x kNR: gemm_bf16_micro.hpp).
 // K per panel (even). C is read and written once per panel, and each
 // micro-kernel call starts a new A micro-panel stream, so long panels pay:
 // at 2048^3 on Zen 4, 1024 runs 1.16x faster than 256 (docs/benchmarks.md).
@@ -241,41 +240,6 @@ __attribute__((noinline)) void pack_b(const Fp8Operand& b, const Table& t, int64
   }
 }
 
-// c[r * ldc + j] (+)= sum over q < kp of the 12 x 32 pairs; load_c: start
-// from c's values, else from zero. The 12 x 32 tile at `next` (row stride
-// ldc, the tile the caller does next) is prefetched before the k loop, so
-// that its loads and stores hit L1 (C is read and written once per k panel).
-template <bool kLoadC>
-__attribute__((noinline)) void micro_12x32(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                                           const float* next) {
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc + 16), _MM_HINT_T0);
-  }
-  __m512 acc[kMR][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    acc[r][0] = kLoadC ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-    acc[r][1] = kLoadC ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
-  }
-  for (int64_t q = 0; q < kp; ++q) {
-    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
-    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
-#pragma GCC unroll 12
-    for (int r = 0; r < kMR; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * kMR + r]));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-    }
-  }
-#pragma GCC unroll 12
-  for (int r = 0; r < kMR; ++r) {
-    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
-    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
-  }
-}
-
 struct BlockedBuffers {
   uint32_t* a;      // kMC x kKC BF16
   uint32_t* b;      // kNC x kKC BF16
@@ -390,16 +354,7 @@ __attribute__((noinline)) void micro_block_12x32(int64_t q0, int64_t q1, const u
     acc[r][0] = _mm512_setzero_ps();
     acc[r][1] = _mm512_setzero_ps();
   }
-  for (int64_t q = q0; q < q1; ++q) {
-    const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
-    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
-#pragma GCC unroll 12
-    for (int r = 0; r < kMR; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * kMR + r]));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
-    }
-  }
+  accumulate_12x32(acc, q0, q1, a, b);
   const __m512 sb0 = _mm512_loadu_ps(sb), sb1 = _mm512_loadu_ps(sb + 16);
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
