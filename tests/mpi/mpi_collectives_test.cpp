@@ -186,11 +186,11 @@ void test_allgather_plain(octet_context* ctx) {
 }
 
 // A shard quantized with `scale` (written by the caller).
-octet_tensor* quantized_shard(octet_context* ctx, const std::vector<float>& x, int64_t rows, int64_t cols,
-                              float scale) {
+octet_tensor* quantized_shard(octet_context* ctx, const std::vector<float>& x, int64_t rows, int64_t cols, float scale,
+                              int32_t dtype = OCTET_DTYPE_E4M3) {
   octet_tensor* hp = make(ctx, OCTET_DTYPE_FP32, {rows, cols});
   OK(octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4));
-  octet_tensor* q = make(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE);
+  octet_tensor* q = make(ctx, dtype, {rows, cols}, OCTET_USAGE_ROWWISE);
   OK(octet_tensor_copy_from_host(q, OCTET_COMPONENT_SCALE, &scale, sizeof scale));
   octet_quantize_options o;
   OK(octet_quantize_options_init(&o));
@@ -200,13 +200,14 @@ octet_tensor* quantized_shard(octet_context* ctx, const std::vector<float>& x, i
   return q;
 }
 
-void test_allgather_quantized(octet_context* ctx) {
+// An FP8 all-gather in `dtype` (OCP or FNUZ: the codes travel as bytes).
+void test_allgather_quantized_in(octet_context* ctx, int32_t dtype) {
   const int64_t rows = 4, cols = 8;
   const size_t n = size_t(rows * cols);
   const int tag = 400;
   const float scale = 16.0f;  // the same on every rank
-  octet_tensor* q = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, scale);
-  octet_tensor* out = make(ctx, OCTET_DTYPE_E4M3, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
+  octet_tensor* q = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, scale, dtype);
+  octet_tensor* out = make(ctx, dtype, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
   OK(octet_allgather(ctx, q, out));
   std::vector<uint8_t> codes(n * size_t(g_size));
   OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_DATA, codes.data(), codes.size()));
@@ -219,7 +220,7 @@ void test_allgather_quantized(octet_context* ctx) {
     for (size_t i = 0; i < n; ++i) {
       const float x = value(r, tag, i);
       global_amax = std::max(global_amax, std::fabs(x));
-      const uint8_t want = octet_fp8_encode(x * scale, OCTET_DTYPE_E4M3, 1);
+      const uint8_t want = octet_fp8_encode(x * scale, dtype, 1);
       CHECK(codes[size_t(r) * n + i] == want, "quantized allgather: rank %d's code %zu is 0x%02x, expected 0x%02x", r,
             i, codes[size_t(r) * n + i], want);
     }
@@ -229,6 +230,14 @@ void test_allgather_quantized(octet_context* ctx) {
         double(global_amax));
   octet_tensor_destroy(out);
   octet_tensor_destroy(q);
+}
+
+void test_allgather_quantized(octet_context* ctx) {
+  test_allgather_quantized_in(ctx, OCTET_DTYPE_E4M3);
+  test_allgather_quantized_in(ctx, OCTET_DTYPE_E4M3FNUZ);
+  const int64_t rows = 4, cols = 8;
+  const size_t n = size_t(rows * cols);
+  const int tag = 400;
 
   // Different scales on the ranks: every rank refuses (one allreduce_max
   // told them all), and the output is unchanged.

@@ -91,6 +91,8 @@ TEST(NcclChecks, Reductions) {
   EXPECT_EQ(octet_nccl::element_bytes(OCTET_DTYPE_FP32), 4u);
   EXPECT_EQ(octet_nccl::element_bytes(OCTET_DTYPE_BF16), 2u);
   EXPECT_EQ(octet_nccl::element_bytes(OCTET_DTYPE_E8M0), 1u);
+  EXPECT_EQ(octet_nccl::element_bytes(OCTET_DTYPE_E4M3FNUZ), 1u);  // FP8 codes travel as bytes, OCP or FNUZ
+  EXPECT_EQ(octet_nccl::element_bytes(OCTET_DTYPE_E5M2FNUZ), 1u);
   EXPECT_EQ(octet_nccl::element_bytes(1234), 0u);
 }
 

@@ -20,8 +20,10 @@ constexpr int kNR = 32;  // columns per micro-kernel (2 zmm of 16 lanes)
 
 // acc[r][h] += the sums over pairs q in [q0, q1) of A's row r times B's
 // columns 16h..16h+15: the k loop of every 12 x 32 micro-kernel.
-__attribute__((always_inline, target(OCTET_CPU_BF16_TARGET))) inline void accumulate_12x32(
-    __m512 (&acc)[kMR][2], int64_t q0, int64_t q1, const uint32_t* a, const uint32_t* b) {
+__attribute__((always_inline, target(OCTET_CPU_BF16_TARGET))) inline void accumulate_12x32(__m512 (&acc)[kMR][2],
+                                                                                           int64_t q0, int64_t q1,
+                                                                                           const uint32_t* a,
+                                                                                           const uint32_t* b) {
   for (int64_t q = q0; q < q1; ++q) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b + q * kNR);
     const __m512bh b1 = (__m512bh)_mm512_load_si512(b + q * kNR + 16);
@@ -40,8 +42,9 @@ __attribute__((always_inline, target(OCTET_CPU_BF16_TARGET))) inline void accumu
 // is none) is prefetched before the k loop, so that its loads and stores
 // hit L1 (C is read and written once per k panel).
 template <bool kLoadC>
-__attribute__((noinline, target(OCTET_CPU_BF16_TARGET))) void micro_12x32(
-    int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, const float* next) {
+__attribute__((noinline, target(OCTET_CPU_BF16_TARGET))) void micro_12x32(int64_t kp, const uint32_t* a,
+                                                                          const uint32_t* b, float* c, int64_t ldc,
+                                                                          const float* next) {
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(next + r * ldc), _MM_HINT_T0);

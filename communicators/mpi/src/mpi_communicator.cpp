@@ -128,6 +128,8 @@ int gathered_bytes(int32_t dtype) {
       return 2;
     case OCTET_DTYPE_E4M3:
     case OCTET_DTYPE_E5M2:
+    case OCTET_DTYPE_E4M3FNUZ:
+    case OCTET_DTYPE_E5M2FNUZ:
     case OCTET_DTYPE_E8M0:
       return 1;
     default:
