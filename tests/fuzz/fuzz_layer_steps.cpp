@@ -24,7 +24,8 @@
 // column count. Nothing the header calls undefined is generated: no handle is
 // used after its destroy, a consumed saved handle is only passed as the NULL
 // it was set to, a tensor lent by set_weight or kept by a save_original_input
-// forward is never written again, parameters are never passed as caller
+// forward is never written again (nor destroyed before the layers: a lent
+// step temporary is kept to the end), parameters are never passed as caller
 // tensors.
 //
 // The program runs on reference contexts ("worlds"): native (or
@@ -358,6 +359,11 @@ struct World {
   octet_saved* slots[kSlots] = {};
   std::vector<octet_saved*> orphans;
   std::vector<octet_tensor*> temps;  // this step's special tensors
+  // Step temporaries a successful set_weight lent to a layer: the header
+  // has the caller keep them alive while the layer may use them, so they
+  // are destroyed only after the layers.
+  std::vector<octet_tensor*> lent;
+  std::vector<bool> lent_on_ctx2;  // per lent tensor: made on ctx2
   Comm comm;
 
   World() = default;
@@ -367,11 +373,22 @@ struct World {
     for (octet_tensor* t : temps) octet_tensor_destroy(t);
     temps.clear();
   }
+  // Moves temporary t (made this step) to the lent ones.
+  void keep_lent(octet_tensor* t, bool on_ctx2) {
+    for (size_t i = 0; i < temps.size(); ++i)
+      if (temps[i] == t) {
+        temps.erase(temps.begin() + std::ptrdiff_t(i));
+        lent.push_back(t);
+        lent_on_ctx2.push_back(on_ctx2);
+        return;
+      }
+  }
   ~World() {
     drop_temps();
     for (octet_saved*& s : slots) octet_saved_destroy(s);
     for (octet_saved* s : orphans) octet_saved_destroy(s);
     for (octet_layer* l : layers) octet_layer_destroy(l);
+    for (octet_tensor* t : lent) octet_tensor_destroy(t);
     for (octet_tensor* t : pool) octet_tensor_destroy(t);
     octet_context_destroy(ctx2);
     octet_context_destroy(ctx);
@@ -905,6 +922,20 @@ struct Program {
             (unsigned long long)m.current_bytes[OCTET_MEMORY_WORKSPACE]);
     uint64_t user = 0;
     for (const TensorModel& t : pool) user += t.bytes();
+    // Lent temporaries of this context: plain FP8 codes count as user
+    // tensors (one byte a value); quantized ones as quantized copies (their
+    // size as the tensor reports it, scales included: bounded below).
+    uint64_t lent_quantized = 0;
+    for (size_t i = 0; i < w.lent.size(); ++i) {
+      if (w.lent_on_ctx2[i]) continue;
+      const octet_tensor_info li = info_of(w.lent[i]);
+      int64_t n = 1;
+      for (int d = 0; d < li.ndim; ++d) n *= li.shape[d];
+      if (li.usages == 0)
+        user += uint64_t(n) * dtype_bytes(li.dtype);
+      else
+        lent_quantized += li.total_bytes;
+    }
     if (m.current_bytes[OCTET_MEMORY_USER_TENSORS] != user)
       failf("profile %d: user tensors are %llu bytes, the caller's tensors %llu", wi,
             (unsigned long long)m.current_bytes[OCTET_MEMORY_USER_TENSORS], (unsigned long long)user);
@@ -918,8 +949,9 @@ struct Program {
     bool cache = false;
     for (const LayerModel& L : layers) cache = cache || (L.alive && L.spec.lo.weight_cache);
     // What may remain: the scaling state (scale, scale_inv, amax history)
-    // of each live layer's quantizers, where it lives in this context.
-    uint64_t states = 0;
+    // of each live layer's quantizers, where it lives in this context, and
+    // the lent quantized tensors.
+    uint64_t states = lent_quantized;
     for (size_t li = 0; li < 2; ++li) {
       if (!layers[li].alive) continue;
       for (size_t lin = 0; lin < layers[li].linears(); ++lin)
@@ -1278,6 +1310,7 @@ void Program::op_set_weight(Input& in, bool load) {
     octet_tensor* now = p < n && L.alive ? parameter(w.layers[li], p) : nullptr;
     if (now != nullptr) rec[wi].add("parameter", contents(now));
     if (c.ok() && !load) check(now == t, "after set_weight, get_parameter does not return the lent tensor");
+    if (c.ok() && !load && ref.kind == TensorRef::Temp) w.keep_lent(t, ref.on_ctx2);
     if (wi == 0) first = c;
   }
   compare_all(rec);
