@@ -1,8 +1,15 @@
 // Every layer kind on the cpu backend against the same layer on the
 // reference, through octet.h: Linear with bias, LayerNormLinear (LayerNorm,
 // RMSNorm) and LayerNormMLP (GELU, SwiGLU; LayerNorm and RMSNorm), forward
-// and backward, in FP32, BF16 and with every FP8 recipe (delayed, current,
-// static, MXFP8 RCEIL/FLOOR, 1x128/128x128 blocks). The layers' GEMMs differ
+// and backward, in FP32, BF16, with every FP8 recipe (delayed, current,
+// static, MXFP8 RCEIL/FLOOR, 1x128/128x128 blocks, per-row, plain and with a
+// high-precision wgrad; OCP and FNUZ formats) and with the FP4 recipes
+// (MXFP4, NVFP4 with and without stochastic rounding, the Hadamard transform
+// and 16x16 weights), each where the backend declares what its roles take
+// (else it must be refused naming the dtype and the backend; kokkos has no
+// FP4). FP4 GEMMs keep numerics.md 15.4's bound, section 8's with the block
+// scales inside the sum, over operands bounded block by block (fp4_quantize
+// below). The layers' GEMMs differ
 // from the reference's only in summation order (within the bound of
 // numerics.md section 8). Linear's outputs are each one GEMM of operands
 // both backends hold bit for bit (the same uploads, quantized bit-exactly),
@@ -451,68 +458,187 @@ void norm_backward(const NormForward& f, const Vec& gamma, const Bounded& dln, i
   dbeta = column_sums(dln, rows, cols, dtype);
 }
 
+// FP4 quantization (numerics.md section 15.3) of a code matrix [rows, cols]
+// with blocks of br x bc, after the random Hadamard transform of groups of
+// 16 along each row where `rht` (15.2). The transform's signs are not
+// modelled: the transformed value is bounded by its magnitude alone (v = 0,
+// e >= |y| <= sum of the group's |x| / 4, each t exact, the FP32 sum within
+// 16 ulp). Every rule of 15.3 gives a block's decode scale X <= amax / 3 +
+// 2^-18 A (RCEIL: the power of two at or above amax / 6; FLOOR: amax / 4 at
+// most; NVFP4: the E4M3 rounding of amax / 6 / g, 2^-4 relative or 2^-10
+// absolute with g = A / 2688), A the tensor's amax, and a code within 2 X of
+// its value (a spacing at most, 2 X at the top of E2M1, whether rounded to
+// nearest, stochastically or saturated; X = 0 only for a block below 2^-18
+// A). Identical inputs give identical codes on both backends (15.3 is
+// exact, the random bits the same); where they may differ every code, and
+// with NVFP4's tensor scale every block's scale, may move: a code within 2 X
+// on either side.
+Bounded fp4_quantize(Bounded b, int64_t rows, int64_t cols, int64_t br, int64_t bc, bool rht) {
+  double dmax = 0.0;
+  for (double d : b.d) dmax = std::max(dmax, d);
+  if (rht && cols % 16 == 0) {
+    Bounded y = Bounded::zeros(b.v.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < cols; g += 16) {
+        double sm = 0.0, sd = 0.0, smd = 0.0;
+        for (int64_t j = g; j < g + 16; ++j) {
+          const size_t i = size_t(r * cols + j);
+          sm += b.m(i) / 4.0;
+          sd += b.d[i] / 4.0;
+          smd += (b.m(i) + b.d[i]) / 4.0;
+        }
+        for (int64_t j = g; j < g + 16; ++j) {
+          const size_t i = size_t(r * cols + j);
+          y.e[i] = sm * (1.0 + kEval);
+          y.d[i] = dmax > 0.0 ? sd + 2.0 * kEval * smd : 0.0;
+        }
+      }
+    b = y;
+  }
+  double a = 0.0;
+  for (size_t i = 0; i < b.v.size(); ++i) a = std::max(a, b.m(i) + b.d[i]);
+  const double tiny = std::ldexp(a, -18);
+  for (int64_t r0 = 0; r0 < rows; r0 += br)
+    for (int64_t c0 = 0; c0 < cols; c0 += bc) {
+      const int64_t r1 = std::min(rows, r0 + br), c1 = std::min(cols, c0 + bc);
+      double amax = 0.0, amax_both = 0.0;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const size_t i = size_t(r * cols + c);
+          amax = std::max(amax, b.m(i));
+          amax_both = std::max(amax_both, b.m(i) + b.d[i]);
+        }
+      const double x_ref = amax / 3.0 + tiny, x_both = amax_both / 3.0 + tiny;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const size_t i = size_t(r * cols + c);
+          b.e[i] += 2.0 * x_ref;
+          if (dmax > 0.0) b.d[i] += 4.0 * x_both;
+        }
+    }
+  return b;
+}
+
+// How a recipe quantizes the GEMM operands, for the bounds: `row` gives the
+// rowwise copy of x [rows, cols] (the operand used as stored), `col` the
+// columnwise copy x^T [cols, rows] (the operand used transposed), as the
+// GEMMs read them. FP8 (every FP8 recipe, per-tensor, block or per-row):
+// fp8_quantize's per-element rule, which holds for either copy. FP4: the
+// recipe's blocks over the copy's code matrix (numerics.md 15.5: MXFP4 1x32
+// every role; NVFP4 1x16, 16x16 for the weight role with weight_2d, and the
+// transform of the columnwise copies of the input and gradient roles).
+struct Quant {
+  enum Family { None, Fp8, Fp4 } family = None;
+  int64_t block = 32;      // FP4: 32 (MXFP4) or 16 (NVFP4)
+  bool weight_2d = false;  // NVFP4: 16x16 blocks for the weight role
+  bool rht = false;        // NVFP4: the transform of the wgrad operands
+  Bounded fp4(const Bounded& b, int64_t rows, int64_t cols, int32_t role, bool columnwise) const {
+    const bool square = role == OCTET_ROLE_WEIGHT && weight_2d;
+    return fp4_quantize(b, rows, cols, square ? block : 1, block, columnwise && rht && role != OCTET_ROLE_WEIGHT);
+  }
+  Bounded row(Bounded b, int64_t rows, int64_t cols, int32_t role) const {
+    if (family == Fp8) fp8_quantize(b);
+    if (family == Fp4) return fp4(b, rows, cols, role, false);
+    return b;
+  }
+  Bounded col(Bounded b, int64_t rows, int64_t cols, int32_t role) const {
+    if (family == Fp8) fp8_quantize(b);
+    if (family == Fp4) return fp4(transposed(b, rows, cols), cols, rows, role, true);
+    return transposed(b, rows, cols);
+  }
+};
+
+// A bound's check: every element within it, the worst ratio logged.
+void check_bounded(const Vec& g, const Vec& r, const Bounded& b, const std::string& what) {
+  ASSERT_EQ(b.d.size(), r.size()) << what;
+  expect_within(g, r, b.d, what);
+  // The worst observed difference relative to its bound, and the bound
+  // relative to the values (how loose it is), for the log.
+  double worst = 0.0, loose = 0.0, scale = 0.0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (b.d[i] > 0.0) worst = std::max(worst, std::fabs(g[i] - r[i]) / b.d[i]);
+    scale = std::max(scale, std::fabs(r[i]));
+    loose = std::max(loose, b.d[i]);
+  }
+  if (std::getenv("OCTET_TEST_VERBOSE") != nullptr)
+    std::printf("  %-18s worst |diff|/bound %.3g, max bound / max|value| %.3g\n", what.c_str(), worst,
+                scale > 0.0 ? loose / scale : 0.0);
+}
+
+// Linear with FP4 operands: both backends quantize the same uploads to the
+// same codes and scales (15.3 is exact), so each output is one GEMM of
+// identical operands, within section 15.4's bound (section 8's with the
+// block scales inside the sum) over the dequantized operands, which `q`
+// bounds element by element.
+void expect_linear_quantized_within_bound(const LayerRun& got, const LayerRun& want, const Case& c, const Quant& q) {
+  ASSERT_EQ(c.kind, Kind::Linear);
+  const Vec& w = want.params.at("weight");  // [ffn, hidden]
+  const Bounded x = exact(want.x), wb = exact(w), dy = exact(want.dy);
+  const int64_t rows = c.rows, hidden = c.hidden, ffn = c.ffn;
+  check_bounded(got.y, want.y,
+                gemm(q.row(x, rows, hidden, OCTET_ROLE_INPUT), q.row(wb, ffn, hidden, OCTET_ROLE_WEIGHT), rows, ffn,
+                     hidden, OCTET_DTYPE_FP32, &want.params.at("bias")),
+                "y");
+  check_bounded(got.dx, want.dx,
+                gemm(q.row(dy, rows, ffn, OCTET_ROLE_GRADIENT), q.col(wb, ffn, hidden, OCTET_ROLE_WEIGHT), rows, hidden,
+                     ffn, OCTET_DTYPE_FP32),
+                "dx");
+  check_bounded(got.grads.at("weight"), want.grads.at("weight"),
+                gemm(q.col(dy, rows, ffn, OCTET_ROLE_GRADIENT), q.col(x, rows, hidden, OCTET_ROLE_INPUT), ffn, hidden,
+                     rows, OCTET_DTYPE_FP32),
+                "grad weight");
+  expect_identical(got.grads.at("bias"), want.grads.at("bias"), "grad bias");
+}
+
 // Every output of a LayerNormLinear or LayerNormMLP within its propagated
-// bound of the reference's; `fp8` whether the recipe quantizes the GEMM
-// operands (the FP8 magnitudes are in e, so no `magnitude` factor).
+// bound of the reference's; `q` how the recipe quantizes the GEMM operands
+// (the quantized magnitudes are in e, so no `magnitude` factor).
 void expect_composed_within_bound(const LayerRun& got, const LayerRun& want, const Case& c, int32_t dtype,
-                                  bool fp8) {
+                                  const Quant& q) {
   const bool layernorm = c.norm == OCTET_LAYER_LAYERNORM;
   const Vec& gamma = want.params.at("norm_weight");
   const Vec* beta = layernorm ? &want.params.at("norm_bias") : nullptr;
   const int64_t rows = c.rows, hidden = c.hidden;
   NormForward f = norm_forward(want.x, gamma, beta, layernorm, rows, hidden, dtype);
-  const auto maybe_fp8 = [&](Bounded b) {
-    if (fp8) fp8_quantize(b);
-    return b;
-  };
-  const Bounded ln = maybe_fp8(f.ln);
-  const Bounded dy = maybe_fp8(exact(want.dy));
+  const Bounded& ln = f.ln;
+  const Bounded dy = exact(want.dy);
   const auto check = [&](const Vec& g, const Vec& r, const Bounded& b, const std::string& what) {
-    ASSERT_EQ(b.d.size(), r.size()) << what;
-    expect_within(g, r, b.d, what);
-    // The worst observed difference relative to its bound, and the bound
-    // relative to the values (how loose it is), for the log.
-    double worst = 0.0, loose = 0.0, scale = 0.0;
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (b.d[i] > 0.0) worst = std::max(worst, std::fabs(g[i] - r[i]) / b.d[i]);
-      scale = std::max(scale, std::fabs(r[i]));
-      loose = std::max(loose, b.d[i]);
-    }
-    if (std::getenv("OCTET_TEST_VERBOSE") != nullptr)
-      std::printf("  %-18s worst |diff|/bound %.3g, max bound / max|value| %.3g\n", what.c_str(), worst,
-                  scale > 0.0 ? loose / scale : 0.0);
+    check_bounded(g, r, b, what);
   };
+  constexpr int32_t kIn = OCTET_ROLE_INPUT, kW = OCTET_ROLE_WEIGHT, kGrad = OCTET_ROLE_GRADIENT;
   Bounded dln;
   if (c.kind == Kind::LnLinear) {
-    const Vec& w = want.params.at("weight");  // [ffn, hidden]
-    const Bounded wq = maybe_fp8(exact(w));
-    check(got.y, want.y, gemm(ln, wq, rows, c.ffn, hidden, dtype, &want.params.at("bias")), "y");
+    const int64_t ffn = c.ffn;
+    const Bounded w = exact(want.params.at("weight"));  // [ffn, hidden]
+    check(got.y, want.y,
+          gemm(q.row(ln, rows, hidden, kIn), q.row(w, ffn, hidden, kW), rows, ffn, hidden, dtype,
+               &want.params.at("bias")),
+          "y");
     check(got.grads.at("weight"), want.grads.at("weight"),
-          gemm(transposed(dy, rows, c.ffn), transposed(ln, rows, hidden), c.ffn, hidden, rows, dtype),
-          "grad weight");
-    dln = gemm(dy, transposed(wq, c.ffn, hidden), rows, hidden, c.ffn, dtype);
+          gemm(q.col(dy, rows, ffn, kGrad), q.col(ln, rows, hidden, kIn), ffn, hidden, rows, dtype), "grad weight");
+    dln = gemm(q.row(dy, rows, ffn, kGrad), q.col(w, ffn, hidden, kW), rows, hidden, ffn, dtype);
   } else {
     const bool swiglu = c.activation == OCTET_LAYER_SWIGLU;
     const Vec& w1 = want.params.at("fc1_weight");  // [width, hidden]
     const Vec& w2 = want.params.at("fc2_weight");  // [hidden, ffn]
     const int64_t width = int64_t(w1.size()) / hidden, n = swiglu ? width / 2 : width;
     ASSERT_EQ(n, c.ffn);
-    const Bounded w1q = maybe_fp8(exact(w1)), w2q = maybe_fp8(exact(w2));
-    const Bounded h = gemm(ln, w1q, rows, width, hidden, dtype, &want.params.at("fc1_bias"));
+    const Bounded w1b = exact(w1), w2b = exact(w2);
+    const Bounded h = gemm(q.row(ln, rows, hidden, kIn), q.row(w1b, width, hidden, kW), rows, width, hidden, dtype,
+                           &want.params.at("fc1_bias"));
     const Bounded a = activation_forward(h, rows, width, swiglu, dtype);
-    const Bounded aq = maybe_fp8(a);
-    check(got.y, want.y, gemm(aq, w2q, rows, hidden, n, dtype, &want.params.at("fc2_bias")), "y");
+    check(got.y, want.y,
+          gemm(q.row(a, rows, n, kIn), q.row(w2b, hidden, n, kW), rows, hidden, n, dtype, &want.params.at("fc2_bias")),
+          "y");
     check(got.grads.at("fc2_weight"), want.grads.at("fc2_weight"),
-          gemm(transposed(dy, rows, hidden), transposed(aq, rows, n), hidden, n, rows, dtype),
-          "grad fc2_weight");
-    const Bounded da = gemm(dy, transposed(w2q, hidden, n), rows, n, hidden, dtype);
+          gemm(q.col(dy, rows, hidden, kGrad), q.col(a, rows, n, kIn), hidden, n, rows, dtype), "grad fc2_weight");
+    const Bounded da = gemm(q.row(dy, rows, hidden, kGrad), q.col(w2b, hidden, n, kW), rows, n, hidden, dtype);
     const Bounded dh = activation_backward(h, da, rows, width, swiglu, dtype);
     check(got.grads.at("fc1_bias"), want.grads.at("fc1_bias"), column_sums(dh, rows, width, dtype), "grad fc1_bias");
-    const Bounded dhq = maybe_fp8(dh);
     check(got.grads.at("fc1_weight"), want.grads.at("fc1_weight"),
-          gemm(transposed(dhq, rows, width), transposed(ln, rows, hidden), width, hidden, rows, dtype),
+          gemm(q.col(dh, rows, width, kGrad), q.col(ln, rows, hidden, kIn), width, hidden, rows, dtype),
           "grad fc1_weight");
-    dln = gemm(dhq, transposed(w1q, width, hidden), rows, hidden, width, dtype);
+    dln = gemm(q.row(dh, rows, width, kGrad), q.col(w1b, width, hidden, kW), rows, hidden, width, dtype);
   }
   Bounded dx, dgamma, dbeta;
   norm_backward(f, gamma, dln, rows, hidden, dtype, dx, dgamma, dbeta);
@@ -525,15 +651,20 @@ void expect_composed_within_bound(const LayerRun& got, const LayerRun& want, con
 }
 
 void compare_layer(const LayerRun& got, const LayerRun& want, const Case& c, int32_t dtype, double magnitude,
-                   double out_ulp, bool fp8) {
+                   double out_ulp, const Quant& q) {
   // Same inputs on both sides, or the comparison means nothing.
   expect_identical(got.x, want.x, "x");
   expect_identical(got.dy, want.dy, "dy");
-  if (c.kind == Kind::Linear)
+  if (c.kind == Kind::Linear && q.family == Quant::Fp4)
+    expect_linear_quantized_within_bound(got, want, c, q);
+  else if (c.kind == Kind::Linear)
     expect_linear_within_bound(got, want, c, magnitude, out_ulp);
   else
-    expect_composed_within_bound(got, want, c, dtype, fp8);
+    expect_composed_within_bound(got, want, c, dtype, q);
 }
+
+const Quant kHighPrecision{};
+const Quant kFp8{Quant::Fp8};
 
 bool cpu_available() {
   octet_context* probe = make_context(OCTET_TEST_BACKEND, OCTET_PROFILE_NATIVE);
@@ -551,7 +682,7 @@ TEST(CpuLayers, HighPrecisionMatchReference) {
       const LayerRun want = run("reference", c, dtype, nullptr);
       // FP32: summation order only. BF16: a one-unit rounding difference
       // (2^-8) of an intermediate may follow from it.
-      compare_layer(got, want, c, dtype, 1.0, dtype == OCTET_DTYPE_FP32 ? 0.0 : std::ldexp(1.0, -7), false);
+      compare_layer(got, want, c, dtype, 1.0, dtype == OCTET_DTYPE_FP32 ? 0.0 : std::ldexp(1.0, -7), kHighPrecision);
     }
 }
 
@@ -586,9 +717,203 @@ TEST(CpuLayers, EveryFp8RecipeMatchesReference) {
       // quantized from agree; a last-bit GEMM difference can move a value
       // across a rounding boundary of E4M3/E5M2, which the composed layers'
       // bound carries (fp8_quantize).
-      compare_layer(got, want, c, OCTET_DTYPE_FP32, 2.0, 0.0, true);
+      compare_layer(got, want, c, OCTET_DTYPE_FP32, 2.0, 0.0, kFp8);
     }
   for (auto& entry : recipes) octet_recipe_destroy(entry.second);
+}
+
+// ---- the recipes of users' ABI 1.7-1.8: per-row, FNUZ, FP4 -----------------
+
+struct NamedRecipe {
+  std::string name;
+  octet_recipe* recipe = nullptr;
+  Quant quant;
+};
+
+struct Recipes {
+  std::vector<NamedRecipe> all;
+  ~Recipes() {
+    for (NamedRecipe& r : all) octet_recipe_destroy(r.recipe);
+  }
+  void add(const std::string& name, octet_status s, octet_recipe* r, const Quant& q) {
+    EXPECT_EQ(s, OCTET_STATUS_SUCCESS) << name << ": " << octet_last_error_message();
+    if (r != nullptr) all.push_back({name, r, q});
+  }
+};
+
+// What the backend under test declares (its context's capabilities), and
+// whether they hold every dtype and scaling mode a recipe's roles take
+// (octet_recipe_tensor_format): the check the core makes before it refuses
+// a recipe (octet.h, octet_fp8_format).
+octet_backend_info backend_info() {
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  octet_context* ctx = make_context(OCTET_TEST_BACKEND, OCTET_PROFILE_NATIVE);
+  EXPECT_NE(ctx, nullptr) << octet_last_error_message();
+  if (ctx == nullptr) return info;
+  EXPECT_OK(octet_context_get_info(ctx, &info));
+  octet_context_destroy(ctx);
+  return info;
+}
+
+bool declares(const octet_backend_info& info, const octet_recipe* recipe) {
+  for (int32_t role : {OCTET_ROLE_INPUT, OCTET_ROLE_WEIGHT, OCTET_ROLE_GRADIENT}) {
+    int32_t dtype = 0, mode = 0;
+    EXPECT_OK(octet_recipe_tensor_format(recipe, role, &dtype, &mode));
+    if ((info.dtypes & OCTET_DTYPE_BIT(dtype)) == 0 || (info.scaling_modes & uint32_t(mode)) == 0) return false;
+  }
+  return true;
+}
+
+// Each layer kind under each recipe the backend declares, against the
+// reference; the others must be refused where the layer is created
+// (UNSUPPORTED, naming the dtype and the backend).
+void compare_recipes(const Recipes& recipes, const char* refused_dtype) {
+  ASSERT_TRUE(cpu_available()) << octet_last_error_message();
+  const octet_backend_info info = backend_info();
+  int compared = 0;
+  for (const NamedRecipe& r : recipes.all) {
+    if (!declares(info, r.recipe)) {
+      SCOPED_TRACE(r.name + " (not declared)");
+      for (const Case& c : all_cases()) {
+        octet_context* ctx = make_context(OCTET_TEST_BACKEND, OCTET_PROFILE_NATIVE);
+        ASSERT_NE(ctx, nullptr);
+        octet_linear_options lo;
+        octet_linear_options_init(&lo);
+        lo.in_features = c.hidden;
+        lo.out_features = c.ffn;
+        lo.recipe = r.recipe;
+        octet_layer* layer = nullptr;
+        octet_status s = OCTET_STATUS_SUCCESS;
+        if (c.kind == Kind::Linear) {
+          s = octet_layer_create_linear(ctx, &lo, &layer);
+        } else if (c.kind == Kind::LnLinear) {
+          octet_layernorm_linear_options o;
+          octet_layernorm_linear_options_init(&o);
+          o.linear = &lo;
+          o.norm = c.norm;
+          s = octet_layer_create_layernorm_linear(ctx, &o, &layer);
+        } else {
+          octet_layernorm_mlp_options o;
+          octet_layernorm_mlp_options_init(&o);
+          o.linear = &lo;
+          o.ffn_features = c.ffn;
+          o.norm = c.norm;
+          o.activation = c.activation;
+          s = octet_layer_create_layernorm_mlp(ctx, &o, &layer);
+        }
+        const std::string message = octet_last_error_message();
+        EXPECT_EQ(s, OCTET_STATUS_UNSUPPORTED) << c.name();
+        EXPECT_NE(message.find(std::string("backend '") + OCTET_TEST_BACKEND + "'"), std::string::npos) << message;
+        EXPECT_NE(message.find(refused_dtype), std::string::npos) << message;
+        EXPECT_EQ(layer, nullptr);
+        octet_layer_destroy(layer);
+        octet_context_destroy(ctx);
+      }
+      continue;
+    }
+    ++compared;
+    for (const Case& c : all_cases()) {
+      SCOPED_TRACE(c.name() + " " + r.name);
+      const LayerRun got = run(OCTET_TEST_BACKEND, c, OCTET_DTYPE_FP32, r.recipe);
+      const LayerRun want = run("reference", c, OCTET_DTYPE_FP32, r.recipe);
+      compare_layer(got, want, c, OCTET_DTYPE_FP32, 2.0, 0.0, r.quant);
+    }
+  }
+  std::printf("  %s: %d of %zu recipes compared, the others refused\n", OCTET_TEST_BACKEND, compared,
+              recipes.all.size());
+}
+
+// Per-row FP8 (the rowwise recipe, plain and with its weight-gradient GEMM in
+// high precision) and the FNUZ formats under every recipe that takes them:
+// FP8 GEMMs of operands quantized bit for bit, so the FP8 recipes' bounds
+// (a per-row scale is a per-tensor scale of one row: the same factor per
+// code, the same subnormal step at most). A high-precision wgrad GEMM is
+// within the quantized operands' bound too (the bound only grows with e).
+TEST(CpuLayers, RowwiseAndFnuzRecipesMatchReference) {
+  Recipes recipes;
+  octet_recipe* r = nullptr;
+  for (int32_t hp : {0, 1}) {
+    octet_rowwise_scaling_options o;
+    octet_rowwise_scaling_options_init(&o);
+    o.high_precision_wgrad = hp;
+    recipes.add(hp ? "rowwise_with_gw_hp" : "rowwise", octet_recipe_create_rowwise(&o, &r), r, kFp8);
+  }
+  for (int32_t format : {OCTET_FORMAT_E4M3FNUZ, OCTET_FORMAT_HYBRID_FNUZ}) {
+    const std::string f = format == OCTET_FORMAT_E4M3FNUZ ? " e4m3fnuz" : " hybrid_fnuz";
+    octet_delayed_scaling_options d;
+    octet_delayed_scaling_options_init(&d);
+    d.format = format;
+    recipes.add("delayed" + f, octet_recipe_create_delayed(&d, &r), r, kFp8);
+    octet_current_scaling_options cu;
+    octet_current_scaling_options_init(&cu);
+    cu.format = format;
+    recipes.add("current" + f, octet_recipe_create_current(&cu, &r), r, kFp8);
+    octet_static_scaling_options so;
+    octet_static_scaling_options_init(&so);
+    so.format = format;
+    so.scale = 2.0f;
+    recipes.add("static" + f, octet_recipe_create_static(&so, &r), r, kFp8);
+    octet_block_scaling_options b;
+    octet_block_scaling_options_init(&b);
+    b.format = format;
+    recipes.add("block" + f, octet_recipe_create_block(&b, &r), r, kFp8);
+    octet_rowwise_scaling_options ro;
+    octet_rowwise_scaling_options_init(&ro);
+    ro.format = format;
+    recipes.add("rowwise" + f, octet_recipe_create_rowwise(&ro, &r), r, kFp8);
+  }
+  {
+    // E5M2FNUZ alone: current scaling takes it (delayed refuses it).
+    octet_current_scaling_options cu;
+    octet_current_scaling_options_init(&cu);
+    cu.format = OCTET_FORMAT_E5M2FNUZ;
+    recipes.add("current e5m2fnuz", octet_recipe_create_current(&cu, &r), r, kFp8);
+  }
+  compare_recipes(recipes, "fnuz");
+}
+
+// MXFP4 (RCEIL, FLOOR, stochastic rounding of the gradient role) and NVFP4
+// (Transformer Engine's defaults: 16x16 weights, stochastic rounding, the
+// Hadamard transform; and each option alone or none) where the backend
+// declares FP4; refused naming e2m1 where it does not (kokkos).
+TEST(CpuLayers, Fp4RecipesMatchReference) {
+  Recipes recipes;
+  octet_recipe* r = nullptr;
+  struct Mx {
+    const char* name;
+    int32_t rounding, sr;
+  };
+  for (const Mx& m : {Mx{"mxfp4 rceil", OCTET_MX_ROUND_RCEIL, 0}, Mx{"mxfp4 floor", OCTET_MX_ROUND_FLOOR, 0},
+                      Mx{"mxfp4 rceil sr", OCTET_MX_ROUND_RCEIL, 1}}) {
+    octet_mxfp4_options o;
+    octet_mxfp4_options_init(&o);
+    o.rounding = m.rounding;
+    o.stochastic_rounding = m.sr;
+    o.seed = 0x5eed;
+    Quant q{Quant::Fp4};
+    q.block = 32;
+    recipes.add(m.name, octet_recipe_create_mxfp4(&o, &r), r, q);
+  }
+  struct Nv {
+    const char* name;
+    int32_t weight_2d, sr, rht;
+  };
+  for (const Nv& n : {Nv{"nvfp4 (defaults)", 1, 1, 1}, Nv{"nvfp4 plain", 0, 0, 0}, Nv{"nvfp4 2d", 1, 0, 0},
+                      Nv{"nvfp4 sr", 0, 1, 0}, Nv{"nvfp4 rht", 0, 0, 1}}) {
+    octet_nvfp4_options o;
+    octet_nvfp4_options_init(&o);
+    o.weight_2d = n.weight_2d;
+    o.stochastic_rounding = n.sr;
+    o.hadamard_transform = n.rht;
+    o.seed = 0xC0FFEE;
+    Quant q{Quant::Fp4};
+    q.block = 16;
+    q.weight_2d = n.weight_2d != 0;
+    q.rht = n.rht != 0;
+    recipes.add(n.name, octet_recipe_create_nvfp4(&o, &r), r, q);
+  }
+  compare_recipes(recipes, "e2m1");
 }
 
 }  // namespace
