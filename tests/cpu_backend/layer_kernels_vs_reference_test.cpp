@@ -11,12 +11,14 @@
 
 #include <octet/octet_backend.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "octet_reference/reference_backend.h"
@@ -335,6 +337,80 @@ TEST_F(LayerKernels, ActivationsBitForBit) {
           expect_same(y[0].bytes(), y[1].bytes(), "y");
           expect_same(dx[0].bytes(), dx[1].bytes(), "dx");
         }
+}
+
+// FP32 bit patterns for the activations' edge cases: a stride through the
+// whole FP32 line (every exponent, both signs, subnormals, infinities and
+// NaNs with many payloads), the branch points of tanhf and expf (GELU's
+// tanh argument is about 0.8 x, SwiGLU's exponent is -a), and ranges around
+// them, shuffled with `seed` so that NaNs land beside finite values and at
+// every position of a vector.
+std::vector<uint32_t> activation_patterns(uint32_t seed) {
+  std::vector<uint32_t> v;
+  for (uint64_t i = 0; i < (uint64_t(1) << 32); i += 65521) v.push_back(uint32_t(i * 2654435761u + seed));
+  const float points[] = {0.0f,   1.5258789e-5f, 2.4414062e-4f, 3.0e-4f, 0.5f,         1.0f,   3.0f,
+                          9.5f,   11.9f,         12.0f,         88.0f,   88.72f,       88.73f, 100.0f,
+                          103.9f, 104.0f,        105.0f,        1.0e20f, 3.4028235e38f};
+  for (float p : points)
+    for (float sgn : {1.0f, -1.0f}) {
+      uint32_t b;
+      const float x = sgn * p;
+      std::memcpy(&b, &x, 4);
+      for (int d = -40; d <= 40; ++d) v.push_back(b + uint32_t(d));
+    }
+  for (uint32_t special : {0x00000001u, 0x80000001u, 0x007FFFFFu, 0x00800000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                           0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FA5A5A5u, 0xFFC0BEEFu})
+    v.push_back(special);
+  std::mt19937 gen(seed);
+  std::shuffle(v.begin(), v.end(), gen);
+  return v;
+}
+
+// Every output bit of GELU and SwiGLU, forward and backward, equals the
+// reference's on the patterns above (FP32 in and out): finite values in
+// every branch of tanhf and expf, overflow, infinities, and NaNs, alone
+// or two different ones in the same element (x and dy, a and b), where the
+// NaN rule of numerics.md section 13 picks the result. Rows of 67 columns,
+// so every row has a partial vector at its end.
+TEST_F(LayerKernels, ActivationsBitForBitOnEveryKindOfValue) {
+  const std::vector<uint32_t> xs = activation_patterns(1), gs = activation_patterns(2);
+  for (int32_t kind : {OCTET_ACTIVATION_GELU, OCTET_ACTIVATION_SWIGLU}) {
+    SCOPED_TRACE(kind == OCTET_ACTIVATION_GELU ? "gelu" : "swiglu");
+    const bool swiglu = kind == OCTET_ACTIVATION_SWIGLU;
+    const int64_t n = 67, in_cols = swiglu ? 2 * n : n, rows = int64_t(xs.size()) / in_cols;
+    Buf x(OCTET_DTYPE_FP32, rows, in_cols, in_cols), dy(OCTET_DTYPE_FP32, rows, n, n);
+    std::memcpy(x.storage.data(), xs.data(), size_t(rows * in_cols) * 4);
+    std::memcpy(dy.storage.data(), gs.data(), size_t(rows * n) * 4);
+    Buf y[2], dx[2];
+    for (int side = 0; side < 2; ++side) {
+      Table& t = side == 0 ? ref : cpu;
+      y[side] = Buf(OCTET_DTYPE_FP32, rows, n, n);
+      dx[side] = Buf(OCTET_DTYPE_FP32, rows, in_cols, in_cols);
+      octet_activation_args a{};
+      a.struct_size = sizeof a;
+      a.kind = kind;
+      a.input = x.view;
+      a.output = y[side].view;
+      ASSERT_EQ(t.api->activation_forward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+      a.output = octet_matrix_view{};
+      a.grad_output = dy.view;
+      a.grad_input = dx[side].view;
+      ASSERT_EQ(t.api->activation_backward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+    }
+    for (const auto& [out, what] : {std::pair<const Buf*, const char*>{y, "y"}, {dx, "dx"}}) {
+      const auto* r = reinterpret_cast<const uint32_t*>(out[0].storage.data());
+      const auto* c = reinterpret_cast<const uint32_t*>(out[1].storage.data());
+      const int64_t count = out[0].view.rows * out[0].view.cols;
+      int64_t diffs = 0;
+      for (int64_t i = 0; i < count; ++i)
+        if (r[i] != c[i] && ++diffs <= 5) {
+          const int64_t row = i / out[0].view.cols, col = i % out[0].view.cols;
+          ADD_FAILURE() << what << "[" << row << ", " << col << "]: reference 0x" << std::hex << r[i] << ", cpu 0x"
+                        << c[i] << ", x 0x" << xs[size_t(row * in_cols + col % n)] << std::dec;
+        }
+      EXPECT_EQ(diffs, 0) << what << " elements differ, of " << count;
+    }
+  }
 }
 
 TEST_F(LayerKernels, BiasGradientBitForBitWithAndWithoutFusedQuantize) {

@@ -26,6 +26,8 @@
 // With one k-block and one scale per row of each operand (per-row
 // scaling, numerics.md section 16), the FP8 GEMM's own kernel gives the
 // sums from the codes and the scales go into the epilogue.
+#include <octet/octet_math.h>
+
 #include <dnnl.h>
 #include <omp.h>
 
@@ -36,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_rows.hpp"
 #include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
@@ -600,7 +603,7 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values[static_cast<std::size_t>(j)];
       }
       if (has_gelu) {
-        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+        activation_rows().gelu(v, n, v);
       }
       if (!direct) rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
     }
@@ -652,7 +655,7 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values.get()[j];
       }
       if (has_gelu) {
-        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+        activation_rows().gelu(v, n, v);
       }
       if (!direct) rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
     }
@@ -750,7 +753,7 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
           for (int64_t j = 0; j < w; ++j) v[j] = v[j] + bias_values[static_cast<std::size_t>(j0 + j)];
         }
         if (has_gelu) {
-          for (int64_t j = 0; j < w; ++j) v[j] = gelu(v[j]);
+          activation_rows().gelu(v, w, v);
         }
         rk.narrow(v, w, d.dtype, true, element_ptr_mut(d, i0 + i, j0));
       }

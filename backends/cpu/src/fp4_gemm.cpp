@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "fp4_codes.hpp"
@@ -186,7 +187,7 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias[static_cast<std::size_t>(j)];
       }
       if (gelu_epilogue) {
-        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+        activation_rows().gelu(v, n, v);
       }
       rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));
     }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
@@ -261,7 +262,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
         for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_values.get()[j];
       }
       if (has_gelu) {
-        for (int64_t j = 0; j < n; ++j) v[j] = gelu(v[j]);
+        activation_rows().gelu(v, n, v);
       }
       if (!direct) {
         rk.narrow(v, n, d.dtype, true, element_ptr_mut(d, i, 0));

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <octet/octet_backend.h>
-#include <octet/octet_math.h>
 
 #include <cmath>
 #include <cstddef>
@@ -37,13 +36,6 @@ inline std::size_t element_count(int64_t a, int64_t b) {
     throw OutOfMemory(std::numeric_limits<std::size_t>::max());
   }
   return ua * ub;
-}
-
-// The GELU of the GEMM epilogue and of the activation kernels (tanh form,
-// octet_math_tanhf (octet_math.h: the same bits on every backend), evaluated left to right as octet_backend.h writes it; the
-// plugin is built with -ffp-contract=off, so every operation is rounded).
-inline float gelu(float x) {
-  return 0.5f * x * (1.0f + octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
 // A growable, 64-byte aligned FP32 workspace (OutOfMemory with the bytes

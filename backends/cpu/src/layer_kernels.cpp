@@ -7,12 +7,11 @@
 // right, as the header and the reference order them; the column sums (dgamma,
 // dbeta, bias gradient) run over rows in order, one accumulator per column, so
 // they vectorise across columns and parallelise over column blocks without
-// changing a bit. tanhf and expf are octet_math.h's, the functions the
-// reference calls. Rows are shared among OpenMP threads; every
-// buffer is allocated before a parallel region (no exception inside one).
+// changing a bit. The activations' math is activation_rows.hpp's (AVX-512 or
+// portable, both the reference's bits). Rows are shared among OpenMP
+// threads; every buffer is allocated before a parallel region (no exception
+// inside one).
 #include "layer_kernels.hpp"
-
-#include <octet/octet_math.h>
 
 #include <omp.h>
 
@@ -23,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "activation_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
@@ -96,14 +96,6 @@ int32_t require_grad_input_aliasing(const char* kernel, const octet_matrix_view&
 int threads() { return std::max(1, omp_get_max_threads()); }
 
 int thread_id() { return omp_get_thread_num(); }
-
-float gelu_derivative(float x) {
-  const float t = octet_math_tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) +
-         0.5f * x * (1.0f - t * t) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
-}
-
-float sigmoid(float a) { return 1.0f / (1.0f + octet_math_expf(-a)); }
 
 // Column sums over rows in order: sums[c] = sum_r f(r, c) for the columns of
 // [c0, c0 + width), `row(r, c0, width, buffer)` giving the row's values.
@@ -346,6 +338,7 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
   }
   const int64_t rows = x.rows, n = swiglu ? x.cols / 2 : x.cols;
   const RowKernels& k = row_kernels();
+  const ActivationRows& act = activation_rows();
   const bool parallel = threads_for(double(rows) * double(x.cols), kElementsPerThread) > 1 && rows > 1;
   if (!backward) {
     const octet_matrix_view y = args->output;
@@ -365,12 +358,9 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
       const float* in = values(k, x, r, 0, x.cols, buffer);
       float* out = buffer + x.cols;
       if (swiglu) {
-        for (int64_t c = 0; c < n; ++c) {
-          const float a = in[c];
-          out[c] = (a * sigmoid(a)) * in[c + n];
-        }
+        act.swiglu(in, in + n, n, out);
       } else {
-        for (int64_t c = 0; c < n; ++c) out[c] = gelu(in[c]);
+        act.gelu(in, n, out);
       }
       k.narrow(out, n, y.dtype, true, element_ptr_mut(y, r, 0));
     }
@@ -403,13 +393,9 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
     k.widen(element_ptr(x, r, 0), x.dtype, x.cols, in);
     k.widen(element_ptr(dy, r, 0), dy.dtype, n, g);
     if (swiglu) {
-      for (int64_t c = 0; c < n; ++c) {
-        const float d = g[c], a = in[c], b = in[c + n], s = sigmoid(a);
-        out[c] = d * b * (s * (1.0f + a * (1.0f - s)));
-        out[c + n] = d * (a * s);
-      }
+      act.swiglu_backward(in, in + n, g, n, out, out + n);
     } else {
-      for (int64_t c = 0; c < n; ++c) out[c] = g[c] * gelu_derivative(in[c]);
+      act.gelu_backward(in, g, n, out);
     }
     k.narrow(out, x.cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
   }
