@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_helpers.hpp"
@@ -171,11 +172,14 @@ TEST_F(DLPack, EveryOctetDtypeImportsFromItsCode) {
     uint8_t code, bits;
     octet_dtype dtype;
   };
-  for (Case c : {Case{OCTET_DLPACK_CODE_FLOAT, 32, OCTET_DTYPE_FP32}, Case{OCTET_DLPACK_CODE_FLOAT, 16, OCTET_DTYPE_FP16},
-                 Case{OCTET_DLPACK_CODE_BFLOAT, 16, OCTET_DTYPE_BF16},
-                 Case{OCTET_DLPACK_CODE_FLOAT8_E4M3FN, 8, OCTET_DTYPE_E4M3},
-                 Case{OCTET_DLPACK_CODE_FLOAT8_E5M2, 8, OCTET_DTYPE_E5M2},
-                 Case{OCTET_DLPACK_CODE_FLOAT8_E8M0FNU, 8, OCTET_DTYPE_E8M0}}) {
+  for (Case c :
+       {Case{OCTET_DLPACK_CODE_FLOAT, 32, OCTET_DTYPE_FP32}, Case{OCTET_DLPACK_CODE_FLOAT, 16, OCTET_DTYPE_FP16},
+        Case{OCTET_DLPACK_CODE_BFLOAT, 16, OCTET_DTYPE_BF16},
+        Case{OCTET_DLPACK_CODE_FLOAT8_E4M3FN, 8, OCTET_DTYPE_E4M3},
+        Case{OCTET_DLPACK_CODE_FLOAT8_E5M2, 8, OCTET_DTYPE_E5M2},
+        Case{OCTET_DLPACK_CODE_FLOAT8_E8M0FNU, 8, OCTET_DTYPE_E8M0},
+        Case{OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ, 8, OCTET_DTYPE_E4M3FNUZ},
+        Case{OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ, 8, OCTET_DTYPE_E5M2FNUZ}}) {
     int deleted = 0;
     Versioned* m = produce<Versioned>({8, 4}, c.code, c.bits, &deleted);
     m->version.major = 1;
@@ -189,6 +193,120 @@ TEST_F(DLPack, EveryOctetDtypeImportsFromItsCode) {
     octet_tensor_destroy(t);
     EXPECT_EQ(deleted, 1);
   }
+}
+
+// The FNUZ codes travel as raw bytes both ways: imported from their DLPack
+// codes (11, 13), exported with the same codes, read back byte for byte
+// (0x80, FNUZ's one NaN, and 0x00, its one zero, included).
+TEST_F(DLPack, FnuzCodesRoundTripThroughImportAndExport) {
+  const std::vector<uint8_t> codes = {0x00, 0x80, 0x7F, 0xFF, 0x01, 0x81, 0x40, 0xC8};
+  struct Case {
+    uint8_t code;
+    octet_dtype dtype;
+  };
+  for (Case c : {Case{OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ, OCTET_DTYPE_E4M3FNUZ},
+                 Case{OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ, OCTET_DTYPE_E5M2FNUZ}}) {
+    int deleted = 0;
+    Versioned* m = produce<Versioned>({2, 4}, c.code, 8, &deleted);
+    m->version.major = 1;
+    std::memcpy(m->dl_tensor.data, codes.data(), codes.size());
+    octet_tensor* t = nullptr;
+    ASSERT_EQ(octet_tensor_from_dlpack(ctx.get(), m, &t), 0) << octet_last_error_message();
+    EXPECT_EQ(read<uint8_t>(t, OCTET_COMPONENT_DATA, 8), codes);
+    Versioned* e = nullptr;
+    ASSERT_EQ(octet_tensor_to_dlpack(t, OCTET_COMPONENT_DATA, &e), 0) << octet_last_error_message();
+    EXPECT_EQ(e->dl_tensor.dtype.code, c.code);
+    EXPECT_EQ(e->dl_tensor.dtype.bits, 8);
+    EXPECT_EQ(e->dl_tensor.dtype.lanes, 1);
+    EXPECT_EQ(e->dl_tensor.data, m->dl_tensor.data) << "an export of an import shares the producer's memory";
+    // Back into Octet (another context): the same dtype and bytes.
+    ContextPtr other = make_context("reference", OCTET_PROFILE_HOPPER_LIKE);
+    octet_tensor* again = nullptr;
+    ASSERT_EQ(octet_tensor_from_dlpack(other.get(), e, &again), 0) << octet_last_error_message();
+    octet_tensor_info info{};
+    info.struct_size = sizeof(info);
+    ASSERT_EQ(octet_tensor_get_info(again, &info), 0);
+    EXPECT_EQ(info.dtype, c.dtype);
+    EXPECT_EQ(read<uint8_t>(again, OCTET_COMPONENT_DATA, 8), codes);
+    octet_tensor_destroy(t);
+    EXPECT_EQ(deleted, 0) << "the export still holds the producer's memory";
+    octet_tensor_destroy(again);  // calls the export's deleter, the last holder
+    EXPECT_EQ(deleted, 1);
+  }
+  // A quantized FNUZ tensor exports its codes as float8_e4m3fnuz: 2, -4, 6,
+  // -8, 1, 12 (values times the scale 2) in E4M3FNUZ (bias 8, sign 0x80).
+  TensorPtr q = quantized(ctx.get(), 2, 3, {1, -2, 3, -4, 0.5f, 6}, OCTET_DTYPE_E4M3FNUZ, 2.0f, OCTET_USAGE_ROWWISE);
+  Versioned* data = nullptr;
+  ASSERT_EQ(octet_tensor_to_dlpack(q.get(), OCTET_COMPONENT_DATA, &data), 0) << octet_last_error_message();
+  EXPECT_EQ(data->dl_tensor.dtype.code, OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ);
+  EXPECT_EQ(data->dl_tensor.dtype.bits, 8);
+  const uint8_t* shared = static_cast<const uint8_t*>(data->dl_tensor.data) + data->dl_tensor.byte_offset;
+  EXPECT_EQ(std::vector<uint8_t>(shared, shared + 6), std::vector<uint8_t>({0x48, 0xD0, 0x54, 0xD8, 0x40, 0x5C}));
+  data->deleter(data);
+  // The dtype functions agree with octet_dlpack.h's codes.
+  uint8_t code = 0, bits = 0;
+  ASSERT_EQ(octet_dtype_to_dlpack(OCTET_DTYPE_E5M2FNUZ, &code, &bits), 0);
+  EXPECT_EQ(code, OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ);
+  EXPECT_EQ(bits, 8);
+  octet_dtype dtype = OCTET_DTYPE_INVALID;
+  ASSERT_EQ(octet_dtype_from_dlpack(OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ, 8, &dtype), 0);
+  EXPECT_EQ(dtype, OCTET_DTYPE_E4M3FNUZ);
+}
+
+// The refusal of an unknown DLPack dtype lists every dtype an import takes,
+// each with its (code, bits): the spec list below, from octet_dlpack.h.
+// float4_e2m1fn is not among them (an E2M1 tensor is only ever a quantized
+// FP4 tensor, which an import cannot make), though octet_dtype_from_dlpack
+// maps it, and its own refusal lists it.
+TEST_F(DLPack, AnUnknownDtypeIsRefusedNamingEveryDtypeImportTakes) {
+  struct Listed {
+    const char* words;
+    uint8_t code, bits;
+  };
+  const Listed accepted[] = {{"float32 (code 2, bits 32)", OCTET_DLPACK_CODE_FLOAT, 32},
+                             {"float16 (code 2, bits 16)", OCTET_DLPACK_CODE_FLOAT, 16},
+                             {"bfloat16 (code 4, bits 16)", OCTET_DLPACK_CODE_BFLOAT, 16},
+                             {"float8_e4m3fn (code 10, bits 8)", OCTET_DLPACK_CODE_FLOAT8_E4M3FN, 8},
+                             {"float8_e4m3fnuz (code 11, bits 8)", OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ, 8},
+                             {"float8_e5m2 (code 12, bits 8)", OCTET_DLPACK_CODE_FLOAT8_E5M2, 8},
+                             {"float8_e5m2fnuz (code 13, bits 8)", OCTET_DLPACK_CODE_FLOAT8_E5M2FNUZ, 8},
+                             {"float8_e8m0fnu (code 14, bits 8)", OCTET_DLPACK_CODE_FLOAT8_E8M0FNU, 8}};
+  const std::pair<uint8_t, uint8_t> unknown[] = {{0, 32}, {OCTET_DLPACK_CODE_FLOAT8_E4M3FNUZ, 16}, {15, 8}};
+  for (auto [code, bits] : unknown) {
+    int deleted = 0;
+    Versioned* m = produce_fp32({2, 16}, &deleted);
+    m->dl_tensor.dtype.code = code;
+    m->dl_tensor.dtype.bits = bits;
+    octet_tensor* t = kUntouched;
+    EXPECT_EQ(octet_tensor_from_dlpack(ctx.get(), m, &t), OCTET_STATUS_UNSUPPORTED);
+    const std::string message = octet_last_error_message();
+    EXPECT_THAT(message, HasSubstr("managed->dl_tensor.dtype (code " + std::to_string(code) + ", bits " +
+                                   std::to_string(bits) + ") has no Octet dtype: Octet takes "));
+    for (const Listed& l : accepted) EXPECT_THAT(message, HasSubstr(l.words));
+    EXPECT_THAT(message, testing::Not(HasSubstr("float4_e2m1fn")));
+    EXPECT_EQ(t, kUntouched);
+    m->deleter(m);
+    EXPECT_EQ(deleted, 1);
+    octet_dtype d = OCTET_DTYPE_INVALID;
+    EXPECT_EQ(octet_dtype_from_dlpack(code, bits, &d), OCTET_STATUS_UNSUPPORTED);
+    EXPECT_THAT(octet_last_error_message(),
+                HasSubstr("float8_e8m0fnu (code 14, bits 8) and float4_e2m1fn (code 17, bits 4)"));
+  }
+  // Every dtype the message names imports.
+  for (const Listed& l : accepted) {
+    int deleted = 0;
+    Versioned* m = produce<Versioned>({2, 16}, l.code, l.bits, &deleted);
+    m->version.major = 1;
+    octet_tensor* t = nullptr;
+    EXPECT_EQ(octet_tensor_from_dlpack(ctx.get(), m, &t), 0) << l.words << ": " << octet_last_error_message();
+    octet_tensor_destroy(t);
+    EXPECT_EQ(deleted, 1) << l.words;
+  }
+  // float4_e2m1fn has an Octet dtype, but not as a plain tensor.
+  int deleted = 0;
+  Versioned* m = produce<Versioned>({2, 16}, OCTET_DLPACK_CODE_FLOAT4_E2M1FN, 4, &deleted);
+  m->version.major = 1;
+  expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, "an E2M1 tensor is a quantized FP4 tensor", deleted);
 }
 
 TEST_F(DLPack, CompactStridesSizeOneDimensionsAndAlignedOffsetsAreAccepted) {

@@ -123,6 +123,42 @@ TEST(NarrowDtypeCodecs, ArrayCodecsAgreeWithTheScalarOnesForEveryCode) {
   }
 }
 
+// E2M1 through the packed array codecs, against the format's 16 values
+// written out here (numerics.md section 1: sign bit 0x8, exponent bias 1,
+// one mantissa bit) rather than the scalar codec: every byte, i.e. every
+// pair of codes, element 2i in the low nibble and 2i + 1 in the high one
+// (abi.md, "Sub-byte dtypes").
+TEST(NarrowDtypeCodecs, E2M1ArrayDecodeAgreesWithTheSpecTableForEveryPairOfCodes) {
+  const float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  auto same = [](float got, float want) { return got == want && std::signbit(got) == std::signbit(want); };
+  std::vector<uint8_t> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[size_t(b)] = uint8_t(b);
+  std::vector<float> values(512, std::numeric_limits<float>::quiet_NaN());
+  ASSERT_EQ(octet_fp8_decode_array(bytes.data(), values.data(), 512, OCTET_DTYPE_E2M1), OCTET_STATUS_SUCCESS)
+      << last_error();
+  for (int b = 0; b < 256; ++b) {
+    EXPECT_TRUE(same(values[size_t(2 * b)], kE2M1[b & 0xF]))
+        << "byte " << b << " low nibble: " << values[size_t(2 * b)];
+    EXPECT_TRUE(same(values[size_t(2 * b + 1)], kE2M1[b >> 4]))
+        << "byte " << b << " high nibble: " << values[size_t(2 * b + 1)];
+  }
+  // An odd count: the last byte's high nibble is padding (0) and is not written.
+  const uint8_t odd[2] = {0x7F, 0x09};  // -6, 6, then -0.5
+  float three[4] = {1.0f, 1.0f, 1.0f, 42.0f};
+  ASSERT_EQ(octet_fp8_decode_array(odd, three, 3, OCTET_DTYPE_E2M1), OCTET_STATUS_SUCCESS) << last_error();
+  EXPECT_TRUE(same(three[0], -6.0f));
+  EXPECT_TRUE(same(three[1], 6.0f));
+  EXPECT_TRUE(same(three[2], -0.5f));
+  EXPECT_EQ(three[3], 42.0f);
+  // Encoding the table's values gives their codes back, packed the same way.
+  std::vector<float> table(kE2M1, kE2M1 + 16);
+  std::vector<uint8_t> packed(8, 0xAA);
+  ASSERT_EQ(octet_fp8_encode_array(table.data(), packed.data(), 16, OCTET_DTYPE_E2M1, 0), OCTET_STATUS_SUCCESS)
+      << last_error();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(packed[size_t(i)], uint8_t((2 * i) | ((2 * i + 1) << 4))) << i;
+}
+
 // ---- the reference quantizes, dequantizes and multiplies FNUZ tensors ----------------
 
 TEST(NarrowDtypeReference, QuantizeDequantizeAndGemmOfFnuzTensors) {

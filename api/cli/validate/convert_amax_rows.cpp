@@ -99,6 +99,28 @@ void check_convert(const ValidationRun& run) {
     convert_row(run, "convert " + name + "->fp32 (all codes)", code_inputs(half, run.seed + 3), OCTET_DTYPE_FP32, true);
     convert_row(run, "convert " + name + "->e4m3 saturate", float_inputs(half, run.seed + 4), OCTET_DTYPE_E4M3, true);
   }
+  // The FNUZ formats (numerics.md section 1; "unsupported" on a backend that
+  // does not declare them): one NaN code 0x80, no negative zero, no inf.
+  for (octet_dtype fnuz : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
+    const std::string name = octet_dtype_name(fnuz);
+    for (bool saturate : {true, false})
+      convert_row(run, "convert fp32->" + name + (saturate ? " saturate" : " no-saturate"), fp32, fnuz, saturate);
+    convert_row(run, "convert " + name + "->fp32 (all codes)", code_inputs(fnuz, run.seed + 7), OCTET_DTYPE_FP32, true);
+  }
+  // Between the FNUZ formats and to and from their OCP twins, on raw codes:
+  // E5M2FNUZ's range meets E4M3FNUZ's 240; OCP NaNs, infs and -0 meet FNUZ's
+  // single NaN and unsigned zero; FNUZ's 0x80 becomes an OCP NaN.
+  const auto e5m2fnuz_codes = code_inputs(OCTET_DTYPE_E5M2FNUZ, run.seed + 8);
+  convert_row(run, "convert e5m2fnuz->e4m3fnuz saturate (all codes)", e5m2fnuz_codes, OCTET_DTYPE_E4M3FNUZ, true);
+  convert_row(run, "convert e5m2fnuz->e4m3fnuz no-saturate (all codes)", e5m2fnuz_codes, OCTET_DTYPE_E4M3FNUZ, false);
+  convert_row(run, "convert e4m3->e4m3fnuz saturate (all codes)", code_inputs(OCTET_DTYPE_E4M3, run.seed + 9),
+              OCTET_DTYPE_E4M3FNUZ, true);
+  convert_row(run, "convert e5m2->e5m2fnuz no-saturate (all codes)", code_inputs(OCTET_DTYPE_E5M2, run.seed + 10),
+              OCTET_DTYPE_E5M2FNUZ, false);
+  convert_row(run, "convert e4m3fnuz->e4m3 (all codes)", code_inputs(OCTET_DTYPE_E4M3FNUZ, run.seed + 11),
+              OCTET_DTYPE_E4M3, true);
+  convert_row(run, "convert bf16->e4m3fnuz saturate", float_inputs(OCTET_DTYPE_BF16, run.seed + 12),
+              OCTET_DTYPE_E4M3FNUZ, true);
 }
 
 namespace {

@@ -24,7 +24,10 @@ using QuantizerPtr = std::unique_ptr<octet_quantizer, RecipeDeleter>;
 
 constexpr int64_t kRows = 67, kCols = 150;  // ragged for 32 and 128 blocks
 
-float fp8_max(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f; }
+// The largest finite value of an FP8 format (numerics.md section 1).
+float fp8_max(int32_t dtype) {
+  return dtype == OCTET_DTYPE_E4M3 ? 448.0f : dtype == OCTET_DTYPE_E4M3FNUZ ? 240.0f : 57344.0f;
+}
 
 float current_scale(float amax, float fp8max, float eps, bool pow2) {
   amax = std::fmax(amax, eps);
@@ -132,7 +135,7 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
     check.run_case(name, [&] {
       int32_t dtype = 0, mode = 0;
       octet::check(octet_recipe_tensor_format(recipe.get(), role, &dtype, &mode));
-      const float fp8_max = dtype == OCTET_DTYPE_E4M3 ? 448.0f : 57344.0f;
+      const float max_finite = fp8_max(dtype);
       QuantizerPtr q;
       octet_quantizer* raw = nullptr;
       octet::check(octet_quantizer_create(recipe.get(), role, &raw));
@@ -152,7 +155,7 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
         float amax = 0.0f;
         for (float v : x) amax = std::fmax(amax, std::fabs(v));
         running_max = std::fmax(running_max, amax);
-        const float scale = ri.kind == OCTET_RECIPE_CURRENT ? current_scale(amax, fp8_max, 0.0f, false) : info.scale;
+        const float scale = ri.kind == OCTET_RECIPE_CURRENT ? current_scale(amax, max_finite, 0.0f, false) : info.scale;
         octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
         std::vector<uint8_t> want(x.size());
         for (size_t i = 0; i < x.size(); ++i) want[i] = octet_fp8_encode(x[i] * scale, dtype, 1);
@@ -161,7 +164,7 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
         if (ri.kind == OCTET_RECIPE_DELAYED) {
           // Defaults: margin 0, interval 1, MAX over a window longer than this run.
           octet::check(octet_quantizer_get_info(q.get(), &info));
-          const float expected = fp8_max / running_max;
+          const float expected = max_finite / running_max;
           if (info.scale != expected)
             check.exact("delayed scale after step " + std::to_string(step) + " is " + std::to_string(info.scale) +
                         ", expected " + std::to_string(expected));
@@ -242,28 +245,36 @@ void block_row(const ValidationRun& run, const std::string& name, RecipePtr reci
   });
 }
 
-// trans: both operands stored [k, outer] and used transposed (the GEMM
-// reads their columnwise copies).
+// The FP8 dtypes and transposes of a block-scaled GEMM's operands. A
+// transposed operand is stored [k, outer] (the GEMM reads its columnwise
+// copy); one used as stored is [outer, k] (its rowwise copy).
+struct BlockGemmOperands {
+  int32_t dtype_a = OCTET_DTYPE_E4M3, dtype_b = OCTET_DTYPE_E4M3;
+  bool trans_a = false, trans_b = false;
+};
+
 void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t mode_a, int32_t mode_b,
-                    bool trans = false) {
+                    const BlockGemmOperands& ops = {}) {
   run.row(name, [&](RowCheck& check) {
     check.run_case(name, [&] {
       const int64_t m = 9, n = 130, k = 200;
       std::mt19937_64 rng(run.seed);
       std::vector<float> xa = uniform_floats(size_t(m * k), rng, -3, 3), xb = uniform_floats(size_t(n * k), rng, -1, 1);
-      const std::vector<int64_t> shape_a = trans ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
-      const std::vector<int64_t> shape_b = trans ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k};
+      const std::vector<int64_t> shape_a = ops.trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+      const std::vector<int64_t> shape_b = ops.trans_b ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k};
       octet::Tensor ha = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, shape_a, xa));
       octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, shape_b, xb));
-      const uint32_t usage = trans ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
-      TensorPtr qa = make_quantized(*run.context, OCTET_DTYPE_E4M3, shape_a[0], shape_a[1], usage, mode_a);
-      TensorPtr qb = make_quantized(*run.context, OCTET_DTYPE_E4M3, shape_b[0], shape_b[1], usage, mode_b);
+      const uint32_t usage_a = ops.trans_a ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
+      const uint32_t usage_b = ops.trans_b ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
+      TensorPtr qa = make_quantized(*run.context, ops.dtype_a, shape_a[0], shape_a[1], usage_a, mode_a);
+      TensorPtr qb = make_quantized(*run.context, ops.dtype_b, shape_b[0], shape_b[1], usage_b, mode_b);
       octet::check(octet_quantize(run.context->get(), ha.get(), qa.get(), nullptr));
       octet::check(octet_quantize(run.context->get(), hb.get(), qb.get(), nullptr));
       octet::Tensor d = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {m, n});
       octet_gemm_options o;
       octet::check(octet_gemm_options_init(&o));
-      o.trans_a = o.trans_b = trans ? 1 : 0;
+      o.trans_a = ops.trans_a ? 1 : 0;
+      o.trans_b = ops.trans_b ? 1 : 0;
       octet::check(octet_gemm(run.context->get(), qa.get(), qb.get(), d.get(), &o));
       const bool mx = mode_a == OCTET_SCALING_MXFP8_1X32;
       const bool axiswise = mode_a == OCTET_SCALING_PER_ROW || mode_a == OCTET_SCALING_PER_COLUMN;
@@ -271,12 +282,14 @@ void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t m
       const int64_t brb = mode_b == OCTET_SCALING_BLOCK_128X128 ? 128 : 1;
       const size_t sz = mx ? 1 : 4;
       // The K-contiguous copies the GEMM reads, [outer, k].
-      const int32_t data = trans ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA;
-      const int32_t grid = trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV;
-      std::vector<uint8_t> ca = read_component(qa, data, size_t(m * k));
-      std::vector<uint8_t> cb = read_component(qb, data, size_t(n * k));
-      std::vector<uint8_t> sa = read_component(qa, grid, size_t(m * kb) * sz);
-      std::vector<uint8_t> sb = read_component(qb, grid, size_t((n + brb - 1) / brb * kb) * sz);
+      auto data = [](bool trans) { return trans ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA; };
+      auto grid = [](bool trans) {
+        return trans ? OCTET_COMPONENT_COLUMNWISE_SCALE_INV : OCTET_COMPONENT_ROWWISE_SCALE_INV;
+      };
+      std::vector<uint8_t> ca = read_component(qa, data(ops.trans_a), size_t(m * k));
+      std::vector<uint8_t> cb = read_component(qb, data(ops.trans_b), size_t(n * k));
+      std::vector<uint8_t> sa = read_component(qa, grid(ops.trans_a), size_t(m * kb) * sz);
+      std::vector<uint8_t> sb = read_component(qb, grid(ops.trans_b), size_t((n + brb - 1) / brb * kb) * sz);
       auto scale = [&](const std::vector<uint8_t>& s, size_t i) {
         if (mx) return double(octet_e8m0_decode(s[i]));
         float f;
@@ -291,8 +304,8 @@ void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t m
           double exact = 0, magnitude = 0;
           for (int64_t kk = 0; kk < k; ++kk) {
             const double s = scale(sa, size_t(i * kb + kk / bk)) * scale(sb, size_t((j / brb) * kb + kk / bk));
-            const double p = double(octet_fp8_decode(ca[size_t(i * k + kk)], OCTET_DTYPE_E4M3)) *
-                             double(octet_fp8_decode(cb[size_t(j * k + kk)], OCTET_DTYPE_E4M3)) * s;
+            const double p = double(octet_fp8_decode(ca[size_t(i * k + kk)], ops.dtype_a)) *
+                             double(octet_fp8_decode(cb[size_t(j * k + kk)], ops.dtype_b)) * s;
             exact += p;
             magnitude += std::fabs(p);
           }
@@ -317,6 +330,53 @@ RecipePtr make(Create&& create) {
   octet_recipe* r = nullptr;
   octet::check(create(&r));
   return RecipePtr(r);
+}
+
+// The FNUZ formats (numerics.md section 1: scaled exactly as the OCP ones,
+// 240 the largest E4M3FNUZ value) in the per-row, per-column and FP32-block
+// modes and their GEMMs; "unsupported" on a backend that does not declare
+// them. MXFP8 takes OCP elements only.
+void check_fnuz_blocks(const ValidationRun& run) {
+  for (int32_t dtype : {int32_t(OCTET_DTYPE_E4M3FNUZ), int32_t(OCTET_DTYPE_E5M2FNUZ)}) {
+    const std::string f = std::string(" ") + octet_dtype_name(dtype);
+    axiswise_row(run, "quantize per-row" + f, OCTET_SCALING_PER_ROW, dtype);
+    axiswise_row(run, "quantize per-column" + f, OCTET_SCALING_PER_COLUMN, dtype);
+    octet_block_scaling_options bo;
+    octet_block_scaling_options_init(&bo);
+    bo.format = dtype == OCTET_DTYPE_E4M3FNUZ ? OCTET_FORMAT_E4M3FNUZ : OCTET_FORMAT_E5M2FNUZ;
+    block_row(run, "recipe block 1x128" + f, make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }),
+              OCTET_ROLE_INPUT, false, 0, false);
+    block_row(run, "recipe block 128x128" + f,
+              make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_WEIGHT, false, 0,
+              false);
+  }
+  // HYBRID_FNUZ: E5M2FNUZ for the gradient role; power-of-two scales.
+  octet_block_scaling_options bo;
+  octet_block_scaling_options_init(&bo);
+  bo.format = OCTET_FORMAT_HYBRID_FNUZ;
+  bo.power_of_two_scales = 1;
+  block_row(run, "recipe block 1x128 pow2 hybrid_fnuz gradient",
+            make([&](octet_recipe** r) { return octet_recipe_create_block(&bo, r); }), OCTET_ROLE_GRADIENT, false, 0,
+            true);
+  octet_rowwise_scaling_options ro;
+  octet_rowwise_scaling_options_init(&ro);
+  ro.format = OCTET_FORMAT_E4M3FNUZ;
+  block_row(run, "recipe rowwise e4m3fnuz", make([&](octet_recipe** r) { return octet_recipe_create_rowwise(&ro, r); }),
+            OCTET_ROLE_INPUT, false, 0, ro.power_of_two_scales != 0, ro.amax_epsilon);
+  BlockGemmOperands e4m3fnuz;
+  e4m3fnuz.dtype_a = e4m3fnuz.dtype_b = OCTET_DTYPE_E4M3FNUZ;
+  block_gemm_row(run, "gemm block 1x128 x 128x128 e4m3fnuz", OCTET_SCALING_BLOCK_1X128, OCTET_SCALING_BLOCK_128X128,
+                 e4m3fnuz);
+  block_gemm_row(run, "gemm per-row e4m3fnuz", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW, e4m3fnuz);
+  BlockGemmOperands mixed = e4m3fnuz;  // E5M2FNUZ x E4M3FNUZ, per-row x per-column
+  mixed.dtype_a = OCTET_DTYPE_E5M2FNUZ;
+  mixed.trans_b = true;
+  block_gemm_row(run, "gemm per-row x per-column e5m2fnuz x e4m3fnuz", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN,
+                 mixed);
+  BlockGemmOperands transposed = e4m3fnuz;
+  transposed.trans_a = transposed.trans_b = true;
+  block_gemm_row(run, "gemm per-column transposed e4m3fnuz", OCTET_SCALING_PER_COLUMN, OCTET_SCALING_PER_COLUMN,
+                 transposed);
 }
 
 }  // namespace
@@ -413,8 +473,16 @@ void check_recipes(const ValidationRun& run) {
               ro.amax_epsilon);
   }
   block_gemm_row(run, "gemm per-row", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW);
-  block_gemm_row(run, "gemm per-row transposed", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW, true);
-  block_gemm_row(run, "gemm per-column transposed", OCTET_SCALING_PER_COLUMN, OCTET_SCALING_PER_COLUMN, true);
+  BlockGemmOperands transposed;
+  transposed.trans_a = transposed.trans_b = true;
+  block_gemm_row(run, "gemm per-row transposed", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_ROW, transposed);
+  block_gemm_row(run, "gemm per-column transposed", OCTET_SCALING_PER_COLUMN, OCTET_SCALING_PER_COLUMN, transposed);
+  // Mixed: A per-row used as stored (its rowwise copy), B per-column used
+  // transposed (its columnwise copy): one scale per row of each copy read.
+  BlockGemmOperands mixed;
+  mixed.trans_b = true;
+  block_gemm_row(run, "gemm per-row x per-column", OCTET_SCALING_PER_ROW, OCTET_SCALING_PER_COLUMN, mixed);
+  check_fnuz_blocks(run);
 }
 
 }  // namespace octet_cli

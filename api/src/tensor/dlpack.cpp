@@ -88,8 +88,7 @@ octet_tensor* import_tensor(octet_context* context, const octet_dlpack_tensor& d
   octet_dtype dtype = OCTET_DTYPE_INVALID;
   if (octet_dtype_from_dlpack(dl.dtype.code, dl.dtype.bits, &dtype) != OCTET_STATUS_SUCCESS)
     fail(OCTET_STATUS_UNSUPPORTED, where, ".dtype (code ", int(dl.dtype.code), ", bits ", int(dl.dtype.bits),
-         ") has no Octet dtype: Octet takes float32, float16, bfloat16, float8_e4m3fn, float8_e5m2 and "
-         "float8_e8m0fnu");
+         ") has no Octet dtype: Octet takes ", dlpack_dtype_list(true));
   if (!(ctx->caps.dtypes & OCTET_DTYPE_BIT(dtype)))
     fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx->backend->name, "' does not store dtype ", dtype_name(dtype));
   require(dl.ndim >= 1 && dl.ndim <= OCTET_MAX_DIMS, where, ".ndim (", dl.ndim, ") must be in 1..", OCTET_MAX_DIMS,

@@ -1,19 +1,24 @@
 #include "tensor/dtype.hpp"
 
+#include <vector>
+
 #include "runtime/error.hpp"
 
 namespace octet::core {
 
 size_t dtype_size(octet_dtype dtype) {
   switch (dtype) {
-    case OCTET_DTYPE_FP32: return 4;
+    case OCTET_DTYPE_FP32:
+      return 4;
     case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16: return 2;
+    case OCTET_DTYPE_FP16:
+      return 2;
     case OCTET_DTYPE_E4M3:
     case OCTET_DTYPE_E5M2:
     case OCTET_DTYPE_E4M3FNUZ:
     case OCTET_DTYPE_E5M2FNUZ:
-    case OCTET_DTYPE_E8M0: return 1;
+    case OCTET_DTYPE_E8M0:
+      return 1;
     default:
       return 0;  // E2M1 included: half a byte
   }
@@ -32,23 +37,28 @@ std::string fp8_dtype_list(uint32_t dtypes) {
 
 const char* dtype_name(octet_dtype dtype) {
   switch (dtype) {
-    case OCTET_DTYPE_FP32: return "fp32";
-    case OCTET_DTYPE_BF16: return "bf16";
-    case OCTET_DTYPE_FP16: return "fp16";
-    case OCTET_DTYPE_E4M3: return "e4m3";
-    case OCTET_DTYPE_E5M2: return "e5m2";
+    case OCTET_DTYPE_FP32:
+      return "fp32";
+    case OCTET_DTYPE_BF16:
+      return "bf16";
+    case OCTET_DTYPE_FP16:
+      return "fp16";
+    case OCTET_DTYPE_E4M3:
+      return "e4m3";
+    case OCTET_DTYPE_E5M2:
+      return "e5m2";
     case OCTET_DTYPE_E4M3FNUZ:
       return "e4m3fnuz";
     case OCTET_DTYPE_E5M2FNUZ:
       return "e5m2fnuz";
-    case OCTET_DTYPE_E8M0: return "e8m0";
+    case OCTET_DTYPE_E8M0:
+      return "e8m0";
     case OCTET_DTYPE_E2M1:
       return "e2m1";
-    default: return "invalid";
+    default:
+      return "invalid";
   }
 }
-
-}  // namespace octet::core
 
 namespace {
 // DLPack's DLDataTypeCode values (dlpack.h), the interchange contract.
@@ -60,7 +70,46 @@ constexpr uint8_t kDLFloat8_e5m2 = 12;
 constexpr uint8_t kDLFloat8_e5m2fnuz = 13;
 constexpr uint8_t kDLFloat8_e8m0fnu = 14;
 constexpr uint8_t kDLFloat4_e2m1fn = 17;
+
+// Every octet_dtype with its DLPack (code, bits) and DLPack's name for it:
+// the one table that export, import and the import's refusal message read.
+// `plain`: a plain tensor of the dtype exists, so a DLPack import (which
+// wraps memory as a plain tensor) can make one; E2M1 is only ever a
+// quantized FP4 tensor (octet_tensor_wrap refuses a plain one).
+struct DlpackDtype {
+  octet_dtype dtype;
+  uint8_t code;
+  uint8_t bits;
+  const char* name;
+  bool plain;
+};
+constexpr DlpackDtype kDlpackDtypes[] = {
+    {OCTET_DTYPE_FP32, kDLFloat, 32, "float32", true},
+    {OCTET_DTYPE_FP16, kDLFloat, 16, "float16", true},
+    {OCTET_DTYPE_BF16, kDLBfloat, 16, "bfloat16", true},
+    {OCTET_DTYPE_E4M3, kDLFloat8_e4m3fn, 8, "float8_e4m3fn", true},
+    {OCTET_DTYPE_E5M2, kDLFloat8_e5m2, 8, "float8_e5m2", true},
+    {OCTET_DTYPE_E4M3FNUZ, kDLFloat8_e4m3fnuz, 8, "float8_e4m3fnuz", true},
+    {OCTET_DTYPE_E5M2FNUZ, kDLFloat8_e5m2fnuz, 8, "float8_e5m2fnuz", true},
+    {OCTET_DTYPE_E8M0, kDLFloat8_e8m0fnu, 8, "float8_e8m0fnu", true},
+    {OCTET_DTYPE_E2M1, kDLFloat4_e2m1fn, 4, "float4_e2m1fn", false},
+};
 }  // namespace
+
+std::string dlpack_dtype_list(bool plain_only) {
+  std::vector<const DlpackDtype*> listed;
+  for (const DlpackDtype& d : kDlpackDtypes)
+    if (d.plain || !plain_only) listed.push_back(&d);
+  std::string out;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const DlpackDtype& d = *listed[i];
+    out += i == 0 ? "" : i + 1 == listed.size() ? " and " : ", ";
+    out += std::string(d.name) + " (code " + std::to_string(d.code) + ", bits " + std::to_string(d.bits) + ")";
+  }
+  return out;
+}
+
+}  // namespace octet::core
 
 extern "C" {
 
@@ -72,30 +121,13 @@ OCTET_API octet_status octet_dtype_to_dlpack(octet_dtype dtype, uint8_t* code, u
   return guarded("octet_dtype_to_dlpack", [&] {
     require(code != nullptr, "argument 'code' is NULL");
     require(bits != nullptr, "argument 'bits' is NULL");
-    uint8_t c = 0, b = 0;
-    switch (dtype) {
-      case OCTET_DTYPE_FP32: c = kDLFloat; b = 32; break;
-      case OCTET_DTYPE_FP16: c = kDLFloat; b = 16; break;
-      case OCTET_DTYPE_BF16: c = kDLBfloat; b = 16; break;
-      case OCTET_DTYPE_E4M3: c = kDLFloat8_e4m3fn; b = 8; break;
-      case OCTET_DTYPE_E5M2: c = kDLFloat8_e5m2; b = 8; break;
-      case OCTET_DTYPE_E8M0: c = kDLFloat8_e8m0fnu; b = 8; break;
-      case OCTET_DTYPE_E4M3FNUZ:
-        c = kDLFloat8_e4m3fnuz;
-        b = 8;
-        break;
-      case OCTET_DTYPE_E5M2FNUZ:
-        c = kDLFloat8_e5m2fnuz;
-        b = 8;
-        break;
-      case OCTET_DTYPE_E2M1:
-        c = kDLFloat4_e2m1fn;
-        b = 4;
-        break;
-      default: fail(OCTET_STATUS_INVALID_ARGUMENT, "argument 'dtype' (", dtype, ") is not an octet_dtype");
-    }
-    *code = c;
-    *bits = b;
+    for (const DlpackDtype& d : kDlpackDtypes)
+      if (d.dtype == dtype) {
+        *code = d.code;
+        *bits = d.bits;
+        return;
+      }
+    fail(OCTET_STATUS_INVALID_ARGUMENT, "argument 'dtype' (", dtype, ") is not an octet_dtype");
   });
 }
 
@@ -103,23 +135,13 @@ OCTET_API octet_status octet_dtype_from_dlpack(uint8_t code, uint8_t bits, octet
   using namespace octet::core;
   return guarded("octet_dtype_from_dlpack", [&] {
     require(dtype != nullptr, "argument 'dtype' is NULL");
-    octet_dtype d = OCTET_DTYPE_INVALID;
-    if (code == kDLFloat && bits == 32) d = OCTET_DTYPE_FP32;
-    else if (code == kDLFloat && bits == 16) d = OCTET_DTYPE_FP16;
-    else if (code == kDLBfloat && bits == 16) d = OCTET_DTYPE_BF16;
-    else if (code == kDLFloat8_e4m3fn && bits == 8) d = OCTET_DTYPE_E4M3;
-    else if (code == kDLFloat8_e5m2 && bits == 8) d = OCTET_DTYPE_E5M2;
-    else if (code == kDLFloat8_e8m0fnu && bits == 8) d = OCTET_DTYPE_E8M0;
-    else if (code == kDLFloat8_e4m3fnuz && bits == 8)
-      d = OCTET_DTYPE_E4M3FNUZ;
-    else if (code == kDLFloat8_e5m2fnuz && bits == 8)
-      d = OCTET_DTYPE_E5M2FNUZ;
-    else if (code == kDLFloat4_e2m1fn && bits == 4)
-      d = OCTET_DTYPE_E2M1;
-    else
-      fail(OCTET_STATUS_UNSUPPORTED, "DLPack dtype (code ", int(code), ", bits ", int(bits),
-           ") has no Octet dtype");
-    *dtype = d;
+    for (const DlpackDtype& d : kDlpackDtypes)
+      if (d.code == code && d.bits == bits) {
+        *dtype = d.dtype;
+        return;
+      }
+    fail(OCTET_STATUS_UNSUPPORTED, "DLPack dtype (code ", int(code), ", bits ", int(bits),
+         ") has no Octet dtype: Octet takes ", dlpack_dtype_list(false));
   });
 }
 

@@ -27,5 +27,10 @@ inline bool is_known(octet_dtype d) { return dtype_size(d) != 0 || d == OCTET_DT
 size_t dtype_bytes(octet_dtype dtype, size_t count);
 // "e4m3, e5m2": the FP8 dtypes among OCTET_DTYPE_BIT flags, "none" if none.
 std::string fp8_dtype_list(uint32_t dtypes);
+// "float32 (code 2, bits 32), ... and float4_e2m1fn (code 17, bits 4)":
+// every DLPack dtype octet_dtype_from_dlpack takes, from the table it reads;
+// plain_only: those a DLPack import takes (a plain tensor of the dtype
+// exists: all but float4_e2m1fn, whose E2M1 is only a quantized tensor).
+std::string dlpack_dtype_list(bool plain_only);
 
 }  // namespace octet::core
