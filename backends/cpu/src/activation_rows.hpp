@@ -1,9 +1,10 @@
 // The element-wise math of the GELU and SwiGLU kernels (and of the GEMMs'
-// GELU epilogue) on contiguous FP32 runs, in two implementations chosen at
-// run time: AVX-512 (F/DQ), or portable C++. Both give the reference's bits
-// for every input: the operations of octet_backend.h's formulas in their
-// order, each rounded (no contraction), tanhf and expf from octet_math.h,
-// and the NaN rule of docs/numerics.md section 13.
+// GELU epilogue) on contiguous FP32 runs, in three implementations chosen
+// at run time: AVX-512 (F/DQ), AVX2 + FMA (scalar), or portable C++. Each
+// gives the reference's bits for every input: the operations of
+// octet_backend.h's formulas in their order, each rounded (no contraction),
+// tanhf and expf from octet_math.h, and the NaN rule of docs/numerics.md
+// section 13.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +30,12 @@ struct ActivationRows {
 const ActivationRows& portable_activation_rows();
 // nullptr when this build or this CPU has no AVX-512 F/DQ path.
 const ActivationRows* avx512_activation_rows();
+// The portable loops compiled for AVX2 + FMA; nullptr when this build or
+// this CPU has no such path.
+const ActivationRows* fma_activation_rows();
 
 // The kernels in use: AVX-512 when cpu_isa() (isa.hpp) is avx512 or higher,
-// else portable.
+// AVX2 + FMA at avx2, else portable.
 const ActivationRows& activation_rows();
 
 }  // namespace octet_cpu

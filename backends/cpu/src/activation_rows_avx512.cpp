@@ -142,16 +142,13 @@ inline __m512 gelu16(__m512 x) { return mul(mul(c(0.5f), x), add(c(1.0f), gelu_t
 inline __m512 gelu_derivative16(__m512 x) {
   const __m512 t = gelu_tanh16(x);
   const __m512 poly = add(c(1.0f), mul(mul(c(3.0f * 0.044715f), x), x));
-  return add(mul(c(0.5f), add(c(1.0f), t)), mul(mul(mul(mul(c(0.5f), x), sub(c(1.0f), mul(t, t))), c(0.7978845608f)), poly));
+  return add(mul(c(0.5f), add(c(1.0f), t)),
+             mul(mul(mul(mul(c(0.5f), x), sub(c(1.0f), mul(t, t))), c(0.7978845608f)), poly));
 }
 
-inline __m512 sigmoid16(__m512 a) {
-  return _mm512_div_ps(c(1.0f), add(c(1.0f), expf16(_mm512_xor_ps(a, c(-0.0f)))));
-}
+inline __m512 sigmoid16(__m512 a) { return _mm512_div_ps(c(1.0f), add(c(1.0f), expf16(_mm512_xor_ps(a, c(-0.0f))))); }
 
-inline __mmask16 tail_mask(int64_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
-}
+inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u); }
 
 inline bool any_nan(__m512 v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
 
