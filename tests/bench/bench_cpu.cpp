@@ -12,10 +12,14 @@
 //  - FP4 GEMM (MXFP4, and NVFP4 1x16 x 16x16) vs the per-tensor FP8 GEMM of
 //    the same shape, in the same iterations (2048^3 and the decode shape
 //    1 x 8192 x 8192), and vs the reference's FP4 GEMM at small shapes.
+//  - the core's peak multiply-add rate on VDPBF16PS (what the FP8 GEMMs run
+//    on) vs FP32 FMA (what oneDNN's sgemm runs on), one thread, register
+//    operands only: the ceiling of the FP8 GEMM / sgemm ratio on this CPU.
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
-#include <omp.h>
+#include <immintrin.h>
 #include <octet/octet.h>
+#include <omp.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -106,6 +110,69 @@ void time_against_memcpy(benchmark::State& state, const std::vector<float>& inpu
   state.counters["memcpy_GB/s"] = 2 * in_bytes * n / t_m / 1e9;
   state.counters["ratio_vs_memcpy"] = (q_bytes / t_q) / (2 * in_bytes / t_m);
 }
+
+// 12 independent accumulator chains (enough to cover either instruction's
+// latency), `rounds` x 12 instructions, operands in registers. (GCC 12's
+// AVX-512 headers start some intrinsics from _mm512_undefined_*().)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_chains(long rounds) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3F803F80), y = (__m512bh)_mm512_set1_epi32(0x3F803F80);
+  for (long r = 0; r < rounds; ++r)
+    for (int i = 0; i < 12; ++i) {
+      acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
+      asm volatile("" : "+v"(acc[i]));
+    }
+  float s = 0;
+  for (int i = 0; i < 12; ++i) s += _mm512_reduce_add_ps(acc[i]);
+  return s;
+}
+__attribute__((target("avx512f,fma"))) float fma_chains(long rounds) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512 x = _mm512_set1_ps(0.5f), y = _mm512_set1_ps(0.25f);
+  for (long r = 0; r < rounds; ++r)
+    for (int i = 0; i < 12; ++i) {
+      acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+      asm volatile("" : "+v"(acc[i]));
+    }
+  float s = 0;
+  for (int i = 0; i < 12; ++i) s += _mm512_reduce_add_ps(acc[i]);
+  return s;
+}
+#pragma GCC diagnostic pop
+
+// One VDPBF16PS does 32 multiply-adds, one 512-bit FMA 16: mac_ratio is
+// the rate of multiply-adds on VDPBF16PS over that on FMA, in the same
+// iterations. Where a core issues one VDPBF16PS but two FMAs a cycle, it is
+// 1.0: an FP8 GEMM widened to BF16 cannot beat a good sgemm there.
+void BM_PeakDpbf16VsFma(benchmark::State& state) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    state.SkipWithError("this CPU has no AVX512_BF16");
+    return;
+  }
+  constexpr long kRounds = 1 << 20;
+  double t_fma = 0, t_dp = 0;
+  for (auto _ : state) {
+    auto a = Clock::now();
+    benchmark::DoNotOptimize(fma_chains(kRounds));
+    auto b = Clock::now();
+    benchmark::DoNotOptimize(dpbf16_chains(kRounds));
+    auto c = Clock::now();
+    t_fma += seconds(a, b);
+    t_dp += seconds(b, c);
+    state.SetIterationTime(seconds(b, c));
+  }
+  const double instructions = 12.0 * kRounds * double(state.iterations());
+  state.counters["dpbf16_per_ns"] = instructions / t_dp / 1e9;
+  state.counters["fma_per_ns"] = instructions / t_fma / 1e9;
+  state.counters["mac_ratio"] = (32.0 * instructions / t_dp) / (16.0 * instructions / t_fma);
+}
+BENCHMARK(BM_PeakDpbf16VsFma)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // FP32 -> E4M3 quantize over 64 MiB of input; range(0) = 1: rowwise only,
 // 3: both usages on a Hopper-like context (fused cast + transpose).

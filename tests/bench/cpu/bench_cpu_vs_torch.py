@@ -14,7 +14,10 @@ input in the same rounds. --quantize-only stops there.
 
 Then the bandwidths the decode shapes are compared with: a memcpy of 256
 MiB (numpy; bytes read + written), and the read bandwidth, the faster of
-Octet's amax kernel and torch.sum over 256 MiB of FP32 (reads only).
+Octet's amax kernel and torch.sum over 256 MiB of FP32 (reads only); and
+one core's peak rates of VDPBF16PS and 512-bit FMA (octet_bench_cpu's
+BM_PeakDpbf16VsFma), whose multiply-add ratio bounds what an FP8 GEMM on
+BF16 dot products can gain over an FP32 sgemm on this CPU.
 
 For each GEMM shape (E4M3 x E4M3 -> FP32 on Octet's cpu backend, scales
 applied) it times, interleaved round by round (each candidate once per
@@ -264,6 +267,21 @@ def cpp_quantize_ratios(bench, repetitions):
     return out
 
 
+def cpp_peak_rates(bench):
+    """(VDPBF16PS per ns, FMA per ns, multiply-add ratio) of one core, from
+    octet_bench_cpu's BM_PeakDpbf16VsFma (same iterations); None when the
+    benchmark binary is absent or the CPU has no AVX512_BF16."""
+    if not bench or not os.path.exists(bench):
+        return None
+    text = subprocess.run([bench, "--benchmark_filter=^BM_PeakDpbf16VsFma", "--benchmark_repetitions=3",
+                           "--benchmark_report_aggregates_only=true", "--benchmark_format=json"],
+                          check=True, capture_output=True, text=True).stdout
+    found = [c for name, c in cpu_report.benchmark_counters(text).items() if name.startswith("BM_PeakDpbf16VsFma")]
+    if not found or "mac_ratio" not in found[0]:
+        return None
+    return found[0]["dpbf16_per_ns"], found[0]["fma_per_ns"], found[0]["mac_ratio"]
+
+
 def demo_rows(octet_cli, steps, hidden=None):
     """{precision: ms/step} of `octet demo --backend cpu` (at its default
     width, or --hidden `hidden`); {} when the octet command is absent."""
@@ -336,6 +354,11 @@ def main():
     header.append(f"memcpy 256 MiB: {copy_bw:.1f} GB/s (read + written); read bandwidth: {read_bw:.1f} GB/s "
                   "(the faster of Octet amax and torch.sum over 256 MiB FP32)")
     print(f"# {header[-1]}")
+    peak = cpp_peak_rates(args.bench_cpu or os.path.join(build_dir(), "bin", "octet_bench_cpu"))
+    if peak:
+        header.append(f"one core's peak: {peak[0]:.2f} VDPBF16PS/ns, {peak[1]:.2f} FP32 FMA/ns (512-bit): "
+                      f"{peak[2]:.2f}x the multiply-adds on VDPBF16PS (FP8 GEMMs) as on FMA (sgemm)")
+        print(f"# {header[-1]}")
     results = []
     shapes = cpu_report.GEMM_SHAPES if not args.quick else cpu_report.GEMM_SHAPES[:3]
     m1_weights = None
