@@ -197,6 +197,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
   } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() &&
+             (fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot || fp8_gemm_bf16_decodes(m, args->trans_b != 0)) &&
              !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
              !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
     fp8_gemm_bf16(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);

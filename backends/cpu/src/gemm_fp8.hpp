@@ -30,6 +30,12 @@ bool fp8_operand_has_fnuz_nan(const Fp8Operand& x, int64_t outer, int64_t k);
 void fp8_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k,
                    float* acc, int64_t ldc);
 
+// True when fp8_gemm_bf16 takes its decode kernel for these shapes (m <=
+// kDecodeMaxM rows, B' rows contiguous): the weights stream once and their
+// bytes, not the multiply-adds, set the time, so it runs whatever
+// fp8_gemm_engine() (isa.hpp) says.
+bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans);
+
 // The scale_inv of each (row block, k-block) of one operand of a block
 // GEMM, decoded to FP32: at(row, kb) = values[(row / block_rows) * k_blocks
 // + kb].

@@ -454,7 +454,7 @@ void fp8_block_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t 
 
 void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n,
                         int64_t k, float* acc, int64_t ldc) {
-  if (m <= kDecodeMaxM && !b.trans) {
+  if (fp8_gemm_bf16_decodes(m, b.trans)) {
     if (cpu_isa() >= Isa::Avx512Bf16Vbmi && fp8_decode_vbmi_built()) {
       fp8_decode_gemm_vbmi(a, b, m, n, k, acc, ldc);
     } else {
@@ -471,6 +471,8 @@ void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int
 #endif
 
 namespace octet_cpu {
+
+bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans) { return m <= kDecodeMaxM && !b_trans; }
 
 bool fp8_gemm_bf16_built() {
 #if defined(OCTET_CPU_HAVE_BF16_PATH)

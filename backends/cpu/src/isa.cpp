@@ -28,6 +28,7 @@ CpuFeatures detect() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0, &a, &b, &c, &d) == 0) return f;
   const unsigned max_leaf = a;
+  f.intel = b == 0x756E6547u && d == 0x49656E69u && c == 0x6C65746Eu;  // "Genu" "ineI" "ntel"
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
   const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
   const bool f16c = (c >> 29) & 1, fma = (c >> 12) & 1;
@@ -123,6 +124,27 @@ const char* isa_name(Isa isa) {
       return "avx512_bf16_vbmi";
   }
   return "?";
+}
+
+namespace {
+
+Fp8GemmEngine choose_engine() {
+  const bool bf16 = cpu_isa() >= Isa::Avx512Bf16;
+  const char* want = std::getenv("OCTET_CPU_FP8_GEMM");
+  if (want != nullptr && std::strcmp(want, "fp32") == 0) return Fp8GemmEngine::Fp32Fma;
+  if (want != nullptr && std::strcmp(want, "bf16") == 0 && bf16) return Fp8GemmEngine::Bf16Dot;
+  return bf16 && !cpu_features().intel ? Fp8GemmEngine::Bf16Dot : Fp8GemmEngine::Fp32Fma;
+}
+
+}  // namespace
+
+Fp8GemmEngine fp8_gemm_engine() {
+  static const Fp8GemmEngine chosen = choose_engine();
+  return chosen;
+}
+
+const char* fp8_gemm_engine_name(Fp8GemmEngine engine) {
+  return engine == Fp8GemmEngine::Bf16Dot ? "vdpbf16ps" : "sgemm K-slices";
 }
 
 std::string isa_description() {

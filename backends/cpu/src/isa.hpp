@@ -22,6 +22,7 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false, avx512_vbmi = false;
   bool amx_tile = false, amx_bf16 = false;  // CPU flags and XCR0 tile state
+  bool intel = false;                       // vendor "GenuineIntel" (cpuid leaf 0)
 };
 
 // What this CPU and OS support (cached).
@@ -40,6 +41,25 @@ Isa best_isa();
 Isa cpu_isa();
 
 const char* isa_name(Isa isa);
+
+// What a compute-bound FP8 GEMM (the blocked kernel's shapes: m above the
+// decode kernel's 32 rows, or B' stored transposed) multiplies on:
+//   Bf16Dot: VDPBF16PS on BF16-widened panels (gemm_fp8.hpp), 32
+//     multiply-adds an instruction;
+//   Fp32Fma: oneDNN's sgemm on K-slices widened to FP32 (gemm.cpp), 16 an
+//     instruction.
+// Intel's AVX512_BF16 cores (Cooper Lake to Emerald Rapids) issue one
+// 512-bit VDPBF16PS every two cycles and two FMAs a cycle, so FP32 FMAs do
+// twice the multiply-adds there (octet_bench_cpu's BM_PeakDpbf16VsFma:
+// 0.49 on Emerald Rapids); AMD's Zen 4 issues one of each a cycle (about
+// 2.0). The default is Fp32Fma on Intel CPUs and below level avx512_bf16,
+// else Bf16Dot; OCTET_CPU_FP8_GEMM=bf16|fp32 forces one (bf16 only where the
+// level has it). Decode shapes always take the BF16 decode kernel at level
+// avx512_bf16 and above: there the weights' bytes, not the multiply-adds,
+// set the time. Read once, at first use.
+enum class Fp8GemmEngine : int { Bf16Dot = 0, Fp32Fma = 1 };
+Fp8GemmEngine fp8_gemm_engine();
+const char* fp8_gemm_engine_name(Fp8GemmEngine engine);
 
 // "avx512_bf16 (cpu: avx2 f16c fma avx512f/bw/vl/dq avx512_bf16 avx512_vnni;
 // no amx)"-style summary for the device string.
