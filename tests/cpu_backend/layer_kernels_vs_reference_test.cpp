@@ -306,6 +306,21 @@ TEST_F(LayerKernels, NormBackwardBitForBit) {
         }
 }
 
+// activation_forward (x -> y), then activation_backward (x, dy -> dx) on
+// one table.
+void run_activation(Table& t, int32_t kind, const Buf& x, const Buf& dy, Buf& y, Buf& dx) {
+  octet_activation_args a{};
+  a.struct_size = sizeof a;
+  a.kind = kind;
+  a.input = x.view;
+  a.output = y.view;
+  ASSERT_EQ(t.api->activation_forward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+  a.output = octet_matrix_view{};
+  a.grad_output = dy.view;
+  a.grad_input = dx.view;
+  ASSERT_EQ(t.api->activation_backward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+}
+
 TEST_F(LayerKernels, ActivationsBitForBit) {
   for (const Shape& sh : kShapes)
     for (int32_t kind : {OCTET_ACTIVATION_GELU, OCTET_ACTIVATION_SWIGLU})
@@ -323,16 +338,7 @@ TEST_F(LayerKernels, ActivationsBitForBit) {
             Table& t = side == 0 ? ref : cpu;
             y[side] = Buf(out_dtype, sh.rows, n, n + 3);
             dx[side] = Buf(out_dtype, sh.rows, in_cols, in_cols);
-            octet_activation_args a{};
-            a.struct_size = sizeof a;
-            a.kind = kind;
-            a.input = x.view;
-            a.output = y[side].view;
-            ASSERT_EQ(t.api->activation_forward(t.ctx, &a), OCTET_STATUS_SUCCESS);
-            a.output = octet_matrix_view{};
-            a.grad_output = dy.view;
-            a.grad_input = dx[side].view;
-            ASSERT_EQ(t.api->activation_backward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+            run_activation(t, kind, x, dy, y[side], dx[side]);
           }
           expect_same(y[0].bytes(), y[1].bytes(), "y");
           expect_same(dx[0].bytes(), dx[1].bytes(), "dx");
@@ -386,16 +392,7 @@ TEST_F(LayerKernels, ActivationsBitForBitOnEveryKindOfValue) {
       Table& t = side == 0 ? ref : cpu;
       y[side] = Buf(OCTET_DTYPE_FP32, rows, n, n);
       dx[side] = Buf(OCTET_DTYPE_FP32, rows, in_cols, in_cols);
-      octet_activation_args a{};
-      a.struct_size = sizeof a;
-      a.kind = kind;
-      a.input = x.view;
-      a.output = y[side].view;
-      ASSERT_EQ(t.api->activation_forward(t.ctx, &a), OCTET_STATUS_SUCCESS);
-      a.output = octet_matrix_view{};
-      a.grad_output = dy.view;
-      a.grad_input = dx[side].view;
-      ASSERT_EQ(t.api->activation_backward(t.ctx, &a), OCTET_STATUS_SUCCESS);
+      run_activation(t, kind, x, dy, y[side], dx[side]);
     }
     for (const auto& [out, what] : {std::pair<const Buf*, const char*>{y, "y"}, {dx, "dx"}}) {
       const auto* r = reinterpret_cast<const uint32_t*>(out[0].storage.data());
