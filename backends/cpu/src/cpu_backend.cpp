@@ -46,7 +46,7 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
                               (!bf16_gemm ? "FP8 GEMM sgemm K-slices, FP4 GEMM FP32"
                                : fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot
                                    ? "FP8/FP4 GEMM vdpbf16ps"
-                                   : "FP8 GEMM sgemm K-slices (decode shapes vdpbf16ps), FP4 GEMM vdpbf16ps") +
+                                   : "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM vdpbf16ps") +
                               ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
                               " OpenMP threads)";
     // The plugin ABI's device string is at most 256 characters: where the

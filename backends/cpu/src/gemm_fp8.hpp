@@ -36,6 +36,14 @@ void fp8_gemm_bf16(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t 
 // fp8_gemm_engine() (isa.hpp) says.
 bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans);
 
+// True when the decode kernel multiplies on FP32 FMAs
+// (decode_gemm_fp32_with, gemm_fp8_decode.hpp) rather than VDPBF16PS: where
+// fp8_gemm_engine() (isa.hpp) is Fp32Fma. From m = 2 up, a decode shape's
+// multiply-adds outlast its weights' bytes on a core that issues
+// VDPBF16PS at half the FMA rate (at m = 16 on Emerald Rapids, 0.8 of the
+// time); at m = 1 the two kernels stream the weights at the same rate.
+bool fp8_decode_on_fp32();
+
 // The scale_inv of each (row block, k-block) of one operand of a block
 // GEMM, decoded to FP32: at(row, kb) = values[(row / block_rows) * k_blocks
 // + kb].

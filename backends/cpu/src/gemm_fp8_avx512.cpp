@@ -455,8 +455,11 @@ void fp8_block_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t 
 void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n,
                         int64_t k, float* acc, int64_t ldc) {
   if (fp8_gemm_bf16_decodes(m, b.trans)) {
+    const bool fp32 = fp8_decode_on_fp32();
     if (cpu_isa() >= Isa::Avx512Bf16Vbmi && fp8_decode_vbmi_built()) {
-      fp8_decode_gemm_vbmi(a, b, m, n, k, acc, ldc);
+      fp8_decode_gemm_vbmi(a, b, m, n, k, acc, ldc, fp32);
+    } else if (fp32) {
+      decode_gemm_fp32_with<Perm16Decoder>(a, b, m, n, k, acc, ldc);
     } else {
       decode_gemm_with<Perm16Decoder>(a, b, m, n, k, acc, ldc);
     }
@@ -473,6 +476,8 @@ void fp8_gemm_bf16_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int
 namespace octet_cpu {
 
 bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans) { return m <= kDecodeMaxM && !b_trans; }
+
+bool fp8_decode_on_fp32() { return fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma; }
 
 bool fp8_gemm_bf16_built() {
 #if defined(OCTET_CPU_HAVE_BF16_PATH)

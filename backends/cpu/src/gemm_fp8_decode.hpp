@@ -12,6 +12,13 @@
 // vector of 16 partial sums per (row, column), reduced at the end. Threads
 // share N.
 //
+// decode_gemm_fp32_with is the same stream on FP32 FMAs (Fp8GemmEngine::
+// Fp32Fma, isa.hpp): each decoded BF16 vector is split into the FP32
+// values of its even and its odd halves of the 32-bit pairs (a shift and a
+// mask, both exact), the activations likewise, so that every product again
+// pairs the codes of the same k; one FMA does 16 multiply-adds, and where
+// FMAs issue two a cycle (Intel) that is twice VDPBF16PS's rate.
+//
 // A Decoder has:
 //   kChunk: 32 or 64 codes decoded at once (kChunk / 32 vectors);
 //   Tab load(int32_t dtype): its tables;
@@ -29,6 +36,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <immintrin.h>
 
@@ -43,21 +51,35 @@ namespace {
 constexpr int64_t kKB = 1024;  // K per weight block (decode path with a buffer)
 static_assert(kKB % 64 == 0, "weight blocks start on a chunk of every decoder");
 
-// dst[0..padded_len) = BF16 of codes src[0..len) (zeros past len), in the
-// Decoder's order; padded_len is a multiple of 32. When `ahead` is given,
-// the bytes ahead[0..padded_len) (what the caller decodes next) are
-// prefetched into L2, one cache line per 64 codes.
-template <class D>
-void decode_row_in(const uint8_t* src, int64_t len, int64_t padded_len, const typename D::Tab& t, uint16_t* dst,
+// Stores one decoded vector of 32 BF16 values (16 pairs) at dst: as they
+// are (Out = uint16_t), or (Out = float) as the FP32 values of the pairs'
+// first halves, then of their second halves: 16 + 16 floats.
+template <class Out>
+inline void store_decoded(__m512i v, Out* dst) {
+  if constexpr (std::is_same_v<Out, float>) {
+    _mm512_storeu_ps(dst, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)));
+    _mm512_storeu_ps(dst + 16, _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int32_t(0xFFFF0000u)))));
+  } else {
+    _mm512_storeu_si512(dst, v);
+  }
+}
+
+// dst[0..padded_len) = BF16 (or, Out = float, the split FP32: store_decoded)
+// of codes src[0..len) (zeros past len), in the Decoder's order; padded_len
+// is a multiple of 32. When `ahead` is given, the bytes ahead[0..padded_len)
+// (what the caller decodes next) are prefetched into L2, one cache line per
+// 64 codes.
+template <class D, class Out>
+void decode_row_in(const uint8_t* src, int64_t len, int64_t padded_len, const typename D::Tab& t, Out* dst,
                    const uint8_t* ahead = nullptr) {
   int64_t i = 0;
   for (; i + D::kChunk <= padded_len; i += D::kChunk) {
     if (ahead != nullptr && i % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(ahead + i), _MM_HINT_T1);
     __m512i v[D::kChunk / 32];
     D::chunk(src + i, len - i, t, v);
-    for (int64_t h = 0; h < D::kChunk / 32; ++h) _mm512_storeu_si512(dst + i + 32 * h, v[h]);
+    for (int64_t h = 0; h < D::kChunk / 32; ++h) store_decoded(v[h], dst + i + 32 * h);
   }
-  if (i < padded_len) _mm512_storeu_si512(dst + i, D::tail(src + i, len - i, t));
+  if (i < padded_len) store_decoded(D::tail(src + i, len - i, t), dst + i);
 }
 
 // Partial sums of MB activation rows x NG weight rows over k in [0, len)
@@ -235,6 +257,116 @@ void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64
       for (int64_t r = 0; r < m; ++r) {
         for (int64_t g = 0; g < gw; ++g) {
           c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * 4 + g) * 16));
+        }
+      }
+    }
+  }
+}
+
+// acc[r][g] += A[r][kk..] . W[g][kk..] over k in [0, len) (len a multiple
+// of 16), 16 FP32 lanes, for MB activation rows x kFmaGroup weight rows,
+// both as split FP32 (store_decoded); W rows ldw apart. Each activation
+// vector (from L2: all m rows are re-read for every group) serves
+// kFmaGroup FMAs; the weights' block is in L1.
+constexpr int kFmaGroup = 8;     // weight rows per group
+constexpr int64_t kFmaKB = 512;  // K per weight block: 8 x 512 FP32 = 16 KiB
+template <int MB>
+__attribute__((noinline)) void fma_micro(const float* arows, int64_t lda, const float* w, int64_t ldw, int64_t len,
+                                         float* part /*[MB][G][16]*/, bool first) {
+  constexpr int G = kFmaGroup;
+  __m512 acc[MB][G];
+#pragma GCC unroll 2
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) acc[r][g] = first ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * G + g) * 16);
+  }
+  for (int64_t kk = 0; kk < len; kk += 16) {
+    __m512 wv[G];
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      wv[g] = _mm512_load_ps(w + g * ldw + kk);
+      // Keeps wv[g] in a register: folded into each FMA as a memory
+      // operand, every weight vector would be loaded MB times.
+      __asm__("" : "+v"(wv[g]));
+    }
+#pragma GCC unroll 2
+    for (int r = 0; r < MB; ++r) {
+      // The activations come from L2: asked for 4 lines ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(arows + r * lda + kk + 64), _MM_HINT_T0);
+      const __m512 av = _mm512_loadu_ps(arows + r * lda + kk);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_fmadd_ps(av, wv[g], acc[r][g]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) _mm512_store_ps(part + (r * G + g) * 16, acc[r][g]);
+  }
+}
+
+// The decode kernel on FP32 FMAs (see the top of this file): B streamed
+// once, kFmaGroup rows at a time, each block of kFmaKB codes decoded and
+// split into an FP32 buffer (16 KiB, in L1) and dotted with the m
+// activation rows, split FP32 too (widened once), two rows per call.
+// Threads share N.
+template <class D>
+void decode_gemm_fp32_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
+                           int64_t ldc) {
+  constexpr int G = kFmaGroup;
+  const int64_t kpad = round_up(k, 32);
+  const int threads = threads_for(double(n) * double(k), kStreamBytesPerThread);
+  Buffer<float> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));
+  // Per thread: a weight block of G x kFmaKB FP32 and the partial sums.
+  const std::size_t per_thread = (G * kFmaKB + kDecodeMaxM * G * 16) * sizeof(float) + 64;
+  Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
+  {
+    const typename D::Tab ta = D::load(a.dtype);
+    Buffer<uint8_t> gathered;
+    if (a.trans) gathered.reset(static_cast<std::size_t>(k));
+    for (int64_t i = 0; i < m; ++i) {
+      const uint8_t* src = a.data + i * a.ld;
+      if (a.trans) {  // stored [k, m]: gather the row's codes first
+        for (int64_t kk = 0; kk < k; ++kk) gathered.get()[kk] = a.data[kk * a.ld + i];
+        src = gathered.get();
+      }
+      decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad);
+    }
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
+    float* wbuf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
+    float* part = wbuf + G * kFmaKB;
+    const typename D::Tab tb = D::load(b.dtype);
+    const int64_t groups = (n + G - 1) / G;
+    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+    for (int64_t grp = g0; grp < g1; ++grp) {
+      const int64_t j = grp * G, gw = min64(G, n - j);
+      for (int64_t kb = 0; kb < kpad; kb += kFmaKB) {
+        const int64_t len = min64(kFmaKB, kpad - kb);
+        for (int64_t g = 0; g < G; ++g) {
+          float* dst = wbuf + g * kFmaKB;
+          if (g < gw) {
+            // The codes decoded next (this row's next block, else the next
+            // group's row) are prefetched a block ahead.
+            const uint8_t* ahead = kb + kFmaKB < kpad ? b.data + (j + g) * b.ld + kb + kFmaKB
+                                   : j + g + G < n    ? b.data + (j + g + G) * b.ld
+                                                      : nullptr;
+            decode_row_in<D>(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst, ahead);
+          } else {
+            std::memset(dst, 0, static_cast<std::size_t>(len) * sizeof(float));
+          }
+        }
+        int64_t r = 0;
+        for (; r + 2 <= m; r += 2)
+          fma_micro<2>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
+        if (r < m) fma_micro<1>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t g = 0; g < gw; ++g) {
+          c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * G + g) * 16));
         }
       }
     }

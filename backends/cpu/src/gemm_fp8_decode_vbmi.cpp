@@ -70,8 +70,12 @@ struct VbmiDecoder {
 }  // namespace
 
 void fp8_decode_gemm_vbmi(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                          int64_t ldc) {
-  decode_gemm_with<VbmiDecoder>(a, b, m, n, k, acc, ldc);
+                          int64_t ldc, bool fp32) {
+  if (fp32) {
+    decode_gemm_fp32_with<VbmiDecoder>(a, b, m, n, k, acc, ldc);
+  } else {
+    decode_gemm_with<VbmiDecoder>(a, b, m, n, k, acc, ldc);
+  }
 }
 
 }  // namespace octet_cpu
@@ -90,7 +94,7 @@ bool fp8_decode_vbmi_built() {
 }
 
 #if !defined(OCTET_CPU_HAVE_VBMI_PATH)
-void fp8_decode_gemm_vbmi(const Fp8Operand&, const Fp8Operand&, int64_t, int64_t, int64_t, float*, int64_t) {}
+void fp8_decode_gemm_vbmi(const Fp8Operand&, const Fp8Operand&, int64_t, int64_t, int64_t, float*, int64_t, bool) {}
 #endif
 
 }  // namespace octet_cpu

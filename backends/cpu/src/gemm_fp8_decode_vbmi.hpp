@@ -9,10 +9,11 @@
 namespace octet_cpu {
 
 // acc = A' x B'^T like fp8_gemm_bf16, for m <= kDecodeMaxM and !b.trans,
-// decoding 64 codes with two VPERMI2B. Call only when cpu_isa() >=
+// decoding 64 codes with two VPERMI2B; on VDPBF16PS, or on FP32 FMAs when
+// `fp32` (fp8_decode_on_fp32, gemm_fp8.hpp). Call only when cpu_isa() >=
 // Isa::Avx512Bf16Vbmi and fp8_decode_vbmi_built().
 void fp8_decode_gemm_vbmi(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                          int64_t ldc);
+                          int64_t ldc, bool fp32);
 
 // True when this build contains the kernel.
 bool fp8_decode_vbmi_built();

@@ -54,9 +54,11 @@ const char* isa_name(Isa isa);
 // 0.49 on Emerald Rapids); AMD's Zen 4 issues one of each a cycle (about
 // 2.0). The default is Fp32Fma on Intel CPUs and below level avx512_bf16,
 // else Bf16Dot; OCTET_CPU_FP8_GEMM=bf16|fp32 forces one (bf16 only where the
-// level has it). Decode shapes always take the BF16 decode kernel at level
-// avx512_bf16 and above: there the weights' bytes, not the multiply-adds,
-// set the time. Read once, at first use.
+// level has it). At level avx512_bf16 and above, decode shapes (m <= 32,
+// B' rows contiguous) take the decode kernel, which streams the weights
+// once and multiplies on the same engine: VDPBF16PS, or FP32 FMAs on
+// values split from the decoded BF16 (gemm_fp8.hpp, fp8_decode_on_fp32).
+// Read once, at first use.
 enum class Fp8GemmEngine : int { Bf16Dot = 0, Fp32Fma = 1 };
 Fp8GemmEngine fp8_gemm_engine();
 const char* fp8_gemm_engine_name(Fp8GemmEngine engine);
