@@ -12,6 +12,7 @@
 #include "fp4_gemm.hpp"
 #include "fp4_kernels.hpp"
 #include "gemm_fp8.hpp"
+#include "gemm_fp8_decode_fma.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "layer_kernels.hpp"
@@ -43,7 +44,9 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     const RowKernels& k = row_kernels();
     const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
     const std::string paths = std::string("; ") + k.name + " element-wise; " +
-                              (!bf16_gemm ? "FP8 GEMM sgemm K-slices, FP4 GEMM FP32"
+                              (!bf16_gemm ? (cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()
+                                                 ? "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM FP32"
+                                                 : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32")
                                : fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot
                                    ? "FP8/FP4 GEMM vdpbf16ps"
                                    : "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM vdpbf16ps") +
