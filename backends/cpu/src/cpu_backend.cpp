@@ -12,6 +12,7 @@
 #include "fp4_gemm.hpp"
 #include "fp4_kernels.hpp"
 #include "gemm_fp8.hpp"
+#include "gemm_fp8_decode_avx2.hpp"
 #include "gemm_fp8_decode_fma.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -44,7 +45,8 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     const RowKernels& k = row_kernels();
     const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
     const std::string paths = std::string("; ") + k.name + " element-wise; " +
-                              (!bf16_gemm ? (cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()
+                              (!bf16_gemm ? ((cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) ||
+                                                     (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built())
                                                  ? "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM FP32"
                                                  : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32")
                                : fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot

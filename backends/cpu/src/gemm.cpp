@@ -7,8 +7,8 @@
 // - FP8 operands on a CPU with AVX512_BF16: gemm_fp8_avx512.cpp (BF16 dot
 //   products on panels widened in cache, or the decode kernel for m <= 32,
 //   each on the engine fp8_gemm_engine() names);
-// - FP8 decode shapes at level avx512: the decode kernel on FP32 FMAs
-//   (gemm_fp8_decode_fma.cpp);
+// - FP8 decode shapes at level avx512 and avx2: the decode kernel on FP32
+//   FMAs (gemm_fp8_decode_fma.cpp, gemm_fp8_decode_avx2.cpp);
 // - otherwise (high precision operands, other FP8 shapes below level
 //   avx512_bf16, or the sgemm engine's compute-bound shapes):
 //   K is cut into slices of kSliceK; each slice of both operands is widened
@@ -33,6 +33,7 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
+#include "gemm_fp8_decode_avx2.hpp"
 #include "gemm_fp8_decode_fma.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -213,6 +214,12 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
     // Level avx512 (no AVX512_BF16; above it the branch before takes these
     // shapes): the decode kernel on FP32 FMAs.
     fp8_decode_gemm_fma(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
+  } else if (fp8 && cpu_isa() >= Isa::Avx2 && fp8_decode_avx2_built() && fp8_gemm_bf16_decodes(m, args->trans_b != 0) &&
+             fp8_decode_avx2_takes(args->a.dtype) && fp8_decode_avx2_takes(args->b.dtype) &&
+             !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
+             !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
+    // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
+    fp8_decode_gemm_avx2(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
   } else {
     // Slices of K: acc = sum over slices of A'[:, slice] B'[:, slice]^T.
     const int64_t slice = std::min(k, kSliceK);

@@ -1,7 +1,10 @@
 // FP8 x FP8 -> FP32 accumulators on BF16 dot products (gemm_fp8_avx512.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+
+#include "errors.hpp"
 
 namespace octet_cpu {
 
@@ -13,6 +16,23 @@ struct Fp8Operand {
   bool trans;
   int32_t dtype;  // OCTET_DTYPE_E4M3, E5M2, E4M3FNUZ or E5M2FNUZ
 };
+
+// Calls row(i, codes) for i = 0 .. outer - 1, codes = the k codes of X'
+// row i, contiguous: read in place, or (x.trans) gathered into a buffer
+// that the next call reuses.
+template <class Row>
+void for_each_row(const Fp8Operand& x, int64_t outer, int64_t k, Row&& row) {
+  Buffer<uint8_t> gathered;
+  if (x.trans) gathered.reset(static_cast<std::size_t>(k));
+  for (int64_t i = 0; i < outer; ++i) {
+    const uint8_t* src = x.data + i * x.ld;
+    if (x.trans) {  // stored [k, outer]
+      for (int64_t kk = 0; kk < k; ++kk) gathered.get()[kk] = x.data[kk * x.ld + i];
+      src = gathered.get();
+    }
+    row(i, src);
+  }
+}
 
 // True when x is FNUZ and one of its outer x k codes is 0x80, its NaN. The
 // BF16 kernels below read a code as a sign and a magnitude, which has no

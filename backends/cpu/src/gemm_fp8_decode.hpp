@@ -180,16 +180,8 @@ void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64
   Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
   {
     const typename D::Tab ta = D::load(a.dtype);
-    Buffer<uint8_t> gathered;
-    if (a.trans) gathered.reset(static_cast<std::size_t>(k));
-    for (int64_t i = 0; i < m; ++i) {
-      const uint8_t* src = a.data + i * a.ld;
-      if (a.trans) {  // stored [k, m]: gather the row's codes first
-        for (int64_t kk = 0; kk < k; ++kk) gathered.get()[kk] = a.data[kk * a.ld + i];
-        src = gathered.get();
-      }
-      decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad);
-    }
+    for_each_row(a, m, k,
+                 [&](int64_t i, const uint8_t* src) { decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad); });
   }
   // Fused (decode in registers): m <= 12, 4 weight rows at a time when
   // m <= 6, else 2. Otherwise weights are decoded once per block of kKB
@@ -322,16 +314,8 @@ void decode_gemm_fp32_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, 
   Buffer<unsigned char> scratch(per_thread * static_cast<std::size_t>(threads));
   {
     const typename D::Tab ta = D::load(a.dtype);
-    Buffer<uint8_t> gathered;
-    if (a.trans) gathered.reset(static_cast<std::size_t>(k));
-    for (int64_t i = 0; i < m; ++i) {
-      const uint8_t* src = a.data + i * a.ld;
-      if (a.trans) {  // stored [k, m]: gather the row's codes first
-        for (int64_t kk = 0; kk < k; ++kk) gathered.get()[kk] = a.data[kk * a.ld + i];
-        src = gathered.get();
-      }
-      decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad);
-    }
+    for_each_row(a, m, k,
+                 [&](int64_t i, const uint8_t* src) { decode_row_in<D>(src, k, kpad, ta, arows.get() + i * kpad); });
   }
 #pragma omp parallel num_threads(threads)
   {
