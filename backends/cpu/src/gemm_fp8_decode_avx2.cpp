@@ -38,10 +38,10 @@ constexpr int64_t kKB = 512;    // K per weight block: 4 x 512 FP32 = 8 KiB (L1)
 constexpr int64_t kAlign = 16;  // k is padded to a multiple of 16 (one decode)
 
 struct Decoder {
-  __m256i mag_mask;   // bits of the code kept in place before the shift
-  int shift;          // 8 (E5M2) or 7 (E4M3, E4M3FNUZ)
-  __m256 factor;      // 1, 2^8 or 2^7
-  bool e4m3_nan;      // codes 0x7F / 0xFF are NaN
+  __m256i mag_mask;  // bits of the code kept in place before the shift
+  int shift;         // 8 (E5M2) or 7 (E4M3, E4M3FNUZ)
+  __m256 factor;     // 1, 2^8 or 2^7
+  bool e4m3_nan;     // codes 0x7F / 0xFF are NaN
 
   static Decoder of(int32_t dtype) {
     Decoder d;
@@ -75,11 +75,13 @@ struct Decoder {
     __m256 lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), factor);
     __m256 hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), factor);
     if (e4m3_nan) {
-      const __m256i nan_code = _mm256_cmpeq_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7F));
+      const __m256i nan_code =
+          _mm256_cmpeq_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7F));
       if (!_mm256_testz_si256(nan_code, nan_code)) {
         const __m256 nan = _mm256_set1_ps(__builtin_nanf(""));
         lo = _mm256_blendv_ps(lo, nan, _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(nan_code))));
-        hi = _mm256_blendv_ps(hi, nan, _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(nan_code, 1))));
+        hi = _mm256_blendv_ps(hi, nan,
+                              _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(nan_code, 1))));
       }
     }
     _mm256_storeu_ps(out, lo);
@@ -100,7 +102,8 @@ __attribute__((noinline)) void fma_micro(const float* arows, int64_t lda, const 
                                          float* part /*[MB][kRows][8]*/, bool first) {
   __m256 acc[MB][kRows];
   for (int r = 0; r < MB; ++r) {
-    for (int g = 0; g < kRows; ++g) acc[r][g] = first ? _mm256_setzero_ps() : _mm256_load_ps(part + (r * kRows + g) * 8);
+    for (int g = 0; g < kRows; ++g)
+      acc[r][g] = first ? _mm256_setzero_ps() : _mm256_load_ps(part + (r * kRows + g) * 8);
   }
   for (int64_t kk = 0; kk < len; kk += 8) {
     __m256 wv[kRows];
