@@ -4,6 +4,7 @@
 // backend sums in oneDNN's order). And the Hopper-like profile on cpu gives
 // bit-identical results to native cpu.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -196,7 +197,7 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 }
 
 // Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
-// and the K slices of the sgemm path): decode kernel fused in registers
+// and the tiles and K slices of the sgemm path): decode kernel fused in registers
 // (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
 // a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail), with K
 // padded to a multiple of 64 and to 64 plus a 32-code tail (the VBMI
@@ -551,6 +552,92 @@ TEST(CpuGemm, DecodeKernelReadsEveryCodeAtEveryPosition) {
         }
       }
     }
+  }
+}
+
+// The tiled sgemm path (gemm.cpp: high-precision operands, and FP8 ones
+// outside the decode kernel on the FP32 engine) cuts D into 512 x 512
+// tiles and K into slices of 256, widens each block in its stored
+// orientation, and hands FP32 operands to oneDNN in place. Shapes over
+// several tiles, slices and edge tiles give the same bits for every layout
+// and for 1, 2 or 3 threads.
+std::vector<uint8_t> transposed_raw(const std::vector<uint8_t>& raw, int64_t rows, int64_t cols, std::size_t size) {
+  std::vector<uint8_t> t(raw.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      std::memcpy(&t[std::size_t(c * rows + r) * size], &raw[std::size_t(r * cols + c) * size], size);
+    }
+  }
+  return t;
+}
+
+TEST(CpuGemm, TiledPathBitsDoNotDependOnTheLayoutOrTheThreadCount) {
+  Context cpu = context("cpu");
+  const Dims dims[] = {{600, 530, 700}, {40, 1030, 300}};
+  const int32_t pairs[][2] = {
+      {OCTET_DTYPE_FP32, OCTET_DTYPE_FP32}, {OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}, {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}};
+  std::mt19937 rng(2026);
+  const int old_threads = omp_get_max_threads();
+  for (Dims s : dims) {
+    for (const auto& pair : pairs) {
+      const Operand a = make_operand(pair[0], s.m, s.k, rng);
+      const Operand b = make_operand(pair[1], s.n, s.k, rng);
+      const std::size_t a_size = octet_dtype_size(pair[0]), b_size = octet_dtype_size(pair[1]);
+      const std::vector<uint8_t> at = transposed_raw(a.raw, s.m, s.k, a_size);
+      const std::vector<uint8_t> bt = transposed_raw(b.raw, s.n, s.k, b_size);
+      const bool fp8 = is_fp8_dtype(pair[0]);
+      std::vector<uint8_t> first;
+      for (int threads : {2, 1, 3}) {
+        omp_set_num_threads(threads);
+        for (int layout = 0; layout < 4; ++layout) {
+          const int32_t trans_a = layout & 1, trans_b = layout >> 1;
+          SCOPED_TRACE(testing::Message()
+                       << octet_dtype_name(pair[0]) << "x" << octet_dtype_name(pair[1]) << " " << s.m << "x" << s.n
+                       << "x" << s.k << " trans " << trans_a << trans_b << " threads " << threads);
+          const uint32_t usages = fp8 ? uint32_t(OCTET_USAGE_ROWWISE) : 0u;
+          Tensor ta =
+              trans_a ? tensor(cpu.get(), pair[0], s.k, s.m, usages) : tensor(cpu.get(), pair[0], s.m, s.k, usages);
+          Tensor tb =
+              trans_b ? tensor(cpu.get(), pair[1], s.k, s.n, usages) : tensor(cpu.get(), pair[1], s.n, s.k, usages);
+          Tensor td = tensor(cpu.get(), OCTET_DTYPE_FP32, s.m, s.n);
+          upload(ta.get(), OCTET_COMPONENT_DATA, trans_a ? at.data() : a.raw.data(), a.raw.size());
+          upload(tb.get(), OCTET_COMPONENT_DATA, trans_b ? bt.data() : b.raw.data(), b.raw.size());
+          if (fp8) {
+            const float sa = 0.5f, sb = 2.0f;
+            upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &sa, 4);
+            upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &sb, 4);
+          }
+          octet_gemm_options o{};
+          o.struct_size = sizeof o;
+          o.trans_a = trans_a;
+          o.trans_b = trans_b;
+          ASSERT_EQ(octet_gemm(cpu.get(), ta.get(), tb.get(), td.get(), &o), OCTET_STATUS_SUCCESS)
+              << octet_last_error_message();
+          const std::vector<uint8_t> out = download(td.get(), OCTET_COMPONENT_DATA);
+          if (first.empty()) {
+            first = out;
+          } else {
+            EXPECT_EQ(first_difference(first, out, 4), -1);
+          }
+        }
+      }
+    }
+  }
+  omp_set_num_threads(old_threads);
+}
+
+// And the tiled path's sums, over edge tiles and several K slices, are
+// within numerics.md's bound of the reference for high-precision operands.
+TEST(CpuGemm, TiledPathWithinTheBoundAcrossTiles) {
+  Context cpu = context("cpu"), ref = context("reference");
+  uint32_t seed = 7000;
+  for (int layout = 0; layout < 4; ++layout) {
+    run_case(cpu.get(), ref.get(),
+             Case{OCTET_DTYPE_FP32, OCTET_DTYPE_FP32, OCTET_DTYPE_FP32, layout & 1, layout >> 1, false},
+             Dims{520, 37, 600}, seed++);
+    run_case(cpu.get(), ref.get(),
+             Case{OCTET_DTYPE_BF16, OCTET_DTYPE_FP16, OCTET_DTYPE_BF16, layout & 1, layout >> 1, true},
+             Dims{37, 515, 290}, seed++);
   }
 }
 

@@ -47,11 +47,11 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     const std::string paths = std::string("; ") + k.name + " element-wise; " +
                               (!bf16_gemm ? ((cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) ||
                                                      (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built())
-                                                 ? "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM FP32"
-                                                 : "FP8 GEMM sgemm K-slices, FP4 GEMM FP32")
+                                                 ? "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM FP32"
+                                                 : "FP8 GEMM sgemm tiles, FP4 GEMM FP32")
                                : fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot
                                    ? "FP8/FP4 GEMM vdpbf16ps"
-                                   : "FP8 GEMM sgemm K-slices (decode shapes fma), FP4 GEMM vdpbf16ps") +
+                                   : "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM vdpbf16ps") +
                               ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
                               " OpenMP threads)";
     // The plugin ABI's device string is at most 256 characters: where the

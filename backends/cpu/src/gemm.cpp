@@ -11,12 +11,16 @@
 //   FMAs (gemm_fp8_decode_fma.cpp, gemm_fp8_decode_avx2.cpp);
 // - otherwise (high precision operands, other FP8 shapes below level
 //   avx512_bf16, or the sgemm engine's compute-bound shapes):
-//   K is cut into slices of kSliceK; each slice of both operands is widened
-//   into FP32 panels in one canonical layout, A' [m,kc] and B' [n,kc]
-//   row-major, and oneDNN's sgemm adds the slice's product into acc.
-// Either way the blocking depends on m, n, k and the thread count only,
-// never on the stored layout, so every layout (and every capability
-// profile) gives the same bits. Every workspace lives for one call.
+//   sgemm_by_tiles: acc is cut into tiles of kTileM x kTileN and K into
+//   slices of kSliceK; for each tile and slice a thread widens one block of
+//   each operand into FP32 in its cache (an FP32 operand is used in place)
+//   and oneDNN's sgemm adds the blocks' product into the tile. No FP32 copy
+//   of a whole operand, or of a whole slice of one, is ever made: the
+//   workspace is at most 2 MiB a thread, whatever m, n and k are.
+// Either way the blocking depends on m, n, k (and, in the BF16 kernels, the
+// thread count) only, never on the stored layout, so every layout (and
+// every capability profile) gives the same bits. Every workspace lives for
+// one call.
 #include <dnnl.h>
 #include <omp.h>
 
@@ -35,6 +39,7 @@
 #include "gemm_fp8.hpp"
 #include "gemm_fp8_decode_avx2.hpp"
 #include "gemm_fp8_decode_fma.hpp"
+#include "gemm_fp8_widen_avx512.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "parallel_policy.hpp"
@@ -68,38 +73,102 @@ namespace {
 
 constexpr const char* kKernel = "gemm";
 
-// K per slice of the sgemm path: panels of (m + n) x kSliceK floats.
-constexpr int64_t kSliceK = 512;
+// Tiles of the sgemm path. Each thread widens a [kTileM, kSliceK] block of
+// A' and a [kTileN, kSliceK] block of B' into FP32 (512 KiB each) and
+// oneDNN's sgemm adds their product into the [kTileM, kTileN] tile of acc
+// (1 MiB): 2 MiB in all, one core's L2 on the CPUs this was tuned on, and
+// the same whatever m, n and k are.
+constexpr int64_t kTileM = 512;
+constexpr int64_t kTileN = 512;
+constexpr int64_t kSliceK = 256;
 
-// panel[i*k + kk] = operand'[i, k0 + kk] as FP32, for i < outer, kk < k.
-void widen_panel(const RowKernels& rk, const octet_matrix_view& v, bool transposed, int64_t outer,
-                 int64_t first_k, int64_t k, float* panel) {
-  if (!transposed) {
-    const bool parallel = split_elements(double(outer * k));
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t i = 0; i < outer; ++i) rk.widen(element_ptr(v, i, first_k), v.dtype, k, panel + i * k);
-    return;
+using WidenRow = void (*)(const void* src, int32_t dtype, int64_t n, float* out);
+
+void widen_fp8_avx512(const void* src, int32_t dtype, int64_t n, float* out) {
+  fp8_widen_avx512(static_cast<const uint8_t*>(src), dtype, n, out);
+}
+
+// The fastest widening of a dtype on this CPU.
+WidenRow widen_row_for(const RowKernels& rk, int32_t dtype) {
+  if (is_fp8(dtype) && cpu_isa() >= Isa::Avx512 && fp8_widen_avx512_built()) return widen_fp8_avx512;
+  return rk.widen;
+}
+
+// One operand's block for one sgemm call: operand'[first_outer + i,
+// first_k + kk] for i < outer, kk < k, as FP32 in the operand's stored
+// orientation: data[i*ld + kk] when k_major is false (stored [outer, k]),
+// data[kk*ld + i] when it is true (stored [k, outer]).
+struct Fp32Block {
+  const float* data;
+  int64_t ld;
+  bool k_major;
+};
+
+// An FP32 operand's block is its own memory; any other dtype's stored rows
+// are widened into `buffer` (outer * k floats) in the same orientation.
+Fp32Block block_of(WidenRow widen, const octet_matrix_view& v, bool transposed, int64_t first_outer, int64_t outer,
+                   int64_t first_k, int64_t k, float* buffer) {
+  const int64_t row0 = transposed ? first_k : first_outer, col0 = transposed ? first_outer : first_k;
+  if (v.dtype == OCTET_DTYPE_FP32) {
+    return Fp32Block{reinterpret_cast<const float*>(element_ptr(v, row0, col0)), v.ld, transposed};
   }
-  // Stored [k, outer]: widen tiles of stored rows, write them transposed.
-  constexpr int64_t kTile = 64;
-  const int64_t k_tiles = (k + kTile - 1) / kTile, o_tiles = (outer + kTile - 1) / kTile;
-  const bool parallel = split_elements(double(outer * k));
-#pragma omp parallel if (parallel)
+  const int64_t rows = transposed ? k : outer, cols = transposed ? outer : k;
+  for (int64_t r = 0; r < rows; ++r) widen(element_ptr(v, row0 + r, col0), v.dtype, cols, buffer + r * cols);
+  return Fp32Block{buffer, cols, transposed};
+}
+
+// acc[m, n] (row stride ldc) = A' B'^T on oneDNN's sgemm, tile by tile.
+// Every tile sums its slices of K in order on one thread, so the bits
+// depend on m, n and k only, never on the thread count. oneDNN packs each
+// block into its own panel format before multiplying, so the orientation
+// in which a block is handed over does not change the sum either (the
+// layout tests check this).
+int32_t sgemm_by_tiles(const RowKernels& rk, const octet_gemm_args& args, float* acc, int64_t ldc) {
+  const int64_t m = args.m, n = args.n, k = args.k;
+  const int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
+  const int64_t tiles = tiles_m * tiles_n;
+  const int64_t slice = std::min(k, kSliceK);
+  const int threads = static_cast<int>(
+      std::min<int64_t>(tiles, threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread)));
+  const int64_t a_floats = args.a.dtype == OCTET_DTYPE_FP32 ? 0 : std::min(m, kTileM) * slice;
+  const int64_t b_floats = args.b.dtype == OCTET_DTYPE_FP32 ? 0 : std::min(n, kTileN) * slice;
+  const int64_t per_thread = std::max<int64_t>(a_floats + b_floats, 1);
+  Buffer<float> buffers(element_count(threads, per_thread));
+  const WidenRow widen_a = widen_row_for(rk, args.a.dtype), widen_b = widen_row_for(rk, args.b.dtype);
+  dnnl_status_t failure = dnnl_success;
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    alignas(64) float tile[kTile * kTile];
+    const OpenMpThreadLimit one_thread(1);  // oneDNN runs each call on this thread.
+    float* a_buffer = buffers.get() + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
+    float* b_buffer = a_buffer + a_floats;
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < k_tiles * o_tiles; ++t) {
-      const int64_t k0 = (t / o_tiles) * kTile, o0 = (t % o_tiles) * kTile;
-      const int64_t kh = std::min(kTile, k - k0), ow = std::min(kTile, outer - o0);
-      for (int64_t r = 0; r < kh; ++r) {
-        rk.widen(element_ptr(v, first_k + k0 + r, o0), v.dtype, ow, tile + r * kTile);
-      }
-      for (int64_t i = 0; i < ow; ++i) {
-        float* dst = panel + (o0 + i) * k + k0;
-        for (int64_t r = 0; r < kh; ++r) dst[r] = tile[r * kTile + i];
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t i0 = (t / tiles_n) * kTileM, j0 = (t % tiles_n) * kTileN;
+      const int64_t mc = std::min(kTileM, m - i0), nc = std::min(kTileN, n - j0);
+      for (int64_t k0 = 0; k0 < k; k0 += slice) {
+        const int64_t kc = std::min(slice, k - k0);
+        const Fp32Block a = block_of(widen_a, args.a, args.trans_a != 0, i0, mc, k0, kc, a_buffer);
+        const Fp32Block b = block_of(widen_b, args.b, args.trans_b != 0, j0, nc, k0, kc, b_buffer);
+        // acc tile += op(a) op(b), op(a) [mc, kc] and op(b) [kc, nc].
+        const dnnl_status_t st = dnnl_sgemm(a.k_major ? 'T' : 'N', b.k_major ? 'N' : 'T', mc, nc, kc, 1.0f, a.data,
+                                            a.ld, b.data, b.ld, k0 == 0 ? 0.0f : 1.0f, acc + i0 * ldc + j0, ldc);
+        if (st != dnnl_success) {
+#pragma omp critical(octet_cpu_sgemm_failure)
+          failure = st;
+        }
       }
     }
   }
+  if (failure == dnnl_out_of_memory) {
+    return report(OCTET_STATUS_OUT_OF_MEMORY,
+                  std::string(kKernel) + ": out of host memory inside oneDNN dnnl_sgemm (a " + std::to_string(kTileM) +
+                      " x " + std::to_string(kTileN) + " x " + std::to_string(kSliceK) + " FP32 tile product)");
+  }
+  if (failure != dnnl_success) {
+    return report(OCTET_STATUS_BACKEND_ERROR, std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
+                                                  std::to_string(static_cast<int>(failure)));
+  }
+  return OCTET_STATUS_SUCCESS;
 }
 
 int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& v,
@@ -221,29 +290,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
     // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
     fp8_decode_gemm_avx2(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
   } else {
-    // Slices of K: acc = sum over slices of A'[:, slice] B'[:, slice]^T.
-    const int64_t slice = std::min(k, kSliceK);
-    const OpenMpThreadLimit sgemm_threads(threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread));
-    Buffer<float> a(element_count(m, slice));
-    Buffer<float> b(element_count(n, slice));
-    for (int64_t k0 = 0; k0 < k; k0 += slice) {
-      const int64_t kc = std::min(slice, k - k0);
-      widen_panel(rk, args->a, args->trans_a != 0, m, k0, kc, a.get());
-      widen_panel(rk, args->b, args->trans_b != 0, n, k0, kc, b.get());
-      const dnnl_status_t st = dnnl_sgemm('N', 'T', m, n, kc, 1.0f, a.get(), kc, b.get(), kc,
-                                          k0 == 0 ? 0.0f : 1.0f, acc, ldc);
-      if (st == dnnl_out_of_memory) {
-        return report(OCTET_STATUS_OUT_OF_MEMORY,
-                      std::string(kKernel) + ": out of host memory inside oneDNN dnnl_sgemm (" +
-                          std::to_string(m) + " x " + std::to_string(n) + " x " +
-                          std::to_string(kc) + " FP32 product)");
-      }
-      if (st != dnnl_success) {
-        return report(OCTET_STATUS_BACKEND_ERROR,
-                      std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
-                          std::to_string(static_cast<int>(st)));
-      }
-    }
+    if (int32_t s = sgemm_by_tiles(rk, *args, acc, ldc)) return s;
   }
 
   if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;

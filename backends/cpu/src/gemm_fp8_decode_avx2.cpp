@@ -1,6 +1,6 @@
 // The FP8 decode kernel for CPUs with AVX2, F16C and FMA but no AVX-512
 // (level avx2, isa.hpp): decode-shaped FP8 GEMMs stream their weights once
-// instead of widening K-slices of them to FP32 for oneDNN's sgemm.
+// instead of widening them to FP32 block by block for oneDNN's sgemm.
 //
 // Decoding: every E4M3, E5M2 and E4M3FNUZ value is exactly an FP16 value
 // times a power of two, so 16 codes become FP32 in a few instructions:

@@ -2,7 +2,7 @@
 // AVX512_BF16 (level avx512, isa.hpp: Skylake-SP to Ice Lake servers):
 // decode_gemm_fp32_with (gemm_fp8_decode.hpp) on the VPERMI2W decoder, so
 // that decode-shaped FP8 GEMMs stream their weights once there too instead
-// of widening K-slices of them to FP32 for oneDNN's sgemm. Nothing here
+// of widening them to FP32 block by block for oneDNN's sgemm. Nothing here
 // needs AVX512_BF16: the decoded BF16 pairs are split into FP32 values by a
 // shift and a mask.
 #include "gemm_fp8_decode_fma.hpp"

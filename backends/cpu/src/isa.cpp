@@ -144,7 +144,7 @@ Fp8GemmEngine fp8_gemm_engine() {
 }
 
 const char* fp8_gemm_engine_name(Fp8GemmEngine engine) {
-  return engine == Fp8GemmEngine::Bf16Dot ? "vdpbf16ps" : "sgemm K-slices";
+  return engine == Fp8GemmEngine::Bf16Dot ? "vdpbf16ps" : "sgemm tiles";
 }
 
 std::string isa_description() {

@@ -46,7 +46,7 @@ const char* isa_name(Isa isa);
 // decode kernel's 32 rows, or B' stored transposed) multiplies on:
 //   Bf16Dot: VDPBF16PS on BF16-widened panels (gemm_fp8.hpp), 32
 //     multiply-adds an instruction;
-//   Fp32Fma: oneDNN's sgemm on K-slices widened to FP32 (gemm.cpp), 16 an
+//   Fp32Fma: oneDNN's sgemm on FP32 blocks widened in cache (gemm.cpp), 16 an
 //     instruction.
 // Intel's AVX512_BF16 cores (Cooper Lake to Emerald Rapids) issue one
 // 512-bit VDPBF16PS every two cycles and two FMAs a cycle, so FP32 FMAs do

@@ -1,0 +1,74 @@
+// FP8 -> FP32 widening on the VPERMI2W decoder (gemm_fp8_decoder_perm16.hpp):
+// 32 codes become 32 BF16 values, and a BF16 value is the upper half of its
+// FP32 value.
+#include "gemm_fp8_widen_avx512.hpp"
+
+#include <octet/octet_types.h>
+
+#include "gemm_fp8_codes.hpp"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define OCTET_CPU_HAVE_FP8_WIDEN_AVX512 1
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2")
+// GCC 12 warns about the undefined vectors inside its own AVX-512 headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "gemm_fp8_decoder_perm16.hpp"
+
+namespace octet_cpu {
+
+namespace {
+
+// Writes the 32 BF16 values of `v` as FP32 to out[0 .. count), count <= 32.
+inline void store_fp32(__m512i v, float* out, int64_t count) {
+  const __m512i lo = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16);
+  const __m512i hi = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16);
+  if (count >= 32) {
+    _mm512_storeu_si512(out, lo);
+    _mm512_storeu_si512(out + 16, hi);
+    return;
+  }
+  const auto mask = [](int64_t c) {
+    return c <= 0 ? __mmask16{0} : c >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << c) - 1);
+  };
+  _mm512_mask_storeu_epi32(out, mask(count), lo);
+  _mm512_mask_storeu_epi32(out + 16, mask(count - 16), hi);
+}
+
+}  // namespace
+
+void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out) {
+  const Table t = load_table(fp8_bf16_codes(dtype));
+  // An FNUZ dtype's one NaN, 0x80, reads as -0 in the table.
+  const bool fnuz = dtype == OCTET_DTYPE_E4M3FNUZ || dtype == OCTET_DTYPE_E5M2FNUZ;
+  const __m256i nan_code = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m512i qnan = _mm512_set1_epi16(0x7FC0);
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m256i bytes = load_bytes(src + i, n - i);
+    __m512i v = decode32(bytes, t);
+    if (fnuz) v = _mm512_mask_blend_epi16(_mm256_cmpeq_epi8_mask(bytes, nan_code), v, qnan);
+    store_fp32(v, out + i, n - i);
+  }
+}
+
+}  // namespace octet_cpu
+
+#pragma GCC pop_options
+#endif
+
+namespace octet_cpu {
+
+bool fp8_widen_avx512_built() {
+#if defined(OCTET_CPU_HAVE_FP8_WIDEN_AVX512)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#if !defined(OCTET_CPU_HAVE_FP8_WIDEN_AVX512)
+void fp8_widen_avx512(const uint8_t*, int32_t, int64_t, float*) {}
+#endif
+
+}  // namespace octet_cpu
