@@ -10,6 +10,7 @@
 #include <octet/octet.h>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -686,6 +687,50 @@ TEST(CpuQuantizeStatistics, MatchReference) {
       }
     }
   }
+}
+
+// The block-scaled GEMM's FP32 path (1x128 x 128x128 and per-row operands
+// on a CPU whose FP8 GEMM engine is FP32 FMAs; the BF16 kernels elsewhere)
+// gives the same bits on 1, 2 and 3 threads, over several output tiles,
+// k-blocks and slices.
+TEST(CpuBlockGemm, BitsDoNotDependOnTheThreadCount) {
+  const int64_t m = 600, n = 530, k = 700;
+  const int pairs[][2] = {{2, 4}, {6, 6}};  // block_configs(): block1x128 x block128x128, per_row x per_row
+  const int old_threads = omp_get_max_threads();
+  for (const auto& pair : pairs) {
+    const BlockConfig& ca = block_configs()[static_cast<std::size_t>(pair[0])];
+    const BlockConfig& cb = block_configs()[static_cast<std::size_t>(pair[1])];
+    if (!declared(ca) || !declared(cb)) continue;
+    const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, m, k, 5);
+    const std::vector<uint8_t> raw_b = graded_elements(OCTET_DTYPE_FP32, n, k, 6);
+    Quantized qa =
+        block_quantize_on(OCTET_TEST_BACKEND, ca, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, m, k, raw_a, OCTET_USAGE_ROWWISE);
+    octet_context* ctx = qa.ctx.get();
+    Tensor hb = tensor(ctx, OCTET_DTYPE_FP32, n, k);
+    upload(hb.get(), OCTET_COMPONENT_DATA, raw_b.data(), raw_b.size());
+    Tensor qb = block_tensor(ctx, OCTET_DTYPE_E4M3, n, k, OCTET_USAGE_ROWWISE, cb.mode);
+    Recipe rb = make_recipe(cb, OCTET_DTYPE_E4M3);
+    octet_quantizer* qz = nullptr;
+    ASSERT_EQ(octet_quantizer_create(rb.get(), role_of(cb), &qz), OCTET_STATUS_SUCCESS);
+    Quantizer quantizer(qz);
+    ASSERT_EQ(octet_quantizer_quantize(ctx, quantizer.get(), hb.get(), qb.get(), nullptr, nullptr),
+              OCTET_STATUS_SUCCESS)
+        << octet_last_error_message();
+    std::vector<uint8_t> first;
+    for (int threads : {2, 1, 3}) {
+      omp_set_num_threads(threads);
+      Tensor d = tensor(ctx, OCTET_DTYPE_FP32, m, n);
+      ASSERT_EQ(octet_gemm(ctx, qa.output.get(), qb.get(), d.get(), nullptr), OCTET_STATUS_SUCCESS)
+          << ca.name << " x " << cb.name << ": " << octet_last_error_message();
+      const std::vector<uint8_t> out = download(d.get(), OCTET_COMPONENT_DATA);
+      if (first.empty()) {
+        first = out;
+      } else {
+        EXPECT_EQ(first_difference(first, out, 4), -1) << ca.name << " x " << cb.name << " threads " << threads;
+      }
+    }
+  }
+  omp_set_num_threads(old_threads);
 }
 
 // Block-scaled GEMMs: the cpu result against the reference's within the

@@ -20,12 +20,14 @@
 // by element, then the epilogue of section 8. At level avx512_bf16 and
 // above, with k-blocks of 32, 64, 128 or 256 (MXFP8, 1x128, 128x128), the
 // partial products come from VDPBF16PS on BF16 panels packed in cache
-// (fp8_block_gemm_bf16, gemm_fp8.hpp); otherwise, for each output tile,
-// from one oneDNN sgemm over the block on FP32 panels of the whole
-// operands. Only the order inside a block differs from the reference.
-// With one k-block and one scale per row of each operand (per-row
-// scaling, numerics.md section 16), the FP8 GEMM's own kernel gives the
-// sums from the codes and the scales go into the epilogue.
+// (fp8_block_gemm_bf16, gemm_fp8.hpp), unless the CPU's FP8 GEMM engine is
+// FP32 FMAs (isa.hpp) and the k-blocks are 128 or more; otherwise, for
+// each output tile, from oneDNN sgemm calls over the block on FP32 blocks
+// that each thread widens in its cache. Only the order inside a block
+// differs from the reference. With one k-block and one scale per row of
+// each operand (per-row scaling, numerics.md section 16), the FP8 GEMM's
+// own kernel gives the sums from the codes and the scales go into the
+// epilogue, where the engine is VDPBF16PS or the shape a decode shape.
 #include <octet/octet_math.h>
 
 #include <dnnl.h>
@@ -43,6 +45,7 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
+#include "gemm_fp8_widen_avx512.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "parallel_policy.hpp"
@@ -665,6 +668,9 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
 
 }  // namespace
 
+// The smallest k-block the FP32 engine takes (see block_gemm_kernel).
+constexpr int64_t kFp32EngineMinBlockK = 128;
+
 int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   if (int32_t s = check_block_gemm(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;
@@ -674,7 +680,14 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   // Per-row scales (one k-block, one scale per row of each operand): the
   // scales factor out of the sum, so the FP8 GEMM's BF16 dot products give
   // the block's partial sums and the scales go into the epilogue.
-  const bool bf16 = k > 0 && bf16_kernels_take(args);
+  // On a CPU whose FP8 GEMM engine is FP32 FMAs (isa.hpp), compute-bound
+  // shapes with k-blocks of 128 or more take the FP32 path below. Decode
+  // shapes keep the decode kernel, and MXFP8's 32-wide k-blocks the BF16
+  // kernel: one sgemm call per 32 k cost more than VDPBF16PS's half rate
+  // (octet_bench_cpu BM_BlockGemmVsPerTensor/2).
+  const bool fp32_engine =
+      fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && !fp8_gemm_bf16_decodes(m, false) && bk >= kFp32EngineMinBlockK;
+  const bool bf16 = k > 0 && !fp32_engine && bf16_kernels_take(args);
   if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && bf16) {
     return per_row_gemm(args);
   }
@@ -684,36 +697,38 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   const float alpha = args->alpha, beta = args->beta;
   const bool has_bias = args->bias.data != nullptr;
   const bool has_gelu = args->epilogue == OCTET_EPILOGUE_GELU;
-
-  // Exact FP32 panels A [m,k] and B [n,k].
-  float* a = ws.a.get(element_count(m, k));
-  float* b = ws.b.get(element_count(n, k));
-  if (k > 0) {
-#pragma omp parallel for schedule(static) if (split_elements(double(m * k)))
-    for (int64_t i = 0; i < m; ++i) rk.widen(element_ptr(args->a, i, 0), args->a.dtype, k, a + i * k);
-#pragma omp parallel for schedule(static) if (split_elements(double(n * k)))
-    for (int64_t j = 0; j < n; ++j) rk.widen(element_ptr(args->b, j, 0), args->b.dtype, k, b + j * k);
-  }
   std::vector<float> bias_values;
   if (has_bias) {
     bias_values.resize(static_cast<std::size_t>(n));
     rk.widen(args->bias.data, args->bias.dtype, n, bias_values.data());
   }
 
-  // Output tiles; per thread: the partial products of one k-block, the
-  // accumulator, the b scales of the tile and one row of old D.
-  constexpr int64_t kTm = 128, kTn = 256;
-  const int64_t tm = std::min(kTm, m), tn = std::min(kTn, n);
+  // FP32 path: output tiles of kTm x kTn, each summed k-block by k-block;
+  // a k-block's partial products come from oneDNN's sgemm on slices of at
+  // most kSlice k whose FP32 blocks each thread widens in its cache (no
+  // FP32 copy of a whole operand). Per thread: the tile's partial products
+  // and accumulator, the widened A and B slices, the tile's b scales and
+  // one row of old D. Every tile is summed on one thread in the same order,
+  // so the bits do not depend on the thread count.
+  constexpr int64_t kTm = 512, kTn = 512, kSlice = 256;
+  const int64_t tm = std::min(kTm, m), tn = std::min(kTn, n), slice = std::min(kSlice, std::min(bk, k));
   const int64_t tiles_down = ceil_div(m, tm), tiles_across = ceil_div(n, tn);
-  const int nthreads = threads_for(2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1)), kGemmFlopsPerThread);
-  const std::size_t per_thread = static_cast<std::size_t>(2 * tm * tn + 2 * tn) + 16;
+  const int nthreads = static_cast<int>(std::min<int64_t>(
+      tiles_down * tiles_across,
+      threads_for(2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1)), kGemmFlopsPerThread)));
+  const std::size_t per_thread =
+      static_cast<std::size_t>(2 * tm * tn + (tm + tn) * std::max<int64_t>(slice, 1) + 2 * tn) + 16;
   float* scratch = ws.acc.get(per_thread * static_cast<std::size_t>(nthreads));
+  const WidenRow widen_a = widen_row_for(args->a.dtype), widen_b = widen_row_for(args->b.dtype);
   int32_t failure = 0;
 #pragma omp parallel num_threads(nthreads)
   {
+    const OpenMpThreadLimit one_thread(1);  // oneDNN runs each call on this thread.
     float* part = scratch + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
     float* acc = part + tm * tn;
-    float* sb_row = acc + tm * tn;
+    float* a = acc + tm * tn;
+    float* b = a + tm * slice;
+    float* sb_row = b + tn * slice;
     float* old = sb_row + tn;
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < tiles_down * tiles_across; ++t) {
@@ -721,14 +736,17 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
       const int64_t h = std::min(tm, m - i0), w = std::min(tn, n - j0);
       std::fill(acc, acc + h * w, 0.0f);
       for (int64_t kb = 0; kb < k_blocks; ++kb) {
-        const int64_t k0 = kb * bk, kw = std::min(bk, k - k0);
-        // Inside the parallel region oneDNN runs this sgemm on one thread.
-        const dnnl_status_t st = dnnl_sgemm('N', 'T', h, w, kw, 1.0f, a + i0 * k + k0, k,
-                                            b + j0 * k + k0, k, 0.0f, part, w);
-        if (st != dnnl_success) {
+        const int64_t k_end = std::min(k, (kb + 1) * bk);
+        for (int64_t k0 = kb * bk; k0 < k_end; k0 += slice) {
+          const int64_t kw = std::min(slice, k_end - k0);
+          for (int64_t i = 0; i < h; ++i) widen_a(element_ptr(args->a, i0 + i, k0), args->a.dtype, kw, a + i * kw);
+          for (int64_t j = 0; j < w; ++j) widen_b(element_ptr(args->b, j0 + j, k0), args->b.dtype, kw, b + j * kw);
+          const dnnl_status_t st =
+              dnnl_sgemm('N', 'T', h, w, kw, 1.0f, a, kw, b, kw, k0 == kb * bk ? 0.0f : 1.0f, part, w);
+          if (st != dnnl_success) {
 #pragma omp atomic write
-          failure = static_cast<int32_t>(st);
-          continue;
+            failure = static_cast<int32_t>(st);
+          }
         }
         for (int64_t j = 0; j < w; ++j) {
           sb_row[j] = scale_value(args->b_scale_inv, args->scale_dtype,

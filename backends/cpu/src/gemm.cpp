@@ -82,18 +82,6 @@ constexpr int64_t kTileM = 512;
 constexpr int64_t kTileN = 512;
 constexpr int64_t kSliceK = 256;
 
-using WidenRow = void (*)(const void* src, int32_t dtype, int64_t n, float* out);
-
-void widen_fp8_avx512(const void* src, int32_t dtype, int64_t n, float* out) {
-  fp8_widen_avx512(static_cast<const uint8_t*>(src), dtype, n, out);
-}
-
-// The fastest widening of a dtype on this CPU.
-WidenRow widen_row_for(const RowKernels& rk, int32_t dtype) {
-  if (is_fp8(dtype) && cpu_isa() >= Isa::Avx512 && fp8_widen_avx512_built()) return widen_fp8_avx512;
-  return rk.widen;
-}
-
 // One operand's block for one sgemm call: operand'[first_outer + i,
 // first_k + kk] for i < outer, kk < k, as FP32 in the operand's stored
 // orientation: data[i*ld + kk] when k_major is false (stored [outer, k]),
@@ -123,7 +111,7 @@ Fp32Block block_of(WidenRow widen, const octet_matrix_view& v, bool transposed, 
 // block into its own panel format before multiplying, so the orientation
 // in which a block is handed over does not change the sum either (the
 // layout tests check this).
-int32_t sgemm_by_tiles(const RowKernels& rk, const octet_gemm_args& args, float* acc, int64_t ldc) {
+int32_t sgemm_by_tiles(const octet_gemm_args& args, float* acc, int64_t ldc) {
   const int64_t m = args.m, n = args.n, k = args.k;
   const int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
   const int64_t tiles = tiles_m * tiles_n;
@@ -134,7 +122,7 @@ int32_t sgemm_by_tiles(const RowKernels& rk, const octet_gemm_args& args, float*
   const int64_t b_floats = args.b.dtype == OCTET_DTYPE_FP32 ? 0 : std::min(n, kTileN) * slice;
   const int64_t per_thread = std::max<int64_t>(a_floats + b_floats, 1);
   Buffer<float> buffers(element_count(threads, per_thread));
-  const WidenRow widen_a = widen_row_for(rk, args.a.dtype), widen_b = widen_row_for(rk, args.b.dtype);
+  const WidenRow widen_a = widen_row_for(args.a.dtype), widen_b = widen_row_for(args.b.dtype);
   dnnl_status_t failure = dnnl_success;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -290,7 +278,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
     // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
     fp8_decode_gemm_avx2(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
   } else {
-    if (int32_t s = sgemm_by_tiles(rk, *args, acc, ldc)) return s;
+    if (int32_t s = sgemm_by_tiles(*args, acc, ldc)) return s;
   }
 
   if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;

@@ -5,7 +5,10 @@
 
 #include <octet/octet_types.h>
 
+#include "checks.hpp"
 #include "gemm_fp8_codes.hpp"
+#include "isa.hpp"
+#include "row_kernels.hpp"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define OCTET_CPU_HAVE_FP8_WIDEN_AVX512 1
@@ -70,5 +73,16 @@ bool fp8_widen_avx512_built() {
 #if !defined(OCTET_CPU_HAVE_FP8_WIDEN_AVX512)
 void fp8_widen_avx512(const uint8_t*, int32_t, int64_t, float*) {}
 #endif
+
+namespace {
+void widen_fp8_avx512(const void* src, int32_t dtype, int64_t n, float* out) {
+  fp8_widen_avx512(static_cast<const uint8_t*>(src), dtype, n, out);
+}
+}  // namespace
+
+WidenRow widen_row_for(int32_t dtype) {
+  if (is_fp8(dtype) && cpu_isa() >= Isa::Avx512 && fp8_widen_avx512_built()) return widen_fp8_avx512;
+  return row_kernels().widen;
+}
 
 }  // namespace octet_cpu

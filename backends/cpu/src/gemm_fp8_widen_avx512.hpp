@@ -1,6 +1,7 @@
 // FP8 codes -> FP32 values with AVX-512 F/BW (gemm_fp8_widen_avx512.cpp):
-// the widening of the sgemm path's blocks (gemm.cpp), where an FP8
-// operand is re-widened once per tile it feeds.
+// the widening of the sgemm tiles' blocks (gemm.cpp, and the block-scaled
+// GEMM's FP32 path in block_kernels.cpp), where an FP8 operand is
+// re-widened once per tile it feeds.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +16,12 @@ void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out);
 
 // True when this build contains fp8_widen_avx512.
 bool fp8_widen_avx512_built();
+
+// A row widening: out[i] = element i of src (n elements of dtype) as FP32.
+using WidenRow = void (*)(const void* src, int32_t dtype, int64_t n, float* out);
+
+// The fastest widening of `dtype` on this CPU: fp8_widen_avx512 for FP8
+// codes at level avx512 and above, else the row kernels' widen.
+WidenRow widen_row_for(int32_t dtype);
 
 }  // namespace octet_cpu
