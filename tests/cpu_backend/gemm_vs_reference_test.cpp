@@ -641,6 +641,42 @@ TEST(CpuGemm, TiledPathWithinTheBoundAcrossTiles) {
   }
 }
 
+// Every FP8 code through the compute-bound paths (m > 32: the sgemm tiles
+// with their widening, or the blocked BF16 kernel, per the engine), at K
+// positions across a 256-k slice boundary and the widening's 32-code tail:
+// finite codes against one-hot rows of 1.0 give each code's value, and a
+// lone inf or NaN code gives its own value or NaN. Both operands.
+TEST(CpuGemm, ComputeBoundPathsReadEveryCode) {
+  Context cpu = context("cpu");
+  const int64_t m = 40, k = 300;
+  for (int32_t dtype : fp8_dtypes()) {
+    SCOPED_TRACE(octet_dtype_name(dtype));
+    const uint8_t one = octet_fp8_encode(1.0f, dtype, 1);
+    std::vector<uint8_t> finite, non_finite;
+    for (int c = 0; c < 256; ++c) {
+      (std::isfinite(octet_fp8_decode(uint8_t(c), dtype)) ? finite : non_finite).push_back(uint8_t(c));
+    }
+    std::vector<uint8_t> hot(static_cast<std::size_t>(k * k), 0);
+    for (int64_t j = 0; j < k; ++j) hot[std::size_t(j * k + j)] = one;
+    std::vector<uint8_t> codes(static_cast<std::size_t>(m * k)), lone(codes.size(), 0);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < k; ++j) codes[std::size_t(i * k + j)] = finite[std::size_t(j + 37 * i) % finite.size()];
+      lone[std::size_t(i * k + (29 * i + 5) % k)] = non_finite[std::size_t(i) % non_finite.size()];
+    }
+    // Codes in A against the one-hot B, and the one-hot rows in A (m of
+    // them, at offset p0) against the codes as B.
+    expect_codes_product(dtype, codes, m, hot, k, k, gemm_of_codes(cpu.get(), dtype, codes, m, dtype, hot, k, k));
+    expect_codes_product(dtype, lone, m, hot, k, k, gemm_of_codes(cpu.get(), dtype, lone, m, dtype, hot, k, k));
+    for (int64_t p0 = 0; p0 + m <= k; p0 += m) {
+      std::vector<uint8_t> ahot(static_cast<std::size_t>(m * k), 0);
+      for (int64_t i = 0; i < m; ++i) ahot[std::size_t(i * k + p0 + i)] = one;
+      expect_codes_product(dtype, ahot, m, codes, m, k, gemm_of_codes(cpu.get(), dtype, ahot, m, dtype, codes, m, k));
+      expect_codes_product(dtype, ahot, m, lone, m, k, gemm_of_codes(cpu.get(), dtype, ahot, m, dtype, lone, m, k));
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // The decode kernel gives the same bits whichever way A is stored (A
 // transposed is gathered into rows, then decoded like a row).
 TEST(CpuGemm, DecodeKernelBitsDoNotDependOnTheLayoutOfA) {
