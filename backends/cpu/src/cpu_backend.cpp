@@ -37,21 +37,24 @@ std::string& device_name() {
   return name;
 }
 
+// The device string's words for the low-precision GEMM paths.
+const char* gemm_paths() {
+  if (cpu_isa() < Isa::Avx512Bf16 || !fp8_gemm_bf16_built() || !fp4_gemm_bf16_built()) {
+    const bool decodes =
+        (cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) || (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built());
+    return decodes ? "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM FP32" : "FP8 GEMM sgemm tiles, FP4 GEMM FP32";
+  }
+  return fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot ? "FP8/FP4 GEMM vdpbf16ps"
+                                                     : "FP8/FP4 GEMM sgemm tiles (decode shapes fma/vdpbf16ps)";
+}
+
 int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   if (host == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
   set_host_services(host);
   return guarded("initialize", [&]() -> int32_t {
     if (int32_t s = require_pointer("initialize", "caps", caps)) return s;
     const RowKernels& k = row_kernels();
-    const bool bf16_gemm = cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() && fp4_gemm_bf16_built();
-    const std::string paths = std::string("; ") + k.name + " element-wise; " +
-                              (!bf16_gemm ? ((cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) ||
-                                                     (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built())
-                                                 ? "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM FP32"
-                                                 : "FP8 GEMM sgemm tiles, FP4 GEMM FP32")
-                               : fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot
-                                   ? "FP8/FP4 GEMM vdpbf16ps"
-                                   : "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM vdpbf16ps") +
+    const std::string paths = std::string("; ") + k.name + " element-wise; " + gemm_paths() +
                               ", high-precision GEMM oneDNN sgemm; " + std::to_string(omp_get_max_threads()) +
                               " OpenMP threads)";
     // The plugin ABI's device string is at most 256 characters: where the

@@ -1,7 +1,9 @@
 // The FP4 GEMM entry (numerics.md 15.4): argument checks, the sums, then the
 // epilogue of section 8. The sums come from the AVX-512 BF16 kernel
 // (fp4_gemm_avx512.cpp) when the CPU has AVX512_BF16 and folding the block
-// scales into BF16 is exact for both operands (fp4_gemm.hpp), else from the
+// scales into BF16 is exact for both operands (fp4_gemm.hpp); on the FP32
+// FMA engine (isa.hpp) above the decode shapes, the same folded values go
+// through the sgemm tiles (sgemm_tiles.hpp) instead. Otherwise they come from the
 // exact path here, which follows 15.4's order to the bit: per tile of the
 // output and 256-k panel, both operands' codes are decoded to FP32 in small
 // per-thread panels, each k-block's partial (exact) is multiplied by its
@@ -25,6 +27,7 @@
 #include "kernels.hpp"
 #include "parallel_policy.hpp"
 #include "row_kernels.hpp"
+#include "sgemm_tiles.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -88,6 +91,27 @@ void decode_panel(const Fp4Operand& op, int64_t r0, int64_t h, int64_t k0, int64
     const uint8_t* row = op.codes + (r0 + r) * row_bytes;
     for (int64_t c = 0; c < kc; ++c) out[r * kc + c] = e2m1_decode(fp4_code_at(row, k0 + c));
   }
+}
+
+// An FP4 operand for sgemm_tiles with its block scales folded in: each
+// element times its block's scale as FP32, exact where fp4_fold_exact
+// holds (the same values the BF16 kernel folds). sgemm_tiles' slices start
+// at multiples of 256 k, so each slice holds whole blocks but the last.
+TileOperand folded_operand(const Fp4Operand& op, int64_t k, int64_t bk) {
+  TileOperand t;
+  t.buffered = true;
+  const int64_t k_blocks = ceil_div(k, bk), row_bytes = fp4_row_bytes(k);
+  t.block = [op, bk, k_blocks, row_bytes](int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* out) {
+    float scales[kSgemmSliceK / 16];
+    const int64_t kb0 = k0 / bk, blocks = ceil_div(kc, bk);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* codes = op.scales + ((r0 + r) / op.block_rows) * k_blocks + kb0;
+      for (int64_t q = 0; q < blocks; ++q) scales[q] = block_scale_value(op, codes[q]);
+      fp4_widen_folded(op.codes + (r0 + r) * row_bytes, k0, kc, scales, bk, out + r * kc);
+    }
+    return Fp32Block{out, kc, false};
+  };
+  return t;
 }
 
 // acc (m x n, ld n) by numerics.md 15.4's order, bit for bit.
@@ -155,7 +179,16 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
     std::fill(acc.get(), acc.get() + m * n, 0.0f);
   } else if (cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built() && fp4_fold_exact(a, m, k) &&
              fp4_fold_exact(b, n, k)) {
-    fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
+    if (fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && m > kFp4DecodeMaxM) {
+      // The folded values on the FP32 engine (isa.hpp): twice VDPBF16PS's
+      // multiply-adds on Intel cores.
+      if (int32_t s =
+              sgemm_tiles("fp4_gemm", folded_operand(a, k, bk), folded_operand(b, k, bk), m, n, k, acc.get(), n)) {
+        return s;
+      }
+    } else {
+      fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
+    }
   } else {
     exact_sums(a, b, m, n, k, bk, acc.get());
   }

@@ -36,6 +36,12 @@ void fp4_gemm_bf16(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t 
 
 constexpr int64_t kFp4DecodeMaxM = 8;
 
+// out[c] = the E2M1 value of code k0 + c of a packed row times scales[c /
+// bk], for c < kc (k0 a multiple of bk, bk 16 or 32): an operand's folded
+// FP32 values for the FP32 engine, 16 a vector. Call only where
+// fp4_gemm_bf16 may be called.
+void fp4_widen_folded(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out);
+
 // True when this build contains the AVX-512 BF16 kernels.
 bool fp4_gemm_bf16_built();
 

@@ -360,6 +360,22 @@ void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n,
 
 }  // namespace
 
+void fp4_widen_folded_impl(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out) {
+  const __m512 values = e2m1_values();
+  const uint8_t* bytes = row + k0 / 2;
+  for (int64_t c = 0; c < kc; c += 16) {
+    const int64_t count = min64(16, kc - c);
+    const __mmask8 byte_mask = static_cast<__mmask8>((1u << ((count + 1) / 2)) - 1);
+    const __m128i b = _mm_maskz_loadu_epi8(byte_mask, bytes + c / 2);
+    // Element 2i is byte i's low nibble, 2i + 1 its high nibble.
+    const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
+    const __m512i index = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
+    const __m512 v = _mm512_mul_ps(_mm512_permutexvar_ps(index, values), _mm512_set1_ps(scales[c / bk]));
+    _mm512_mask_storeu_ps(out + c, static_cast<__mmask16>((1u << count) - 1), v);
+  }
+}
+
 void fp4_gemm_bf16_impl(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
                         int64_t ldc) {
   if (m <= kFp4DecodeMaxM) {
@@ -381,6 +397,14 @@ bool fp4_gemm_bf16_built() {
   return true;
 #else
   return false;
+#endif
+}
+
+void fp4_widen_folded(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out) {
+#if defined(OCTET_CPU_HAVE_FP4_BF16_PATH)
+  fp4_widen_folded_impl(row, k0, kc, scales, bk, out);
+#else
+  (void)row, (void)k0, (void)kc, (void)scales, (void)bk, (void)out;
 #endif
 }
 

@@ -11,8 +11,8 @@
 //   FMAs (gemm_fp8_decode_fma.cpp, gemm_fp8_decode_avx2.cpp);
 // - otherwise (high precision operands, other FP8 shapes below level
 //   avx512_bf16, or the sgemm engine's compute-bound shapes):
-//   sgemm_by_tiles: acc is cut into tiles of kTileM x kTileN and K into
-//   slices of kSliceK; for each tile and slice a thread widens one block of
+//   sgemm_tiles (sgemm_tiles.hpp): acc is cut into tiles of 512 x 512 and K
+//   into slices of 256; for each tile and slice a thread widens one block of
 //   each operand into FP32 in its cache (an FP32 operand is used in place)
 //   and oneDNN's sgemm adds the blocks' product into the tile. No FP32 copy
 //   of a whole operand, or of a whole slice of one, is ever made: the
@@ -21,7 +21,6 @@
 // thread count) only, never on the stored layout, so every layout (and
 // every capability profile) gives the same bits. Every workspace lives for
 // one call.
-#include <dnnl.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -44,6 +43,7 @@
 #include "kernels.hpp"
 #include "parallel_policy.hpp"
 #include "row_kernels.hpp"
+#include "sgemm_tiles.hpp"
 
 namespace octet_cpu {
 
@@ -73,90 +73,24 @@ namespace {
 
 constexpr const char* kKernel = "gemm";
 
-// Tiles of the sgemm path. Each thread widens a [kTileM, kSliceK] block of
-// A' and a [kTileN, kSliceK] block of B' into FP32 (512 KiB each) and
-// oneDNN's sgemm adds their product into the [kTileM, kTileN] tile of acc
-// (1 MiB): 2 MiB in all, one core's L2 on the CPUs this was tuned on, and
-// the same whatever m, n and k are.
-constexpr int64_t kTileM = 512;
-constexpr int64_t kTileN = 512;
-constexpr int64_t kSliceK = 256;
-
-// One operand's block for one sgemm call: operand'[first_outer + i,
-// first_k + kk] for i < outer, kk < k, as FP32 in the operand's stored
-// orientation: data[i*ld + kk] when k_major is false (stored [outer, k]),
-// data[kk*ld + i] when it is true (stored [k, outer]).
-struct Fp32Block {
-  const float* data;
-  int64_t ld;
-  bool k_major;
-};
-
-// An FP32 operand's block is its own memory; any other dtype's stored rows
-// are widened into `buffer` (outer * k floats) in the same orientation.
-Fp32Block block_of(WidenRow widen, const octet_matrix_view& v, bool transposed, int64_t first_outer, int64_t outer,
-                   int64_t first_k, int64_t k, float* buffer) {
-  const int64_t row0 = transposed ? first_k : first_outer, col0 = transposed ? first_outer : first_k;
-  if (v.dtype == OCTET_DTYPE_FP32) {
-    return Fp32Block{reinterpret_cast<const float*>(element_ptr(v, row0, col0)), v.ld, transposed};
-  }
-  const int64_t rows = transposed ? k : outer, cols = transposed ? outer : k;
-  for (int64_t r = 0; r < rows; ++r) widen(element_ptr(v, row0 + r, col0), v.dtype, cols, buffer + r * cols);
-  return Fp32Block{buffer, cols, transposed};
-}
-
-// acc[m, n] (row stride ldc) = A' B'^T on oneDNN's sgemm, tile by tile.
-// Every tile sums its slices of K in order on one thread, so the bits
-// depend on m, n and k only, never on the thread count. oneDNN packs each
-// block into its own panel format before multiplying, so the orientation
-// in which a block is handed over does not change the sum either (the
-// layout tests check this).
-int32_t sgemm_by_tiles(const octet_gemm_args& args, float* acc, int64_t ldc) {
-  const int64_t m = args.m, n = args.n, k = args.k;
-  const int64_t tiles_m = (m + kTileM - 1) / kTileM, tiles_n = (n + kTileN - 1) / kTileN;
-  const int64_t tiles = tiles_m * tiles_n;
-  const int64_t slice = std::min(k, kSliceK);
-  const int threads = static_cast<int>(
-      std::min<int64_t>(tiles, threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread)));
-  const int64_t a_floats = args.a.dtype == OCTET_DTYPE_FP32 ? 0 : std::min(m, kTileM) * slice;
-  const int64_t b_floats = args.b.dtype == OCTET_DTYPE_FP32 ? 0 : std::min(n, kTileN) * slice;
-  const int64_t per_thread = std::max<int64_t>(a_floats + b_floats, 1);
-  Buffer<float> buffers(element_count(threads, per_thread));
-  const WidenRow widen_a = widen_row_for(args.a.dtype), widen_b = widen_row_for(args.b.dtype);
-  dnnl_status_t failure = dnnl_success;
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const OpenMpThreadLimit one_thread(1);  // oneDNN runs each call on this thread.
-    float* a_buffer = buffers.get() + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
-    float* b_buffer = a_buffer + a_floats;
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t i0 = (t / tiles_n) * kTileM, j0 = (t % tiles_n) * kTileN;
-      const int64_t mc = std::min(kTileM, m - i0), nc = std::min(kTileN, n - j0);
-      for (int64_t k0 = 0; k0 < k; k0 += slice) {
-        const int64_t kc = std::min(slice, k - k0);
-        const Fp32Block a = block_of(widen_a, args.a, args.trans_a != 0, i0, mc, k0, kc, a_buffer);
-        const Fp32Block b = block_of(widen_b, args.b, args.trans_b != 0, j0, nc, k0, kc, b_buffer);
-        // acc tile += op(a) op(b), op(a) [mc, kc] and op(b) [kc, nc].
-        const dnnl_status_t st = dnnl_sgemm(a.k_major ? 'T' : 'N', b.k_major ? 'N' : 'T', mc, nc, kc, 1.0f, a.data,
-                                            a.ld, b.data, b.ld, k0 == 0 ? 0.0f : 1.0f, acc + i0 * ldc + j0, ldc);
-        if (st != dnnl_success) {
-#pragma omp critical(octet_cpu_sgemm_failure)
-          failure = st;
-        }
-      }
+// A matrix operand for sgemm_tiles: an FP32 operand's block is its own
+// memory; any other dtype's stored rows are widened into the buffer in the
+// same orientation (widen_row_for: the VPERMI2W decoder for FP8 at level
+// avx512 and above), so nothing is transposed.
+TileOperand tile_operand(const octet_matrix_view& v, bool transposed) {
+  const WidenRow widen = widen_row_for(v.dtype);
+  TileOperand op;
+  op.buffered = v.dtype != OCTET_DTYPE_FP32;
+  op.block = [v, transposed, widen](int64_t first_outer, int64_t outer, int64_t first_k, int64_t k, float* buffer) {
+    const int64_t row0 = transposed ? first_k : first_outer, col0 = transposed ? first_outer : first_k;
+    if (v.dtype == OCTET_DTYPE_FP32) {
+      return Fp32Block{reinterpret_cast<const float*>(element_ptr(v, row0, col0)), v.ld, transposed};
     }
-  }
-  if (failure == dnnl_out_of_memory) {
-    return report(OCTET_STATUS_OUT_OF_MEMORY,
-                  std::string(kKernel) + ": out of host memory inside oneDNN dnnl_sgemm (a " + std::to_string(kTileM) +
-                      " x " + std::to_string(kTileN) + " x " + std::to_string(kSliceK) + " FP32 tile product)");
-  }
-  if (failure != dnnl_success) {
-    return report(OCTET_STATUS_BACKEND_ERROR, std::string(kKernel) + ": oneDNN dnnl_sgemm failed with status " +
-                                                  std::to_string(static_cast<int>(failure)));
-  }
-  return OCTET_STATUS_SUCCESS;
+    const int64_t rows = transposed ? k : outer, cols = transposed ? outer : k;
+    for (int64_t r = 0; r < rows; ++r) widen(element_ptr(v, row0 + r, col0), v.dtype, cols, buffer + r * cols);
+    return Fp32Block{buffer, cols, transposed};
+  };
+  return op;
 }
 
 int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& v,
@@ -278,7 +212,10 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
     // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
     fp8_decode_gemm_avx2(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
   } else {
-    if (int32_t s = sgemm_by_tiles(*args, acc, ldc)) return s;
+    if (int32_t s = sgemm_tiles(kKernel, tile_operand(args->a, args->trans_a != 0),
+                                tile_operand(args->b, args->trans_b != 0), m, n, k, acc, ldc)) {
+      return s;
+    }
   }
 
   if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;
