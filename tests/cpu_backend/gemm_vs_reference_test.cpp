@@ -4,7 +4,9 @@
 // backend sums in oneDNN's order). And the Hopper-like profile on cpu gives
 // bit-identical results to native cpu.
 #include <gtest/gtest.h>
-#include <omp.h>
+#ifndef OCTET_TEST_SKIP_CPU_ONLY
+#include <omp.h>  // the thread-count tests set the plugin's team size
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -555,6 +557,9 @@ TEST(CpuGemm, DecodeKernelReadsEveryCodeAtEveryPosition) {
   }
 }
 
+// The cpu backend's OpenMP team sizes: not built into other backends'
+// suites (the kokkos tests define OCTET_TEST_SKIP_CPU_ONLY).
+#ifndef OCTET_TEST_SKIP_CPU_ONLY
 // The tiled sgemm path (gemm.cpp: high-precision operands, and FP8 ones
 // outside the decode kernel on the FP32 engine) cuts D into 512 x 512
 // tiles and K into slices of 256, widens each block in its stored
@@ -625,6 +630,7 @@ TEST(CpuGemm, TiledPathBitsDoNotDependOnTheLayoutOrTheThreadCount) {
   }
   omp_set_num_threads(old_threads);
 }
+#endif  // OCTET_TEST_SKIP_CPU_ONLY
 
 // And the tiled path's sums, over edge tiles and several K slices, are
 // within numerics.md's bound of the reference for high-precision operands.
