@@ -204,6 +204,17 @@ std::vector<uint8_t> graded_elements(int32_t dtype, int64_t rows, int64_t cols, 
   return out;
 }
 
+// FP32 N(0, 0.5) values, rows x cols: block scales in a narrow range.
+std::vector<uint8_t> normal_elements(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  for (float& v : x) v = normal(rng);
+  std::vector<uint8_t> out(x.size() * 4);
+  std::memcpy(out.data(), x.data(), out.size());
+  return out;
+}
+
 struct Quantized {
   Context ctx;
   Tensor input, output;
@@ -700,14 +711,18 @@ TEST(CpuQuantizeStatistics, MatchReference) {
 // k-blocks and slices.
 TEST(CpuBlockGemm, BitsDoNotDependOnTheThreadCount) {
   const int64_t m = 600, n = 530, k = 700;
-  const int pairs[][2] = {{2, 4}, {6, 6}};  // block_configs(): block1x128 x block128x128, per_row x per_row
+  // block_configs(): block1x128 x block128x128 and per_row x per_row on
+  // graded data; mxfp8 x mxfp8 and the power-of-two 1x128 x 128x128 on
+  // data whose scales fold into the operands (block_gemm_folded.hpp).
+  const int pairs[][3] = {{2, 4, 1}, {6, 6, 1}, {0, 0, 0}, {3, 5, 0}};
   const int old_threads = omp_get_max_threads();
   for (const auto& pair : pairs) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(pair[0])];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(pair[1])];
     if (!declared(ca) || !declared(cb)) continue;
-    const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, m, k, 5);
-    const std::vector<uint8_t> raw_b = graded_elements(OCTET_DTYPE_FP32, n, k, 6);
+    const bool graded = pair[2] != 0;
+    const std::vector<uint8_t> raw_a = graded ? graded_elements(OCTET_DTYPE_FP32, m, k, 5) : normal_elements(m, k, 5);
+    const std::vector<uint8_t> raw_b = graded ? graded_elements(OCTET_DTYPE_FP32, n, k, 6) : normal_elements(n, k, 6);
     Quantized qa =
         block_quantize_on(OCTET_TEST_BACKEND, ca, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, m, k, raw_a, OCTET_USAGE_ROWWISE);
     octet_context* ctx = qa.ctx.get();
@@ -748,6 +763,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     int64_t m, n, k;
     int trans_a, trans_b;
     int32_t fp8 = OCTET_DTYPE_E4M3;  // both operands
+    bool graded_a = true;            // else A is normal_elements too
   };
   const std::vector<Case> cases = {{0, 0, 5, 7, 70, 0, 0},
                                    {1, 0, 33, 17, 96, 1, 0},
@@ -776,7 +792,15 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
                                    {6, 6, 5, 7, 70, 0, 0, OCTET_DTYPE_E4M3FNUZ},
                                    {8, 6, 33, 17, 96, 1, 0, OCTET_DTYPE_E5M2FNUZ},
                                    {2, 4, 6, 130, 300, 0, 0, OCTET_DTYPE_E4M3FNUZ},
-                                   {3, 5, 129, 260, 384, 0, 1, OCTET_DTYPE_E5M2FNUZ}};
+                                   {3, 5, 129, 260, 384, 0, 1, OCTET_DTYPE_E5M2FNUZ},
+                                   // Scales that fold into the operands (block_gemm_folded.hpp):
+                                   // MXFP8, and the power-of-two FP32 block scales.
+                                   {0, 0, 130, 300, 257, 0, 0, OCTET_DTYPE_E4M3, false},
+                                   {1, 0, 64, 600, 1000, 1, 1, OCTET_DTYPE_E5M2, false},
+                                   {0, 1, 600, 40, 520, 0, 1, OCTET_DTYPE_E4M3, false},
+                                   {3, 5, 129, 260, 384, 0, 0, OCTET_DTYPE_E4M3, false},
+                                   {5, 3, 200, 131, 700, 1, 0, OCTET_DTYPE_E5M2, false},
+                                   {3, 3, 40, 530, 300, 0, 0, OCTET_DTYPE_E4M3FNUZ, false}};
   for (const Case& g : cases) {
     const BlockConfig& ca = block_configs()[static_cast<std::size_t>(g.config_a)];
     const BlockConfig& cb = block_configs()[static_cast<std::size_t>(g.config_b)];
@@ -784,7 +808,8 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
     if (is_fnuz(g.fp8) && !tested_backend_declares_dtype(g.fp8)) continue;
     const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
     const int64_t b_rows = g.trans_b ? g.k : g.n, b_cols = g.trans_b ? g.n : g.k;
-    const std::vector<uint8_t> raw_a = graded_elements(OCTET_DTYPE_FP32, a_rows, a_cols, 3);
+    const std::vector<uint8_t> raw_a =
+        g.graded_a ? graded_elements(OCTET_DTYPE_FP32, a_rows, a_cols, 3) : normal_elements(a_rows, a_cols, 3);
     std::vector<float> xb(static_cast<std::size_t>(b_rows * b_cols));
     std::mt19937 rng(9);
     std::normal_distribution<float> normal(0.0f, 0.5f);
@@ -904,6 +929,116 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
         }
         RecordProperty(where, std::to_string(worst));
       }
+    }
+  }
+}
+
+// MXFP8 operands built code by code, with E8M0 scales at the edges of the
+// range where the cpu backend folds them into the operands
+// (block_gemm_folded.hpp) and one step past each edge, where it keeps the
+// per-block order: the cpu result against the reference's. A finite
+// reference value must be met within section 8's bound with the block
+// scales inside the sum, plus the reference's own underflow (a scaled
+// partial sum below 2^-126 is rounded to a multiple of 2^-149: at most
+// 2^-150 per k-block); a NaN must be a NaN and an infinity the same
+// infinity. Codes are random finite ones (E5M2 subnormals included), or
+// the smallest magnitudes only, whose products would underflow if folded
+// past the edge; one case adds infinities and a NaN.
+TEST(CpuBlockGemm, ScaleRangeEdgesOfTheFoldedSumsKeepTheReference) {
+  struct Case {
+    const char* name;
+    int32_t fp8;
+    int a_exponent, b_exponent;  // every block's scale exponent (code - 127)
+    int smallest_codes;          // 0: any finite code; else codes 1..this, either sign
+    bool specials;               // infinities and a NaN among the codes
+  };
+  // E4M3: smallest 2^-9, largest below 2^9; E5M2: 2^-16 and 2^16. With k =
+  // 320 (ceil(log2 k) = 9) the fold holds for -9 - 9 + ea + eb >= -149 and
+  // 9 + ea <= 127 (E4M3), and for 16 + 16 + ea + eb + 9 <= 127 (E5M2).
+  const Case cases[] = {{"e4m3 products of 2^-149 (folded)", OCTET_DTYPE_E4M3, -60, -71, 0, false},
+                        {"e4m3 products of 2^-150 (not folded)", OCTET_DTYPE_E4M3, -60, -72, 0, false},
+                        {"e4m3 smallest codes, products of 2^-149 (folded)", OCTET_DTYPE_E4M3, -60, -71, 3, false},
+                        {"e4m3 smallest codes, products of 2^-150 (not folded)", OCTET_DTYPE_E4M3, -60, -72, 3, false},
+                        {"e5m2 sums below 2^127 (folded)", OCTET_DTYPE_E5M2, 43, 43, 0, false},
+                        {"e5m2 sums may pass 2^127 (not folded)", OCTET_DTYPE_E5M2, 44, 43, 0, false},
+                        {"e5m2 scale products overflow (not folded)", OCTET_DTYPE_E5M2, 100, 40, 0, false},
+                        {"e4m3 scaled elements below 2^127 (folded)", OCTET_DTYPE_E4M3, 118, -100, 0, false},
+                        {"e4m3 scaled elements up to 1.75 * 2^128 (not folded)", OCTET_DTYPE_E4M3, 120, -100, 0, false},
+                        {"e5m2 infinities and a NaN (folded)", OCTET_DTYPE_E5M2, -8, -3, 0, true}};
+  if (!declared(block_configs()[0])) GTEST_SKIP() << "the backend under test does not declare MXFP8";
+  const int64_t m = 40, n = 48, k = 320, kbs = k / 32;
+  for (const Case& c : cases) {
+    std::mt19937 rng(static_cast<uint32_t>(c.a_exponent * 1000 + c.b_exponent + c.smallest_codes));
+    auto finite_codes = [&](int64_t count) {
+      std::vector<uint8_t> codes(static_cast<std::size_t>(count));
+      for (uint8_t& code : codes) {
+        if (c.smallest_codes > 0) {
+          code = static_cast<uint8_t>((rng() % 2) * 0x80 + 1 + rng() % static_cast<uint32_t>(c.smallest_codes));
+          continue;
+        }
+        do {
+          code = static_cast<uint8_t>(rng());
+        } while (!std::isfinite(octet_fp8_decode(code, c.fp8)));
+      }
+      return codes;
+    };
+    std::vector<uint8_t> a = finite_codes(m * k), b = finite_codes(n * k);
+    if (c.specials) {  // E5M2: 0x7C +inf, 0xFC -inf, 0x7E NaN
+      a[static_cast<std::size_t>(0 * k + 5)] = 0x7C;
+      a[static_cast<std::size_t>(1 * k + 7)] = 0xFC;
+      a[static_cast<std::size_t>(1 * k + 40)] = 0x7C;
+      a[static_cast<std::size_t>(2 * k + 300)] = 0x7E;
+      b[static_cast<std::size_t>(3 * k + 100)] = 0xFC;
+    }
+    const std::vector<uint8_t> sa(static_cast<std::size_t>(m * kbs), static_cast<uint8_t>(127 + c.a_exponent));
+    const std::vector<uint8_t> sb(static_cast<std::size_t>(n * kbs), static_cast<uint8_t>(127 + c.b_exponent));
+    std::vector<float> result[2];
+    const char* backends[2] = {OCTET_TEST_BACKEND, "reference"};
+    for (int side = 0; side < 2; ++side) {
+      Context ctx = context(backends[side]);
+      Tensor ta = block_tensor(ctx.get(), c.fp8, m, k, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
+      Tensor tb = block_tensor(ctx.get(), c.fp8, n, k, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
+      ASSERT_EQ(info_of(ta.get()).rowwise_scale_inv_bytes, sa.size()) << c.name;
+      upload(ta.get(), OCTET_COMPONENT_DATA, a.data(), a.size());
+      upload(ta.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, sa.data(), sa.size());
+      upload(tb.get(), OCTET_COMPONENT_DATA, b.data(), b.size());
+      upload(tb.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, sb.data(), sb.size());
+      Tensor d = tensor(ctx.get(), OCTET_DTYPE_FP32, m, n);
+      ASSERT_EQ(octet_gemm(ctx.get(), ta.get(), tb.get(), d.get(), nullptr), OCTET_STATUS_SUCCESS)
+          << backends[side] << " " << c.name << ": " << octet_last_error_message();
+      const std::vector<uint8_t> bytes = download(d.get(), OCTET_COMPONENT_DATA);
+      result[side].resize(bytes.size() / 4);
+      std::memcpy(result[side].data(), bytes.data(), bytes.size());
+    }
+    const double scale = std::ldexp(1.0, c.a_exponent + c.b_exponent);
+    int non_finite = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const float got = result[0][static_cast<std::size_t>(i * n + j)];
+        const float want = result[1][static_cast<std::size_t>(i * n + j)];
+        const std::string at = std::string(c.name) + " at " + std::to_string(i) + "," + std::to_string(j);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << at << ": cpu " << got << ", reference NaN";
+          ++non_finite;
+          continue;
+        }
+        if (std::isinf(want)) {
+          EXPECT_EQ(bits(got), bits(want)) << at << ": cpu " << got << ", reference " << want;
+          ++non_finite;
+          continue;
+        }
+        double magnitude = 0.0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          magnitude += std::fabs(double(octet_fp8_decode(a[static_cast<std::size_t>(i * k + kk)], c.fp8)) *
+                                 double(octet_fp8_decode(b[static_cast<std::size_t>(j * k + kk)], c.fp8)));
+        }
+        const double bound = double(k) * std::ldexp(1.0, -23) * magnitude * scale + double(kbs) * std::ldexp(1.0, -150);
+        ASSERT_TRUE(std::isfinite(got) && std::fabs(double(got) - double(want)) <= bound)
+            << at << ": cpu " << got << ", reference " << want << ", bound " << bound;
+      }
+    }
+    if (c.specials) {
+      EXPECT_GT(non_finite, 0) << c.name;
     }
   }
 }

@@ -15,7 +15,9 @@
 // out as it is or byte-transposed (block_rows.hpp). Regions are shared by
 // OpenMP threads with a dynamic schedule.
 //
-// The block GEMM keeps the documented order between k-blocks: each
+// The block GEMM folds power-of-two scales into the operands where that is
+// exact and the FP32 engine serves (block_gemm_folded.hpp). Otherwise it
+// keeps the documented order between k-blocks: each
 // k-block's partial products, then acc = acc + partial * (sa * sb) element
 // by element, then the epilogue of section 8. At level avx512_bf16 and
 // above, with k-blocks of 32, 64, 128 or 256 (MXFP8, 1x128, 128x128), the
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "activation_rows.hpp"
+#include "block_gemm_folded.hpp"
 #include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
@@ -554,34 +557,21 @@ bool bf16_kernels_take(const octet_block_gemm_args* args) {
   return !fp8_operand_has_fnuz_nan(a, args->m, args->k) && !fp8_operand_has_fnuz_nan(b, args->n, args->k);
 }
 
-// The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
-// from fp8_block_gemm_bf16 (in D itself when D is FP32 and beta is 0, else
-// in a workspace), then the epilogue of section 8 row by row.
-int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
-  const int64_t m = args->m, n = args->n, k = args->k;
-  const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
-  const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+// Whether the block GEMM's m x n sums can be written straight into D: D
+// is FP32 and its old values are not needed (beta is 0).
+bool writes_sums_into_d(const octet_block_gemm_args* args) {
+  return args->d.dtype == OCTET_DTYPE_FP32 && args->beta == 0.0f;
+}
+
+// The epilogue of section 8 on the m x n sums acc (row stride ldc): v =
+// alpha * acc, then beta, bias and GELU, row by row, into D. acc is D's
+// own memory when writes_sums_into_d(args) holds.
+int32_t finish_block_gemm(const octet_block_gemm_args* args, float* acc, int64_t ldc) {
+  const int64_t m = args->m, n = args->n;
   const RowKernels& rk = row_kernels();
-  const int64_t a_grid = ceil_div(m, bra) * k_blocks, b_grid = ceil_div(n, brb) * k_blocks;
-  float* sa = ws.a.get(static_cast<std::size_t>(a_grid));
-  float* sb = ws.b.get(static_cast<std::size_t>(b_grid));
-  for (int64_t i = 0; i < a_grid; ++i) {
-    sa[i] = scale_value(args->a_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
-  }
-  for (int64_t i = 0; i < b_grid; ++i) {
-    sb[i] = scale_value(args->b_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
-  }
   const octet_matrix_view d = args->d;
   const float alpha = args->alpha, beta = args->beta;
-  // The sums go straight into D when D is FP32 and its old values are not
-  // needed (as in per_row_gemm); else into an m x n FP32 buffer.
-  const bool direct = d.dtype == OCTET_DTYPE_FP32 && beta == 0.0f;
-  float* acc = direct ? static_cast<float*>(d.data) : ws.acc.get(element_count(m, n));
-  const int64_t ldc = direct ? d.ld : n;
-  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
-  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
-  fp8_block_gemm_bf16(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc,
-                      ldc);
+  const bool direct = writes_sums_into_d(args);
   std::vector<float> bias_values;
   if (args->bias.data != nullptr) {
     bias_values.resize(static_cast<std::size_t>(n));
@@ -612,6 +602,45 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
     }
   }
   return OCTET_STATUS_SUCCESS;
+}
+
+// The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
+// from fp8_block_gemm_bf16 (in D itself when D is FP32 and beta is 0, else
+// in a workspace), then the epilogue of section 8 row by row.
+int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  const int64_t m = args->m, n = args->n, k = args->k;
+  const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
+  const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  const int64_t a_grid = ceil_div(m, bra) * k_blocks, b_grid = ceil_div(n, brb) * k_blocks;
+  float* sa = ws.a.get(static_cast<std::size_t>(a_grid));
+  float* sb = ws.b.get(static_cast<std::size_t>(b_grid));
+  for (int64_t i = 0; i < a_grid; ++i) {
+    sa[i] = scale_value(args->a_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
+  }
+  for (int64_t i = 0; i < b_grid; ++i) {
+    sb[i] = scale_value(args->b_scale_inv, args->scale_dtype, static_cast<std::size_t>(i));
+  }
+  // The sums go straight into D when D is FP32 and its old values are not
+  // needed (as in per_row_gemm); else into an m x n FP32 buffer.
+  const bool direct = writes_sums_into_d(args);
+  float* acc = direct ? static_cast<float*>(args->d.data) : ws.acc.get(element_count(m, n));
+  const int64_t ldc = direct ? args->d.ld : n;
+  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
+  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
+  fp8_block_gemm_bf16(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc,
+                      ldc);
+  return finish_block_gemm(args, acc, ldc);
+}
+
+// The block GEMM with its scales folded into the operands
+// (block_gemm_folded.hpp): the m x n sums (in D itself when D is FP32 and
+// beta is 0, else in a workspace), then the epilogue of section 8.
+int32_t block_gemm_folded(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  const bool direct = writes_sums_into_d(args);
+  float* acc = direct ? static_cast<float*>(args->d.data) : ws.acc.get(element_count(args->m, args->n));
+  const int64_t ldc = direct ? args->d.ld : args->n;
+  if (int32_t s = block_gemm_folded_sums(args, acc, ldc)) return s;
+  return finish_block_gemm(args, acc, ldc);
 }
 
 // D = alpha * (0 + P[i,j] * (sa[i] * sb[j])) (+ beta * D, + bias, GELU):
@@ -677,17 +706,25 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
   const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
+  // On a CPU whose FP8 GEMM engine is FP32 FMAs (isa.hpp), compute-bound
+  // shapes with several k-blocks whose scales fold exactly into the
+  // operands (block_gemm_folded.hpp: MXFP8's E8M0 scales in any sane
+  // range, power-of-two FP32 scales) are summed on the sgemm tiles in
+  // slices of 256 k, as are such shapes where the BF16 kernels cannot run.
+  // Other compute-bound shapes there with k-blocks of 128 or more take the
+  // per-block FP32 path below; decode shapes keep the decode kernel, and
+  // other 32-wide k-blocks the BF16 kernel: one sgemm call per 32 k costs
+  // more than VDPBF16PS's half rate.
+  const bool engine_fp32 = fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && !fp8_gemm_bf16_decodes(m, false);
+  const bool bf16_able = k > 0 && bf16_kernels_take(args);
+  if (k_blocks > 1 && (engine_fp32 || !bf16_able) && block_scales_fold(args)) {
+    return block_gemm_folded(args, ws);
+  }
   // Per-row scales (one k-block, one scale per row of each operand): the
   // scales factor out of the sum, so the FP8 GEMM's BF16 dot products give
   // the block's partial sums and the scales go into the epilogue.
-  // On a CPU whose FP8 GEMM engine is FP32 FMAs (isa.hpp), compute-bound
-  // shapes with k-blocks of 128 or more take the FP32 path below. Decode
-  // shapes keep the decode kernel, and MXFP8's 32-wide k-blocks the BF16
-  // kernel: one sgemm call per 32 k cost more than VDPBF16PS's half rate
-  // (octet_bench_cpu BM_BlockGemmVsPerTensor/2).
-  const bool fp32_engine =
-      fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && !fp8_gemm_bf16_decodes(m, false) && bk >= kFp32EngineMinBlockK;
-  const bool bf16 = k > 0 && !fp32_engine && bf16_kernels_take(args);
+  const bool fp32_engine = engine_fp32 && bk >= kFp32EngineMinBlockK;
+  const bool bf16 = bf16_able && !fp32_engine;
   if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && bf16) {
     return per_row_gemm(args);
   }
