@@ -26,6 +26,7 @@ set(octet_public_headers
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_types.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_backend.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_plugin.hpp
+  ${PROJECT_SOURCE_DIR}/api/include/octet/octet_float_mode.hpp
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_dlpack.h
   ${PROJECT_SOURCE_DIR}/api/include/octet/octet_random.h)
 if(EXISTS ${PROJECT_SOURCE_DIR}/api/include/octet/octet.hpp)

@@ -20,7 +20,10 @@
 //                 a status reported through the host, so no exception leaves
 //                 a C entry point: Failure keeps its status, OutOfMemory and
 //                 std::bad_alloc become OUT_OF_MEMORY, any other
-//                 std::exception BACKEND_ERROR, anything else INTERNAL.
+//                 std::exception BACKEND_ERROR, anything else INTERNAL. The
+//                 body runs in the default floating-point mode
+//                 (DefaultFloatMode, <octet/octet_float_mode.hpp>), which a
+//                 backend also holds on each thread of its own it computes on.
 //   Capabilities  the dtypes, scaling modes, layouts and flags a backend
 //                 declares, in one place: answer() fills the host's caps
 //                 (within its struct_size) and declares_*() let the kernels
@@ -45,6 +48,7 @@
 #include <utility>
 
 #include "octet_backend.h"
+#include "octet_float_mode.hpp"
 
 // True when a struct of `struct_size` bytes (as the other side gave it)
 // holds `field` of `type` entirely.
@@ -191,9 +195,12 @@ inline void raise(const Failure& problem) {
 
 // Runs `body` (returning an int32_t status, or void for success) so that no
 // exception leaves it: each becomes a status reported through `host` as
-// "<entry>: <what>". For every C entry point of a C++ backend.
+// "<entry>: <what>". For every C entry point of a C++ backend. The body runs
+// in the default floating-point mode (octet_float_mode.hpp) on the calling
+// thread.
 template <typename Body>
 int32_t guard(const Host& host, const char* entry, Body&& body) noexcept {
+  const DefaultFloatMode float_mode;
   try {
     if constexpr (std::is_void<decltype(body())>::value) {
       body();

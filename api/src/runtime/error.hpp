@@ -2,6 +2,7 @@
 #pragma once
 
 #include <octet/octet.h>
+#include <octet/octet_float_mode.hpp>
 
 #include <cstddef>
 #include <exception>
@@ -67,8 +68,10 @@ void require(bool condition, const Parts&... parts) {
 struct ContextState;
 
 // One running C entry point on this thread: its name, and the contexts it
-// holds (enter_context in context.hpp), released when it returns. Nested
-// scopes (a callback that calls Octet) chain through `outer`.
+// holds (enter_context in context.hpp), released when it returns; the
+// thread runs in the default floating-point mode (octet_float_mode.hpp)
+// until then. Nested scopes (a callback that calls Octet) chain through
+// `outer`.
 class CallScope {
  public:
   explicit CallScope(const char* function) noexcept;
@@ -89,6 +92,9 @@ class CallScope {
   };
 
   static constexpr int kMaxContexts = 4;
+  // The default floating-point mode on this thread for the call (a no-op
+  // inside an outer call, which has set it already).
+  DefaultFloatMode float_mode;
   const char* function;
   CallScope* outer;
   HeldContext held[kMaxContexts];

@@ -184,6 +184,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
 #pragma omp parallel if (split_elements(double(rows * cols)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     alignas(64) float widened[kStrip];
     alignas(64) float scaled[kStrip];
@@ -257,6 +258,7 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
   std::vector<Counts> parts(static_cast<std::size_t>(omp_get_max_threads()));
 #pragma omp parallel if (split_elements(double(in.rows * in.cols)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     alignas(64) float values[kChunk];
     alignas(64) uint8_t codes[kChunk];
     Counts& c = parts[static_cast<std::size_t>(omp_get_thread_num())];
@@ -337,6 +339,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
 
 #pragma omp parallel if (split_elements(double(rows * cols)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     // Per thread: the widened region (not for FP32 input), one row of
     // encoder inputs, the blocks' maxima and multipliers, and the region's
@@ -471,6 +474,7 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
   const int64_t total = in.rows > 0 && in.cols > 0 ? in.rows * per_row : 0;
 #pragma omp parallel if (split_elements(double(in.rows * in.cols)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     alignas(64) float values[kChunk];
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < total; ++t) {
@@ -583,6 +587,7 @@ int32_t finish_block_gemm(const octet_block_gemm_args* args, float* acc, int64_t
   std::vector<float> old_rows(beta != 0.0f ? element_count(omp_get_max_threads(), n) : 0);
 #pragma omp parallel if (split_elements(double(m * n)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     float* old = beta != 0.0f ? old_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
@@ -673,6 +678,7 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
   if (beta != 0.0f) old_rows.reset(element_count(omp_get_max_threads(), n));
 #pragma omp parallel if (split_elements(double(m * n)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     float* old = beta != 0.0f ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
@@ -760,7 +766,8 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   int32_t failure = 0;
 #pragma omp parallel num_threads(nthreads)
   {
-    const OpenMpThreadLimit one_thread(1);  // oneDNN runs each call on this thread.
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+    const OpenMpThreadLimit one_thread(1);     // oneDNN runs each call on this thread.
     float* part = scratch + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
     float* acc = part + tm * tn;
     float* a = acc + tm * tn;

@@ -124,6 +124,7 @@ void exact_sums(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, 
   Buffer<float> scratch(per_thread * static_cast<std::size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     float* pa = scratch.get() + per_thread * static_cast<std::size_t>(omp_get_thread_num());
     float* pb = pa + kTile * kPanel;
     float* sa = pb + kTile * kPanel;  // [kTile][kPanel / 16]
@@ -207,6 +208,7 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
   const bool gelu_epilogue = args->epilogue == OCTET_EPILOGUE_GELU;
 #pragma omp parallel if (split_elements(double(m * n)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     std::vector<float> old(beta != 0.0f ? static_cast<std::size_t>(n) : 0);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < m; ++i) {

@@ -242,6 +242,7 @@ void blocked(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int
   const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = memory.get() + per_thread * static_cast<std::size_t>(t);
     Buffers buf;
@@ -335,6 +336,7 @@ void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n,
   const int threads = threads_for(double(n) * double(k) / 2.0, kStreamBytesPerThread);
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t j0 = n * t / nt, j1 = n * (t + 1) / nt;
     for (int64_t i0 = 0; i0 < m; i0 += kDecodeRows) {

@@ -270,6 +270,7 @@ int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
     float finite = 0.0f;
 #pragma omp parallel num_threads(threads) if (parallel) reduction(max : amax, finite)
     {
+      const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
       float* panel = panels.get() + static_cast<std::size_t>(omp_get_thread_num()) * panel_floats;
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < groups; ++t) {
@@ -283,6 +284,7 @@ int32_t fp4_quantize_kernel(const octet_fp4_quantize_args* args) {
   uint64_t nan = 0, saturated = 0, flushed = 0;
 #pragma omp parallel num_threads(threads) if (parallel) reduction(max : amax) reduction(+ : nan, saturated, flushed)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     float* panel = panels.get() + static_cast<std::size_t>(omp_get_thread_num()) * panel_floats;
     Counts counts;
 #pragma omp for schedule(static)
@@ -338,6 +340,7 @@ int32_t fp4_dequantize_kernel(const octet_fp4_dequantize_args* args) {
   const int64_t per_row = ceil_div(cols, kChunk);
 #pragma omp parallel if (split_elements(double(rows * cols)))
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     alignas(64) float values[kChunk];
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < rows * per_row; ++t) {

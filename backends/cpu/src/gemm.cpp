@@ -234,6 +234,7 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   if (widen_old) old_rows.reset(element_count(omp_get_max_threads(), n));
 #pragma omp parallel if (parallel)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     float* row_buffer =
         widen_old ? old_rows.get() + static_cast<std::size_t>(omp_get_thread_num()) * n : nullptr;
 #pragma omp for schedule(static)

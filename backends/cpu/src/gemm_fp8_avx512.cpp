@@ -288,6 +288,7 @@ void share_output(int64_t m, int64_t n, int64_t k, std::size_t extra_bytes, Body
   const bool split_n = n_panels >= 2 * threads || n_panels >= m_panels;
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = memory.get() + per_thread * static_cast<std::size_t>(t);
     BlockedBuffers buf;

@@ -191,6 +191,7 @@ void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64
   const int64_t mb_max = fused ? m : 6;
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
     float* part = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
@@ -319,6 +320,7 @@ void decode_gemm_fp32_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, 
   }
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
     float* wbuf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);

@@ -141,6 +141,7 @@ void fp8_decode_gemm_avx2(const Fp8Operand& a, const Fp8Operand& b, int64_t m, i
   }
 #pragma omp parallel num_threads(threads)
   {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = scratch.get() + per_thread * static_cast<std::size_t>(t);
     float* wbuf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);

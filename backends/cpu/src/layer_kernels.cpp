@@ -105,12 +105,16 @@ void column_sums(int64_t rows, int64_t cols, int64_t scratch_per_thread, std::ve
                  Row&& row) {
   const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
   const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && blocks > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t c0 = b * kColumnBlock;
-    const int64_t width = std::min(kColumnBlock, cols - c0);
-    float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * scratch_per_thread);
-    row(c0, width, buffer);
+#pragma omp parallel if (parallel)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t c0 = b * kColumnBlock;
+      const int64_t width = std::min(kColumnBlock, cols - c0);
+      float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * scratch_per_thread);
+      row(c0, width, buffer);
+    }
   }
 }
 
@@ -168,38 +172,42 @@ int32_t norm_forward_kernel(const octet_norm_forward_args* args) {
   float* mean_out = args->mean_out;
   float* rstd_out = args->rstd_out;
   const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-    const float* xr = values(k, x, r, 0, cols, buffer);
-    float* y = buffer + cols;
-    float mean = 0.0f, rstd = 0.0f;
-    if (layernorm) {
-      float sum = 0.0f;
-      for (int64_t c = 0; c < cols; ++c) sum += xr[c];
-      mean = sum / n;
-      float var = 0.0f;
-      for (int64_t c = 0; c < cols; ++c) {
-        const float d = xr[c] - mean;
-        var += d * d;
+#pragma omp parallel if (parallel)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
+      const float* xr = values(k, x, r, 0, cols, buffer);
+      float* y = buffer + cols;
+      float mean = 0.0f, rstd = 0.0f;
+      if (layernorm) {
+        float sum = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) sum += xr[c];
+        mean = sum / n;
+        float var = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) {
+          const float d = xr[c] - mean;
+          var += d * d;
+        }
+        rstd = 1.0f / std::sqrt(var / n + epsilon);
+        const float* g = gamma.data();
+        for (int64_t c = 0; c < cols; ++c) y[c] = ((xr[c] - mean) * rstd) * g[c];
+        if (has_beta) {
+          const float* bt = beta.data();
+          for (int64_t c = 0; c < cols; ++c) y[c] = y[c] + bt[c];
+        }
+      } else {
+        float ms = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) ms += xr[c] * xr[c];
+        rstd = 1.0f / std::sqrt(ms / n + epsilon);
+        const float* g = gamma.data();
+        for (int64_t c = 0; c < cols; ++c) y[c] = (xr[c] * rstd) * g[c];
       }
-      rstd = 1.0f / std::sqrt(var / n + epsilon);
-      const float* g = gamma.data();
-      for (int64_t c = 0; c < cols; ++c) y[c] = ((xr[c] - mean) * rstd) * g[c];
-      if (has_beta) {
-        const float* bt = beta.data();
-        for (int64_t c = 0; c < cols; ++c) y[c] = y[c] + bt[c];
-      }
-    } else {
-      float ms = 0.0f;
-      for (int64_t c = 0; c < cols; ++c) ms += xr[c] * xr[c];
-      rstd = 1.0f / std::sqrt(ms / n + epsilon);
-      const float* g = gamma.data();
-      for (int64_t c = 0; c < cols; ++c) y[c] = (xr[c] * rstd) * g[c];
+      if (rounded.data != nullptr) k.narrow(y, cols, rounded.dtype, true, element_ptr_mut(rounded, r, 0));
+      if (mean_out != nullptr) mean_out[r] = mean;
+      if (rstd_out != nullptr) rstd_out[r] = rstd;
     }
-    if (rounded.data != nullptr) k.narrow(y, cols, rounded.dtype, true, element_ptr_mut(rounded, r, 0));
-    if (mean_out != nullptr) mean_out[r] = mean;
-    if (rstd_out != nullptr) rstd_out[r] = rstd;
   }
   // Checked above (require_fused_quantize), so this cannot reject its
   // arguments after y, mean and rstd are written.
@@ -284,33 +292,37 @@ int32_t norm_backward_kernel(const octet_norm_backward_args* args) {
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
   const float n = float(cols);
   const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* xhat = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-    float* g = xhat + cols;
-    k.widen(element_ptr(x, r, 0), x.dtype, cols, xhat);
-    k.widen(element_ptr(dy, r, 0), dy.dtype, cols, g);
-    const float s = rstd[r];
-    const float m = layernorm ? mean[r] : 0.0f;
-    const float* gm = gamma.data();
-    if (layernorm) {
-      for (int64_t c = 0; c < cols; ++c) xhat[c] = (xhat[c] - m) * s;
-    } else {
-      for (int64_t c = 0; c < cols; ++c) xhat[c] = xhat[c] * s;
+#pragma omp parallel if (parallel)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* xhat = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
+      float* g = xhat + cols;
+      k.widen(element_ptr(x, r, 0), x.dtype, cols, xhat);
+      k.widen(element_ptr(dy, r, 0), dy.dtype, cols, g);
+      const float s = rstd[r];
+      const float m = layernorm ? mean[r] : 0.0f;
+      const float* gm = gamma.data();
+      if (layernorm) {
+        for (int64_t c = 0; c < cols; ++c) xhat[c] = (xhat[c] - m) * s;
+      } else {
+        for (int64_t c = 0; c < cols; ++c) xhat[c] = xhat[c] * s;
+      }
+      for (int64_t c = 0; c < cols; ++c) g[c] = g[c] * gm[c];
+      float sum_g = 0.0f, sum_gx = 0.0f;
+      for (int64_t c = 0; c < cols; ++c) {
+        sum_g += g[c];
+        sum_gx += g[c] * xhat[c];
+      }
+      const float mean_g = sum_g / n, mean_gx = sum_gx / n;
+      if (layernorm) {
+        for (int64_t c = 0; c < cols; ++c) g[c] = s * (g[c] - mean_g - xhat[c] * mean_gx);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) g[c] = s * (g[c] - xhat[c] * mean_gx);
+      }
+      k.narrow(g, cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
     }
-    for (int64_t c = 0; c < cols; ++c) g[c] = g[c] * gm[c];
-    float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) {
-      sum_g += g[c];
-      sum_gx += g[c] * xhat[c];
-    }
-    const float mean_g = sum_g / n, mean_gx = sum_gx / n;
-    if (layernorm) {
-      for (int64_t c = 0; c < cols; ++c) g[c] = s * (g[c] - mean_g - xhat[c] * mean_gx);
-    } else {
-      for (int64_t c = 0; c < cols; ++c) g[c] = s * (g[c] - xhat[c] * mean_gx);
-    }
-    k.narrow(g, cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
   }
   std::copy(dgamma.begin(), dgamma.end(), args->dgamma_out);
   if (args->dbeta_out != nullptr) std::copy(dbeta.begin(), dbeta.end(), args->dbeta_out);
@@ -352,17 +364,21 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
     }
     const int64_t per_thread = x.cols + n + 1;
     std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-      const float* in = values(k, x, r, 0, x.cols, buffer);
-      float* out = buffer + x.cols;
-      if (swiglu) {
-        act.swiglu(in, in + n, n, out);
-      } else {
-        act.gelu(in, n, out);
+#pragma omp parallel if (parallel)
+    {
+      const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
+        const float* in = values(k, x, r, 0, x.cols, buffer);
+        float* out = buffer + x.cols;
+        if (swiglu) {
+          act.swiglu(in, in + n, n, out);
+        } else {
+          act.gelu(in, n, out);
+        }
+        k.narrow(out, n, y.dtype, true, element_ptr_mut(y, r, 0));
       }
-      k.narrow(out, n, y.dtype, true, element_ptr_mut(y, r, 0));
     }
     return OCTET_STATUS_SUCCESS;
   }
@@ -384,20 +400,24 @@ int32_t activation_kernel(const octet_activation_args* args, bool backward) {
   }
   const int64_t per_thread = 2 * x.cols + n + 1;
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-    float* in = buffer;
-    float* g = buffer + x.cols;
-    float* out = g + n;
-    k.widen(element_ptr(x, r, 0), x.dtype, x.cols, in);
-    k.widen(element_ptr(dy, r, 0), dy.dtype, n, g);
-    if (swiglu) {
-      act.swiglu_backward(in, in + n, g, n, out, out + n);
-    } else {
-      act.gelu_backward(in, g, n, out);
+#pragma omp parallel if (parallel)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* buffer = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
+      float* in = buffer;
+      float* g = buffer + x.cols;
+      float* out = g + n;
+      k.widen(element_ptr(x, r, 0), x.dtype, x.cols, in);
+      k.widen(element_ptr(dy, r, 0), dy.dtype, n, g);
+      if (swiglu) {
+        act.swiglu_backward(in, in + n, g, n, out, out + n);
+      } else {
+        act.gelu_backward(in, g, n, out);
+      }
+      k.narrow(out, x.cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
     }
-    k.narrow(out, x.cols, dx.dtype, true, element_ptr_mut(dx, r, 0));
   }
   return OCTET_STATUS_SUCCESS;
 }
@@ -452,16 +472,20 @@ int32_t accumulate_kernel(const octet_matrix_view* x, const octet_matrix_view* y
   const int64_t per_thread = 2 * std::max<int64_t>(cols, 1);
   std::vector<float> scratch(static_cast<std::size_t>(threads() * per_thread));
   const bool parallel = threads_for(double(rows) * double(cols), kElementsPerThread) > 1 && rows > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* a = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
-    float* b = a + cols;
-    k.widen(element_ptr(in, r, 0), in.dtype, cols, a);
-    if (accumulate != 0) {
-      k.widen(element_ptr(out, r, 0), out.dtype, cols, b);
-      for (int64_t c = 0; c < cols; ++c) a[c] = a[c] + b[c];
+#pragma omp parallel if (parallel)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* a = scratch.data() + static_cast<std::size_t>(thread_id() * per_thread);
+      float* b = a + cols;
+      k.widen(element_ptr(in, r, 0), in.dtype, cols, a);
+      if (accumulate != 0) {
+        k.widen(element_ptr(out, r, 0), out.dtype, cols, b);
+        for (int64_t c = 0; c < cols; ++c) a[c] = a[c] + b[c];
+      }
+      k.narrow(a, cols, out.dtype, true, element_ptr_mut(out, r, 0));
     }
-    k.narrow(a, cols, out.dtype, true, element_ptr_mut(out, r, 0));
   }
   return OCTET_STATUS_SUCCESS;
 }

@@ -28,7 +28,8 @@ int32_t sgemm_tiles(const char* kernel, const TileOperand& a, const TileOperand&
   dnnl_status_t failure = dnnl_success;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    const OpenMpThreadLimit one_thread(1);  // oneDNN runs each call on this thread.
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+    const OpenMpThreadLimit one_thread(1);     // oneDNN runs each call on this thread.
     float* a_buffer = buffers.get() + static_cast<std::size_t>(omp_get_thread_num()) * per_thread;
     float* b_buffer = a_buffer + a_floats;
 #pragma omp for schedule(static)
