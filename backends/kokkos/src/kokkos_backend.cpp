@@ -4,8 +4,12 @@
 // through the host.
 //
 // Kokkos lifetime: initialize() starts Kokkos only when the host program has
-// not (Kokkos::is_initialized()), and shutdown() finalises it only when this
-// plugin started it; a host program that runs Kokkos itself keeps it.
+// not (Kokkos::is_initialized()). Kokkos started here stays up across
+// shutdown() and a later initialize(), and is finalised once, when the
+// plugin is unloaded or the process exits: Kokkos 3 cannot be initialised
+// again in a process after Kokkos::finalize (Serial's team scratch outlives
+// finalize, and the next kernel that resizes it writes into freed memory).
+// A host program that runs Kokkos itself keeps it.
 //
 // Threads: a Kokkos execution space instance is not made for concurrent
 // dispatch from several host threads (Serial's scratch space, an OpenMP
@@ -14,6 +18,7 @@
 #include <octet/octet_backend.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -34,6 +39,14 @@ std::mutex& kernel_mutex() {
   return m;
 }
 bool g_started_kokkos = false;
+
+// Registered with std::atexit when this plugin starts Kokkos: glibc runs it
+// when the plugin is unloaded (dlclose) or the process exits, whichever
+// comes first.
+void finalize_started_kokkos() {
+  std::lock_guard<std::mutex> lock(kernel_mutex());
+  if (g_started_kokkos && Kokkos::is_initialized()) Kokkos::finalize();
+}
 
 std::string& device_name() {
   static std::string name;
@@ -78,10 +91,16 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     {
       std::lock_guard<std::mutex> lock(kernel_mutex());
       if (!Kokkos::is_initialized()) {
+        if (g_started_kokkos) {
+          return report(OCTET_STATUS_BACKEND_ERROR,
+                        "initialize: Kokkos, which this plugin started, was finalized by someone else, and Kokkos "
+                        "cannot be initialized again in this process");
+        }
         Kokkos::InitArguments arguments;
         arguments.disable_warnings = true;
         Kokkos::initialize(arguments);
         g_started_kokkos = true;
+        std::atexit(finalize_started_kokkos);
       }
     }
     // Written no further than the host's struct_size (the SDK's table).
@@ -89,14 +108,8 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
   });
 }
 
-void shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(kernel_mutex());
-    if (g_started_kokkos && Kokkos::is_initialized()) Kokkos::finalize();
-    g_started_kokkos = false;
-  }
-  remember_host_services(nullptr);
-}
+// Kokkos stays up (see the lifetime note at the top).
+void shutdown() { remember_host_services(nullptr); }
 
 int32_t context_create(void* /*stream: kernels run on the default execution space instance*/,
                        octet_backend_context** context) {
