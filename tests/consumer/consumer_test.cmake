@@ -64,6 +64,8 @@ foreach(file
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_types.h"
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_backend.h"
     "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_random.h"
+    "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_plugin.hpp"
+    "${prefix}/${INSTALL_INCLUDEDIR}/octet/octet_float_mode.hpp"
     "${libdir}/liboctet.so"
     "${libdir}/liboctet.so.1"
     "${libdir}/cmake/Octet/OctetConfig.cmake"
