@@ -89,6 +89,23 @@ inline Tensor tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t co
   return Tensor(t);
 }
 
+// A rows x cols tensor of `dtype` with a scaling mode (block-scaled FP8:
+// MXFP8, 1x128, 128x128, per-row, per-column) and its usages.
+inline Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                           int32_t mode) {
+  octet_tensor_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = dtype;
+  d.ndim = 2;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  d.usages = usages;
+  d.scaling_mode = mode;
+  octet_tensor* t = nullptr;
+  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  return Tensor(t);
+}
+
 inline std::size_t component_bytes(const octet_tensor* t, int32_t component) {
   octet_tensor_info info{};
   info.struct_size = sizeof info;

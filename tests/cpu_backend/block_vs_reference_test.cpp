@@ -120,21 +120,6 @@ Recipe make_recipe(const BlockConfig& c, int32_t dtype) {
   return Recipe(r);
 }
 
-Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
-                    int32_t mode) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(t);
-}
-
 octet_tensor_info info_of(const octet_tensor* t) {
   octet_tensor_info info{};
   info.struct_size = sizeof info;

@@ -114,17 +114,7 @@ std::vector<uint8_t> subnormal_dequantize(const char* backend) {
   }
   const std::vector<uint8_t> scales(static_cast<std::size_t>(rows * cols / 32), uint8_t{1});  // 2^-126
   Context ctx = context(backend);
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = OCTET_DTYPE_E4M3;
-  desc.ndim = 2;
-  desc.shape[0] = rows;
-  desc.shape[1] = cols;
-  desc.usages = OCTET_USAGE_ROWWISE;
-  desc.scaling_mode = OCTET_SCALING_MXFP8_1X32;
-  octet_tensor* raw = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx.get(), &desc, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  Tensor q(raw);
+  Tensor q = block_tensor(ctx.get(), OCTET_DTYPE_E4M3, rows, cols, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
   upload(q.get(), OCTET_COMPONENT_DATA, codes.data(), codes.size());
   upload(q.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, scales.data(), scales.size());
   Tensor out = tensor(ctx.get(), OCTET_DTYPE_FP32, rows, cols);

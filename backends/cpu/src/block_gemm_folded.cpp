@@ -7,6 +7,7 @@
 
 #include "gemm_fp8_widen_avx512.hpp"
 #include "kernels.hpp"
+#include "scalar_codecs.hpp"
 #include "sgemm_tiles.hpp"
 
 namespace octet_cpu {
@@ -85,15 +86,8 @@ TileOperand folded_operand(const octet_matrix_view& v, const void* grid, int32_t
       const int64_t grid_row = ((r0 + r) / block_rows) * k_blocks;
       for (int64_t c = 0; c < kc;) {
         const int64_t kb = (k0 + c) / bk, end = std::min(kc, (kb + 1) * bk - k0);
-        float s;
-        if (scale_dtype == OCTET_DTYPE_E8M0) {
-          // 2^(code - 127) as FP32 bits (code 0: the subnormal 2^-127).
-          const uint32_t code = static_cast<const uint8_t*>(grid)[grid_row + kb];
-          const uint32_t u = code == 0 ? 0x00400000u : code << 23;
-          std::memcpy(&s, &u, sizeof s);
-        } else {
-          s = static_cast<const float*>(grid)[grid_row + kb];
-        }
+        const float s = scale_dtype == OCTET_DTYPE_E8M0 ? decode_e8m0(static_cast<const uint8_t*>(grid)[grid_row + kb])
+                                                        : static_cast<const float*>(grid)[grid_row + kb];
         for (; c < end; ++c) row[c] *= s;
       }
     }

@@ -200,20 +200,17 @@ void transpose_typed(const octet_matrix_view& in, const octet_matrix_view& out) 
   const T* src = static_cast<const T*>(in.data);
   T* dst = static_cast<T*>(out.data);
   const bool parallel = split_elements(double(rows * cols));
-#pragma omp parallel if (parallel)
-  {
-    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
-      const int64_t r0 = (t / col_tiles) * kTile;
-      const int64_t c0 = (t % col_tiles) * kTile;
-      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      if constexpr (sizeof(T) == 1) {
-        row_kernels().transpose_bytes(src + r0 * in.ld + c0, in.ld, r1 - r0, c1 - c0, dst + c0 * out.ld + r0, out.ld);
-      } else {
-        for (int64_t c = c0; c < c1; ++c) {
-          for (int64_t r = r0; r < r1; ++r) dst[c * out.ld + r] = src[r * in.ld + c];
-        }
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
+    const int64_t r0 = (t / col_tiles) * kTile;
+    const int64_t c0 = (t % col_tiles) * kTile;
+    const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+    if constexpr (sizeof(T) == 1) {
+      row_kernels().transpose_bytes(src + r0 * in.ld + c0, in.ld, r1 - r0, c1 - c0,
+                                    dst + c0 * out.ld + r0, out.ld);
+    } else {
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[c * out.ld + r] = src[r * in.ld + c];
       }
     }
   }

@@ -15,13 +15,9 @@ bool fp8_operand_has_fnuz_nan(const Fp8Operand& x, int64_t outer, int64_t k) {
   // Stored rows: outer rows of k codes, or k rows of outer codes (trans).
   const int64_t rows = x.trans ? k : outer, len = x.trans ? outer : k;
   int found = 0;
-#pragma omp parallel reduction(| : found) if (rows * len >= (int64_t{1} << 20))
-  {
-    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      if (!found && std::memchr(x.data + r * x.ld, 0x80, static_cast<std::size_t>(len)) != nullptr) found = 1;
-    }
+#pragma omp parallel for schedule(static) reduction(| : found) if (rows * len >= (int64_t{1} << 20))
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!found && std::memchr(x.data + r * x.ld, 0x80, static_cast<std::size_t>(len)) != nullptr) found = 1;
   }
   return found != 0;
 }

@@ -7,8 +7,10 @@
 // one grain each: small problems (a training step of a narrow model, a
 // short decode) run on the calling thread, large ones on every thread.
 //
-// Every OpenMP region of the cpu backend holds an octet::DefaultFloatMode
-// (<octet/octet_float_mode.hpp>) first thing, on each of its threads: the
+// Every OpenMP region of the cpu backend that does floating-point
+// arithmetic (all but the byte transposes and the FNUZ NaN scan) holds an
+// octet::DefaultFloatMode (<octet/octet_float_mode.hpp>) first thing, on
+// each of its threads: the
 // entry point's guard sets the calling thread's mode, but worker threads
 // keep the mode they were created with (a program built with -ffast-math
 // creates them with flush-to-zero and denormals-are-zero on).
