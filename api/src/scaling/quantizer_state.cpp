@@ -48,8 +48,10 @@ std::shared_ptr<QuantizerState> new_quantizer_state(int32_t role, std::shared_pt
 
 std::vector<float> QuantizerState::history_newest_first() const {
   const size_t n = history.size();
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = history[(current + n - i) % n];
+  std::vector<float> out;
+  out.reserve(n);
+  for (size_t i = current + 1; i-- > 0;) out.push_back(history[i]);  // current, then back to slot 0
+  for (size_t i = n; i-- > current + 1;) out.push_back(history[i]);  // then from the end back
   return out;
 }
 

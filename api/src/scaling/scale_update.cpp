@@ -34,17 +34,19 @@ void apply_scale_update(QuantizerState& q, const RecipeState& recipe) {
   if (recipe.kind != OCTET_RECIPE_DELAYED) return;  // the others keep no history to act on
   const octet_delayed_scaling_options& o = recipe.delayed;
   q.resize_history(size_t(o.amax_history_len));
-  const std::vector<float> newest = q.history_newest_first();
 
+  // The built-in rules read the ring in place (the max ignores NaN and its
+  // order, so it needs no newest-first copy); only a callback gets one.
   float amax = 0.0f;
   switch (o.amax_compute_algo) {
     case OCTET_AMAX_MOST_RECENT:
-      amax = newest[0];
+      amax = q.history[q.current];
       break;
     case OCTET_AMAX_MAX:
-      for (float a : newest) amax = std::fmax(amax, a);
+      for (float a : q.history) amax = a > amax ? a : amax;  // std::fmax without its call: a NaN is skipped
       break;
     default: {
+      const std::vector<float> newest = q.history_newest_first();
       octet_status s = o.amax_compute_callback(newest.data(), newest.size(), &amax, o.amax_compute_user_data);
       if (s != OCTET_STATUS_SUCCESS)
         fail(s, "the recipe's amax_compute_callback returned ", octet_status_name(s), "; the scale is unchanged");
