@@ -42,7 +42,7 @@ const char* gemm_paths() {
   if (cpu_isa() < Isa::Avx512Bf16 || !fp8_gemm_bf16_built() || !fp4_gemm_bf16_built()) {
     const bool decodes =
         (cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) || (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built());
-    return decodes ? "FP8 GEMM sgemm tiles (decode shapes fma), FP4 GEMM FP32" : "FP8 GEMM sgemm tiles, FP4 GEMM FP32";
+    return decodes ? "FP8/FP4 GEMM sgemm tiles (FP8 decode shapes fma)" : "FP8/FP4 GEMM sgemm tiles";
   }
   return fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot ? "FP8/FP4 GEMM vdpbf16ps"
                                                      : "FP8/FP4 GEMM sgemm tiles (decode shapes fma/vdpbf16ps)";

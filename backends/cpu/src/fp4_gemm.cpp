@@ -1,9 +1,11 @@
 // The FP4 GEMM entry (numerics.md 15.4): argument checks, the sums, then the
-// epilogue of section 8. The sums come from the AVX-512 BF16 kernel
-// (fp4_gemm_avx512.cpp) when the CPU has AVX512_BF16 and folding the block
-// scales into BF16 is exact for both operands (fp4_gemm.hpp); on the FP32
-// FMA engine (isa.hpp) above the decode shapes, the same folded values go
-// through the sgemm tiles (sgemm_tiles.hpp) instead. Otherwise they come from the
+// epilogue of section 8. Where folding the block scales into the elements
+// is exact for both operands (fp4_gemm.hpp), the sums come from the AVX-512
+// BF16 kernel (fp4_gemm_avx512.cpp) when the CPU has AVX512_BF16 and the
+// FP8 GEMM engine is VDPBF16PS or the shape a decode shape; else, on the
+// FP32 FMA engine (isa.hpp) and at every level below avx512_bf16, the same
+// folded values, widened to FP32 (fp4_widen_folded.cpp), go through the
+// sgemm tiles (sgemm_tiles.hpp). Otherwise they come from the
 // exact path here, which follows 15.4's order to the bit: per tile of the
 // output and 256-k panel, both operands' codes are decoded to FP32 in small
 // per-thread panels, each k-block's partial (exact) is multiplied by its
@@ -178,17 +180,18 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
   Buffer<float> acc(element_count(m, n));
   if (k == 0) {
     std::fill(acc.get(), acc.get() + m * n, 0.0f);
-  } else if (cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built() && fp4_fold_exact(a, m, k) &&
-             fp4_fold_exact(b, n, k)) {
-    if (fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && m > kFp4DecodeMaxM) {
-      // The folded values on the FP32 engine (isa.hpp): twice VDPBF16PS's
-      // multiply-adds on Intel cores.
+  } else if (fp4_fold_exact(a, m, k) && fp4_fold_exact(b, n, k)) {
+    const bool bf16 = cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built();
+    if (bf16 && (fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot || m <= kFp4DecodeMaxM)) {
+      fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
+    } else {
+      // The folded values on the sgemm tiles: on the FP32 engine (isa.hpp)
+      // twice VDPBF16PS's multiply-adds on Intel cores, and the path of
+      // every level below avx512_bf16.
       if (int32_t s =
               sgemm_tiles("fp4_gemm", folded_operand(a, k, bk), folded_operand(b, k, bk), m, n, k, acc.get(), n)) {
         return s;
       }
-    } else {
-      fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
     }
   } else {
     exact_sums(a, b, m, n, k, bk, acc.get());

@@ -38,9 +38,13 @@ constexpr int64_t kFp4DecodeMaxM = 8;
 
 // out[c] = the E2M1 value of code k0 + c of a packed row times scales[c /
 // bk], for c < kc (k0 a multiple of bk, bk 16 or 32): an operand's folded
-// FP32 values for the FP32 engine, 16 a vector. Call only where
-// fp4_gemm_bf16 may be called.
+// FP32 values for the sgemm tiles, at every level (fp4_widen_folded.cpp;
+// the same bits on each).
 void fp4_widen_folded(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out);
+
+// fp4_widen_folded in AVX-512, 16 a vector. Call only where fp4_gemm_bf16
+// may be called.
+void fp4_widen_folded_avx512(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out);
 
 // True when this build contains the AVX-512 BF16 kernels.
 bool fp4_gemm_bf16_built();

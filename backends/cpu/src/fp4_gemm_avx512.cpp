@@ -402,7 +402,7 @@ bool fp4_gemm_bf16_built() {
 #endif
 }
 
-void fp4_widen_folded(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out) {
+void fp4_widen_folded_avx512(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out) {
 #if defined(OCTET_CPU_HAVE_FP4_BF16_PATH)
   fp4_widen_folded_impl(row, k0, kc, scales, bk, out);
 #else
