@@ -360,6 +360,43 @@ TEST(CpuBlockScaling, QuantizeRegionEdgesMatchReference) {
   }
 }
 
+// Per-row and per-column scaling's whole-column copies (the per-column
+// rowwise copy, both transposed copies) read bands of 64 rows in pieces of
+// 4096 columns: several pieces across with a partial last one, a partial
+// last band, rows a multiple of 64 (streamed transposed output) or not;
+// random data (NaN and infinities in most columns: the scalar rescan) and
+// graded data (finite: the SIMD maxima alone); FP32 and BF16 input.
+TEST(CpuBlockScaling, QuantizeWholeColumnPiecesMatchReference) {
+  const Shape shapes[] = {{70, 8300}, {128, 4096}, {3, 4097}};
+  for (const BlockConfig& c : block_configs()) {
+    if (!declared(c) || (c.mode != OCTET_SCALING_PER_ROW && c.mode != OCTET_SCALING_PER_COLUMN)) continue;
+    for (Shape s : shapes) {
+      for (int32_t in_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+        for (int data = 0; data < 2; ++data) {
+          const uint32_t seed = static_cast<uint32_t>(s.rows * 5 + s.cols + in_dtype + data);
+          std::vector<uint8_t> raw = data == 0
+                                         ? random_elements(in_dtype, static_cast<std::size_t>(s.rows * s.cols), seed)
+                                         : graded_elements(in_dtype, s.rows, s.cols, seed);
+          const std::string where = std::string(c.name) + " " + shape_name(s) + " input " + std::to_string(in_dtype) +
+                                    (data == 0 ? " random" : " graded");
+          Quantized cpu = block_quantize_on(OCTET_TEST_BACKEND, c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw,
+                                            OCTET_USAGE_BOTH);
+          Quantized ref =
+              block_quantize_on("reference", c, OCTET_DTYPE_E4M3, in_dtype, s.rows, s.cols, raw, OCTET_USAGE_BOTH);
+          const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+          expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+          expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+          expect_same_bytes(got.rowwise_scales, want.rowwise_scales, 4, where + " rowwise scales");
+          expect_same_bytes(got.columnwise_scales, want.columnwise_scales, 4, where + " columnwise scales");
+          expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+          expect_same_stats(cpu.stats, ref.stats, where);
+          if (::testing::Test::HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 // One usage at a time: the columnwise-only pass gives the statistics.
 TEST(CpuBlockScaling, SingleUsageQuantizeMatchesReference) {
   const Shape s{131, 300};

@@ -160,80 +160,137 @@ float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {
                                          : static_cast<const float*>(grid)[index];
 }
 
-// Block quantize of one copy whose blocks are whole columns (block_rows >=
-// rows, block_cols 1, not transposed): per-column scaling's rowwise copy
-// (numerics.md section 16). The generic region loop would treat every
-// element as a block of its own; here strips of columns (sized to stay in
-// cache) are read row by row twice: once for each column's largest finite |x| (and whether it
-// holds an infinity), once to encode x * scale[column] with the row
-// kernels' encoder. rows, cols > 0.
+// Block quantize of one copy whose blocks are whole columns of the input:
+// per-column scaling's rowwise copy (block_rows >= rows, block_cols 1) and
+// the transposed copy of both per-row and per-column scaling (transposed,
+// block_rows 1, block_cols >= rows), numerics.md section 16. The generic
+// region loop would treat every element as a block of its own, and strips
+// of columns over every row do not stay in cache when the row stride is a
+// power of two (all their lines fall in a few cache sets). So the input is
+// read twice in whole rows, as stored: once for each column's largest
+// finite |x| (and whether it holds an infinity; threads take bands of
+// rows, each with its own maxima, then merged), once to encode x *
+// scale[column] with the row kernels' encoder, 64 rows a band, written as
+// they are or byte-transposed (block_rows.hpp). rows, cols > 0.
 int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   const RowKernels& k = row_kernels();
+  const BlockRowKernels& bk = block_row_kernels();
   const octet_matrix_view in = args->input;
   const int64_t rows = in.rows, cols = in.cols;
   const int32_t dtype = args->out_dtype;
+  const bool transposed = args->transposed != 0;
   const bool want_stats = args->stats_out != nullptr, pow2 = args->power_of_two != 0;
+  const bool fp32 = in.dtype == OCTET_DTYPE_FP32;
   float* scale_inv_out = static_cast<float*>(args->scale_inv_out);
-  // Columns per task: a strip of rows x strip FP32 values near 512 KiB,
-  // so that the second pass reads it from cache (64 to 512 columns).
-  constexpr int64_t kStrip = 512;
-  const int64_t strip = std::min<int64_t>(kStrip, std::max<int64_t>(64, ((int64_t{1} << 17) / rows) & ~int64_t{15}));
-  const int64_t strips = ceil_div(cols, strip);
-  const int nthreads = omp_get_max_threads();
-  std::vector<Counts> parts(static_cast<std::size_t>(nthreads));
-  std::vector<Counts> amaxes(static_cast<std::size_t>(nthreads));
-#pragma omp parallel if (split_elements(double(rows * cols)))
+  constexpr int64_t kBand = 64;     // rows per band: one cache line of each transposed output row
+  constexpr int64_t kPiece = 4096;  // columns per piece of a band: its buffers stay in L2
+  const int64_t bands = ceil_div(rows, kBand), piece = std::min(kPiece, cols);
+  const int nthreads = split_elements(double(rows * cols)) ? omp_get_max_threads() : 1;
+  const std::size_t ucols = static_cast<std::size_t>(cols), upiece = static_cast<std::size_t>(piece);
+  const std::size_t unthreads = static_cast<std::size_t>(nthreads);
+  // Per thread: its columns' maxima and infinity flags, and a band piece's
+  // widened input (not for FP32), scaled row and codes.
+  std::vector<uint32_t> tops(unthreads * ucols, 0u);
+  std::vector<uint8_t> infs(unthreads * ucols, 0u);
+  std::vector<float> widened(fp32 ? 0 : unthreads * kBand * upiece);
+  std::vector<float> scaled(unthreads * upiece);
+  std::vector<uint32_t> piece_tops(unthreads * upiece);
+  std::vector<uint8_t> tiles(unthreads * kBand * upiece);
+  std::vector<float> multiplier(ucols);
+  std::vector<Counts> parts(unthreads);
+  // The band piece's FP32 values, src[i * ld + j] = x[r0 + i, c0 + j].
+  auto piece_values = [&](std::size_t me, int64_t r0, int64_t h, int64_t c0, int64_t w, int64_t* ld) -> const float* {
+    if (fp32) {
+      *ld = in.ld;
+      return reinterpret_cast<const float*>(element_ptr(in, r0, c0));
+    }
+    float* dst = widened.data() + me * kBand * upiece;
+    for (int64_t i = 0; i < h; ++i) k.widen(element_ptr(in, r0 + i, c0), in.dtype, w, dst + i * w);
+    *ld = w;
+    return dst;
+  };
+
+  // Pass 1: each column's largest |x| bits; a column piece at or above the
+  // infinity's bits holds an infinity or a NaN, and its largest finite |x|
+  // comes from a scalar scan of that piece (rare).
+#pragma omp parallel num_threads(nthreads)
   {
     const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
-    alignas(64) float widened[kStrip];
-    alignas(64) float scaled[kStrip];
-    alignas(64) float multiplier[kStrip];
-    alignas(64) uint32_t top[kStrip];  // largest finite |x| bits per column
-    alignas(64) uint32_t has_inf[kStrip];
-    Counts& stats = parts[me];
-    float& amax = amaxes[me].amax;
-    auto row_values = [&](int64_t r, int64_t c0, int64_t w) -> const float* {
-      if (in.dtype == OCTET_DTYPE_FP32) return reinterpret_cast<const float*>(element_ptr(in, r, c0));
-      k.widen(element_ptr(in, r, c0), in.dtype, w, widened);
-      return widened;
-    };
+    uint32_t* top = tops.data() + me * ucols;
+    uint8_t* inf = infs.data() + me * ucols;
+    uint32_t* ptop = piece_tops.data() + me * upiece;
 #pragma omp for schedule(static)
-    for (int64_t s = 0; s < strips; ++s) {
-      const int64_t c0 = s * strip, w = std::min(strip, cols - c0);
-      std::fill(top, top + w, 0u);
-      std::fill(has_inf, has_inf + w, 0u);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* x = row_values(r, c0, w);
+    for (int64_t b = 0; b < bands; ++b) {
+      const int64_t r0 = b * kBand, h = std::min(kBand, rows - r0);
+      for (int64_t c0 = 0; c0 < cols; c0 += piece) {
+        const int64_t w = std::min(piece, cols - c0);
+        int64_t ld = 0;
+        const float* src = piece_values(me, r0, h, c0, w, &ld);
+        bk.block_abs_bits_max(src, ld, h, w, 1, ptop);
         for (int64_t j = 0; j < w; ++j) {
-          const uint32_t a = bits_of(x[j]) & 0x7FFFFFFFu;
-          const uint32_t finite = a < 0x7F800000u ? a : 0u;
-          top[j] = finite > top[j] ? finite : top[j];
-          has_inf[j] |= a == 0x7F800000u ? 1u : 0u;
-        }
-      }
-      for (int64_t j = 0; j < w; ++j) {
-        const float block_amax = float_of(top[j]);
-        if (has_inf[j] != 0) amax = float_of(0x7F800000u);  // the tensor amax counts infinities
-        amax = block_amax > amax ? block_amax : amax;
-        multiplier[j] = fp32_scale(block_amax, dtype, args->amax_epsilon, pow2);
-        scale_inv_out[c0 + j] = 1.0f / multiplier[j];
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* x = row_values(r, c0, w);
-        uint8_t* out = args->out + r * cols + c0;
-        // A multiplier is finite and > 0, so x * multiplier is octet_math_mul's
-        // result (a NaN x keeps its NaN); the encoder's x * 1 changes nothing.
-        for (int64_t j = 0; j < w; ++j) scaled[j] = x[j] * multiplier[j];
-        k.encode(scaled, w, 1.0f, dtype, true, out);
-        if (want_stats) {
-          for (int64_t j = 0; j < w; ++j) count(x + j, 1, multiplier[j], out + j, dtype, stats);
+          uint32_t t = ptop[j];
+          if (t >= 0x7F800000u) {
+            t = 0u;
+            for (int64_t i = 0; i < h; ++i) {
+              const uint32_t a = bits_of(src[i * ld + j]) & 0x7FFFFFFFu;
+              if (a < 0x7F800000u) t = a > t ? a : t;
+              inf[c0 + j] |= a == 0x7F800000u ? 1u : 0u;
+            }
+          }
+          top[c0 + j] = t > top[c0 + j] ? t : top[c0 + j];
         }
       }
     }
   }
   float amax = 0.0f;
-  for (const Counts& c : amaxes) amax = c.amax > amax ? c.amax : amax;
+  for (int64_t j = 0; j < cols; ++j) {
+    uint32_t t = 0u;
+    bool has_inf = false;
+    for (std::size_t th = 0; th < unthreads; ++th) {
+      const std::size_t at = th * ucols + static_cast<std::size_t>(j);
+      t = tops[at] > t ? tops[at] : t;
+      has_inf = has_inf || infs[at] != 0;
+    }
+    const float block_amax = float_of(t);
+    if (has_inf) amax = float_of(0x7F800000u);  // the tensor amax counts infinities
+    amax = block_amax > amax ? block_amax : amax;
+    multiplier[static_cast<std::size_t>(j)] = fp32_scale(block_amax, dtype, args->amax_epsilon, pow2);
+    scale_inv_out[j] = 1.0f / multiplier[static_cast<std::size_t>(j)];
+  }
+
+  // Pass 2: encode band piece by band piece.
+#pragma omp parallel num_threads(nthreads)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+    const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
+    Counts& stats = parts[me];
+    float* row = scaled.data() + me * upiece;
+    uint8_t* tile = tiles.data() + me * kBand * upiece;
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < bands; ++b) {
+      const int64_t r0 = b * kBand, h = std::min(kBand, rows - r0);
+      for (int64_t c0 = 0; c0 < cols; c0 += piece) {
+        const int64_t w = std::min(piece, cols - c0);
+        int64_t ld = 0;
+        const float* src = piece_values(me, r0, h, c0, w, &ld);
+        const float* m = multiplier.data() + c0;
+        for (int64_t i = 0; i < h; ++i) {
+          const float* x = src + i * ld;
+          uint8_t* out = transposed ? tile + i * w : args->out + (r0 + i) * cols + c0;
+          // A multiplier is finite and > 0, so x * multiplier is octet_math_mul's
+          // result (a NaN x keeps its NaN); the encoder's x * 1 changes nothing.
+          bk.multiply(x, m, w, 1, row);
+          k.encode(row, w, 1.0f, dtype, true, out);
+          if (want_stats) {
+            for (int64_t j = 0; j < w; ++j) count(x + j, 1, m[j], out + j, dtype, stats);
+          }
+        }
+        // Out without reading the output for ownership (block_rows.hpp).
+        if (transposed) bk.transpose_bytes_out(tile, w, h, w, args->out + c0 * rows + r0, rows);
+      }
+    }
+  }
   if (args->amax_out != nullptr) *args->amax_out = amax;
   if (want_stats) write_counts(parts, args->stats_out);
   return OCTET_STATUS_SUCCESS;
@@ -298,9 +355,10 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = require_pointer(kernel, "args->out", args->out)) return s;
   if (int32_t s = require_pointer(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;
 
-  if (!mx && args->transposed == 0 && args->block_cols == 1 && args->block_rows >= args->input.rows &&
-      args->input.rows > 0 && args->input.cols > 0) {
-    return whole_column_quantize(args);  // per-column scaling's rowwise copy
+  const bool whole_columns = args->transposed == 0 ? args->block_cols == 1 && args->block_rows >= args->input.rows
+                                                   : args->block_rows == 1 && args->block_cols >= args->input.rows;
+  if (!mx && whole_columns && args->input.rows > 0 && args->input.cols > 0) {
+    return whole_column_quantize(args);  // per-column scaling's rowwise copy; both per-axis transposed copies
   }
   const RowKernels& k = row_kernels();
   const BlockRowKernels& bk = block_row_kernels();
