@@ -707,8 +707,8 @@ int32_t block_gemm_folded(const octet_block_gemm_args* args, GemmWorkspace& ws) 
 }
 
 // D = alpha * (0 + P[i,j] * (sa[i] * sb[j])) (+ beta * D, + bias, GELU):
-// numerics.md section 12 with one k-block, P from the BF16-dot-product FP8
-// GEMM (gemm_fp8.hpp) straight from the codes, one FP32 m x n accumulator.
+// numerics.md section 12 with one k-block, P the per-tensor FP8 GEMM's
+// sums (gemm_sums) straight from the codes, one FP32 m x n accumulator.
 int32_t per_row_gemm(const octet_block_gemm_args* args) {
   const int64_t m = args->m, n = args->n, k = args->k;
   const RowKernels& rk = row_kernels();
@@ -724,9 +724,8 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
   if (!direct) acc_buffer.reset(element_count(m, n));
   float* acc = direct ? static_cast<float*>(d.data) : acc_buffer.get();
   const int64_t ldc = direct ? d.ld : n;
-  const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
-  const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
-  fp8_gemm_bf16(a, b, m, n, k, acc, ldc);  // k >= 1: one k-block
+  // k >= 1: one k-block, summed as the per-tensor FP8 GEMM sums it.
+  if (int32_t s = gemm_sums("block_gemm", args->a, false, args->b, false, m, n, k, acc, ldc)) return s;
   Buffer<float> bias_values;
   if (has_bias) {
     bias_values.reset(static_cast<std::size_t>(n));
@@ -785,13 +784,13 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
     return block_gemm_folded(args, ws);
   }
   // Per-row scales (one k-block, one scale per row of each operand): the
-  // scales factor out of the sum, so the FP8 GEMM's BF16 dot products give
-  // the block's partial sums and the scales go into the epilogue.
+  // scales factor out of the sum, so the per-tensor FP8 GEMM's sums (its
+  // path for the shape, level and engine: decode kernels, BF16 dot
+  // products or sgemm tiles) are the block's partial sums and the scales
+  // go into the epilogue.
+  if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32) return per_row_gemm(args);
   const bool fp32_engine = engine_fp32 && bk >= kFp32EngineMinBlockK;
   const bool bf16 = bf16_able && !fp32_engine;
-  if (k_blocks == 1 && bra == 1 && brb == 1 && args->scale_dtype == OCTET_DTYPE_FP32 && bf16) {
-    return per_row_gemm(args);
-  }
   if (fp8_block_gemm_bf16_takes(bk) && bf16) return block_gemm_bf16(args, ws);
   const RowKernels& rk = row_kernels();
   const octet_matrix_view d = args->d;

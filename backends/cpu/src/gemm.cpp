@@ -170,6 +170,32 @@ Fp8Operand operand(const octet_matrix_view& v, int32_t trans) {
 
 }  // namespace
 
+int32_t gemm_sums(const char* kernel, const octet_matrix_view& av, bool trans_a, const octet_matrix_view& bv,
+                  bool trans_b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc) {
+  const bool fp8 = is_fp8(av.dtype);
+  const Fp8Operand a = operand(av, trans_a), b = operand(bv, trans_b);
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
+  } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() &&
+             (fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot || fp8_gemm_bf16_decodes(m, trans_b)) &&
+             !fp8_operand_has_fnuz_nan(a, m, k) && !fp8_operand_has_fnuz_nan(b, n, k)) {
+    fp8_gemm_bf16(a, b, m, n, k, acc, ldc);
+  } else if (fp8 && cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built() && fp8_gemm_bf16_decodes(m, trans_b) &&
+             !fp8_operand_has_fnuz_nan(a, m, k) && !fp8_operand_has_fnuz_nan(b, n, k)) {
+    // Level avx512 (no AVX512_BF16; above it the branch before takes these
+    // shapes): the decode kernel on FP32 FMAs.
+    fp8_decode_gemm_fma(a, b, m, n, k, acc, ldc);
+  } else if (fp8 && cpu_isa() >= Isa::Avx2 && fp8_decode_avx2_built() && fp8_gemm_bf16_decodes(m, trans_b) &&
+             fp8_decode_avx2_takes(av.dtype) && fp8_decode_avx2_takes(bv.dtype) && !fp8_operand_has_fnuz_nan(a, m, k) &&
+             !fp8_operand_has_fnuz_nan(b, n, k)) {
+    // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
+    fp8_decode_gemm_avx2(a, b, m, n, k, acc, ldc);
+  } else {
+    return sgemm_tiles(kernel, tile_operand(av, trans_a), tile_operand(bv, trans_b), m, n, k, acc, ldc);
+  }
+  return OCTET_STATUS_SUCCESS;
+}
+
 int32_t gemm_kernel(const octet_gemm_args* args) {
   if (int32_t s = check_args(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;
@@ -190,32 +216,8 @@ int32_t gemm_kernel(const octet_gemm_args* args) {
   float* acc = direct ? static_cast<float*>(d.data) : acc_buffer.get();
   const int64_t ldc = direct ? d.ld : n;
 
-  const bool fp8 = is_fp8(args->a.dtype);
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
-  } else if (fp8 && cpu_isa() >= Isa::Avx512Bf16 && fp8_gemm_bf16_built() &&
-             (fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot || fp8_gemm_bf16_decodes(m, args->trans_b != 0)) &&
-             !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
-             !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
-    fp8_gemm_bf16(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
-  } else if (fp8 && cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built() &&
-             fp8_gemm_bf16_decodes(m, args->trans_b != 0) &&
-             !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
-             !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
-    // Level avx512 (no AVX512_BF16; above it the branch before takes these
-    // shapes): the decode kernel on FP32 FMAs.
-    fp8_decode_gemm_fma(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
-  } else if (fp8 && cpu_isa() >= Isa::Avx2 && fp8_decode_avx2_built() && fp8_gemm_bf16_decodes(m, args->trans_b != 0) &&
-             fp8_decode_avx2_takes(args->a.dtype) && fp8_decode_avx2_takes(args->b.dtype) &&
-             !fp8_operand_has_fnuz_nan(operand(args->a, args->trans_a), m, k) &&
-             !fp8_operand_has_fnuz_nan(operand(args->b, args->trans_b), n, k)) {
-    // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
-    fp8_decode_gemm_avx2(operand(args->a, args->trans_a), operand(args->b, args->trans_b), m, n, k, acc, ldc);
-  } else {
-    if (int32_t s = sgemm_tiles(kKernel, tile_operand(args->a, args->trans_a != 0),
-                                tile_operand(args->b, args->trans_b != 0), m, n, k, acc, ldc)) {
-      return s;
-    }
+  if (int32_t s = gemm_sums(kKernel, args->a, args->trans_a != 0, args->b, args->trans_b != 0, m, n, k, acc, ldc)) {
+    return s;
   }
 
   if (direct && scale == 1.0f && !has_bias && !has_gelu) return OCTET_STATUS_SUCCESS;

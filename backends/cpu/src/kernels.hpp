@@ -66,6 +66,13 @@ int32_t transpose_kernel(const octet_matrix_view* input, const octet_matrix_view
 int32_t dequantize_kernel(const octet_dequantize_args* args);
 // Every workspace is allocated for the call and freed before it returns.
 int32_t gemm_kernel(const octet_gemm_args* args);
+// acc[i * ldc + j] = sum over k of A'[i, k] B'[j, k] (A' = A or A^T as
+// trans_a says, B' likewise; FP8, or high-precision operands of one dtype),
+// unscaled, on the path gemm_kernel takes for the shape, level and engine
+// (gemm.cpp): the decode kernels, the BF16 dot-product kernel or the sgemm
+// tiles. A failure is reported under `kernel`'s name.
+int32_t gemm_sums(const char* kernel, const octet_matrix_view& a, bool trans_a, const octet_matrix_view& b,
+                  bool trans_b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc);
 
 // Plugin ABI 1.1 (block_kernels.cpp).
 int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
