@@ -75,24 +75,10 @@ inline Context context(const char* backend, int32_t profile = OCTET_PROFILE_NATI
   return Context(c);
 }
 
-inline Tensor tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols,
-                     uint32_t usages = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(t);
-}
-
-// A rows x cols tensor of `dtype` with a scaling mode (block-scaled FP8:
-// MXFP8, 1x128, 128x128, per-row, per-column) and its usages.
-inline Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
-                           int32_t mode) {
+// A rows x cols tensor of `dtype` with its usages and scaling mode (0: the
+// default, per-tensor).
+inline Tensor tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
+                     int32_t mode = 0) {
   octet_tensor_desc d{};
   d.struct_size = sizeof d;
   d.dtype = dtype;
@@ -104,6 +90,13 @@ inline Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int6
   octet_tensor* t = nullptr;
   EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
   return Tensor(t);
+}
+
+// A rows x cols tensor of `dtype` with a scaling mode (block-scaled FP8:
+// MXFP8, 1x128, 128x128, per-row, per-column) and its usages.
+inline Tensor block_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                           int32_t mode) {
+  return tensor(ctx, dtype, rows, cols, usages, mode);
 }
 
 inline std::size_t component_bytes(const octet_tensor* t, int32_t component) {

@@ -189,13 +189,13 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   const std::size_t ucols = static_cast<std::size_t>(cols), upiece = static_cast<std::size_t>(piece);
   const std::size_t unthreads = static_cast<std::size_t>(nthreads);
   // Per thread: its columns' maxima and infinity flags, and a band piece's
-  // widened input (not for FP32), scaled row and codes.
+  // widened input (not for FP32), scaled row and codes (transposed copy only).
   std::vector<uint32_t> tops(unthreads * ucols, 0u);
   std::vector<uint8_t> infs(unthreads * ucols, 0u);
   std::vector<float> widened(fp32 ? 0 : unthreads * kBand * upiece);
   std::vector<float> scaled(unthreads * upiece);
   std::vector<uint32_t> piece_tops(unthreads * upiece);
-  std::vector<uint8_t> tiles(unthreads * kBand * upiece);
+  std::vector<uint8_t> tiles(transposed ? unthreads * kBand * upiece : 0);
   std::vector<float> multiplier(ucols);
   std::vector<Counts> parts(unthreads);
   // The band piece's FP32 values, src[i * ld + j] = x[r0 + i, c0 + j].
@@ -266,7 +266,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     Counts& stats = parts[me];
     float* row = scaled.data() + me * upiece;
-    uint8_t* tile = tiles.data() + me * kBand * upiece;
+    uint8_t* tile = transposed ? tiles.data() + me * kBand * upiece : nullptr;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < bands; ++b) {
       const int64_t r0 = b * kBand, h = std::min(kBand, rows - r0);
