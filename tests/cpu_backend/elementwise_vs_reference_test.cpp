@@ -41,15 +41,22 @@ TEST(CpuBackend, IsDiscoveredBesideLiboctetAndPickedByAuto) {
   EXPECT_TRUE(info.features & OCTET_FEATURE_FUSED_CAST_TRANSPOSE);
 }
 
+// The cpu plugin's device string (octet_backend_info.device), or "" when
+// no context opens.
+static std::string device_string() {
+  Context c = context(OCTET_TEST_BACKEND);
+  if (!c) return "";
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  if (octet_context_get_info(c.get(), &info) != OCTET_STATUS_SUCCESS || info.device == nullptr) return "";
+  return info.device;
+}
+
 // The path in use follows the CPU and OCTET_CPU_DISABLE_SIMD (the portable
 // run of this suite sets it).
 TEST(CpuBackend, DeviceNamesTheElementwisePathInUse) {
-  Context c = context(OCTET_TEST_BACKEND);
-  ASSERT_TRUE(c);
-  octet_backend_info info{};
-  info.struct_size = sizeof info;
-  ASSERT_EQ(octet_context_get_info(c.get(), &info), OCTET_STATUS_SUCCESS);
-  const std::string device = info.device;
+  const std::string device = device_string();
+  ASSERT_FALSE(device.empty());
   const char* env = std::getenv("OCTET_CPU_DISABLE_SIMD");
   const bool disabled = env != nullptr && env[0] != '\0' && std::string(env) != "0";
   __builtin_cpu_init();
@@ -58,6 +65,37 @@ TEST(CpuBackend, DeviceNamesTheElementwisePathInUse) {
     EXPECT_NE(device.find("portable"), std::string::npos) << device;
   } else {
     EXPECT_NE(device.find("avx2+f16c"), std::string::npos) << device;
+  }
+}
+
+// OCTET_CPU_FP8_GEMM names the FP8 GEMM engine (isa.hpp, Fp8GemmEngine);
+// the device string says which one runs. ctest runs the FP8 GEMM suites
+// under each forced engine (tests/cpu_backend/CMakeLists.txt) with this
+// test among them, so a forced engine that silently fell back would fail
+// here.
+TEST(CpuBackend, DeviceNamesTheForcedFp8GemmEngine) {
+  const std::string device = device_string();
+  ASSERT_FALSE(device.empty());
+  const char* forced = std::getenv("OCTET_CPU_FP8_GEMM");
+  const char* level = std::getenv("OCTET_CPU_ISA");
+  const char* disabled = std::getenv("OCTET_CPU_DISABLE_SIMD");
+  __builtin_cpu_init();
+  const bool bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512bf16");
+  const bool unforced_level = (level == nullptr || std::string(level).rfind("avx512_bf16", 0) == 0) &&
+                              (disabled == nullptr || disabled[0] == '\0');
+  if (forced == nullptr || !bf16 || !unforced_level) {
+    EXPECT_NE(device.find("GEMM"), std::string::npos) << device;
+    return;
+  }
+  const std::string want = forced;
+  if (want == "onednn_bf16") {
+    EXPECT_NE(device.find("FP8 GEMM oneDNN bf16 matmul"), std::string::npos) << device;
+  } else if (want == "bf16") {
+    EXPECT_NE(device.find("FP8/FP4 GEMM vdpbf16ps"), std::string::npos) << device;
+  } else if (want == "fp32") {
+    EXPECT_NE(device.find("FP8/FP4 GEMM sgemm tiles"), std::string::npos) << device;
   }
 }
 #endif

@@ -769,7 +769,8 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   if (m == 0 || n == 0) return OCTET_STATUS_SUCCESS;
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
   const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
-  // On a CPU whose FP8 GEMM engine is FP32 FMAs (isa.hpp), compute-bound
+  // On a CPU whose FP8 GEMM engine is FP32 FMAs or oneDNN's BF16 matmul
+  // (isa.hpp), compute-bound
   // shapes with several k-blocks whose scales fold exactly into the
   // operands (block_gemm_folded.hpp: MXFP8's E8M0 scales in any sane
   // range, power-of-two FP32 scales) are summed on the sgemm tiles in
@@ -778,7 +779,7 @@ int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) 
   // per-block FP32 path below; decode shapes keep the decode kernel, and
   // other 32-wide k-blocks the BF16 kernel: one sgemm call per 32 k costs
   // more than VDPBF16PS's half rate.
-  const bool engine_fp32 = fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma && !fp8_gemm_bf16_decodes(m, false);
+  const bool engine_fp32 = fp8_gemm_engine() != Fp8GemmEngine::Bf16Dot && !fp8_gemm_bf16_decodes(m, false);
   const bool bf16_able = k > 0 && bf16_kernels_take(args);
   if (k_blocks > 1 && (engine_fp32 || !bf16_able) && block_scales_fold(args)) {
     return block_gemm_folded(args, ws);

@@ -44,8 +44,15 @@ const char* gemm_paths() {
         (cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built()) || (cpu_isa() == Isa::Avx2 && fp8_decode_avx2_built());
     return decodes ? "FP8/FP4 GEMM sgemm tiles (FP8 decode shapes fma)" : "FP8/FP4 GEMM sgemm tiles";
   }
-  return fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot ? "FP8/FP4 GEMM vdpbf16ps"
-                                                     : "FP8/FP4 GEMM sgemm tiles (decode shapes fma/vdpbf16ps)";
+  switch (fp8_gemm_engine()) {
+    case Fp8GemmEngine::Bf16Dot:
+      return "FP8/FP4 GEMM vdpbf16ps";
+    case Fp8GemmEngine::OnednnBf16:
+      return "FP8 GEMM oneDNN bf16 matmul (decode shapes fma), FP4 sgemm tiles";
+    case Fp8GemmEngine::Fp32Fma:
+      break;
+  }
+  return "FP8/FP4 GEMM sgemm tiles (decode shapes fma/vdpbf16ps)";
 }
 
 int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {

@@ -3,12 +3,16 @@
 // (alpha*(sa*sb))*acc, + beta*D_old, + bias, GELU, rounding to D's dtype.
 // Only the summation order of acc differs from the reference.
 //
-// acc comes from one of three paths, chosen at run time (isa.hpp):
+// acc comes from one of four paths, chosen at run time (isa.hpp):
 // - FP8 operands on a CPU with AVX512_BF16: gemm_fp8_avx512.cpp (BF16 dot
 //   products on panels widened in cache, or the decode kernel for m <= 32,
 //   each on the engine fp8_gemm_engine() names);
 // - FP8 decode shapes at level avx512 and avx2: the decode kernel on FP32
 //   FMAs (gemm_fp8_decode_fma.cpp, gemm_fp8_decode_avx2.cpp);
+// - FP8 compute-bound shapes on the OnednnBf16 engine (a CPU whose oneDNN
+//   BF16 matmul runs on AMX, or OCTET_CPU_FP8_GEMM=onednn_bf16):
+//   bf16_matmul_tiles (bf16_matmul_tiles.hpp), the tiling below with each
+//   block widened to BF16 and oneDNN's BF16 matmul in place of its sgemm;
 // - otherwise (high precision operands, other FP8 shapes below level
 //   avx512_bf16, or the sgemm engine's compute-bound shapes):
 //   sgemm_tiles (sgemm_tiles.hpp): acc is cut into tiles of 512 x 512 and K
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "activation_rows.hpp"
+#include "bf16_matmul_tiles.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
@@ -91,6 +96,20 @@ TileOperand tile_operand(const octet_matrix_view& v, bool transposed) {
     return Fp32Block{buffer, cols, transposed};
   };
   return op;
+}
+
+// An FP8 operand for bf16_matmul_tiles: each block widened to BF16 (exact)
+// in its stored orientation.
+Bf16TileOperand bf16_tile_operand(const octet_matrix_view& v, bool transposed) {
+  return [v, transposed](int64_t first_outer, int64_t outer, int64_t first_k, int64_t k, uint16_t* buffer) {
+    const int64_t row0 = transposed ? first_k : first_outer, col0 = transposed ? first_outer : first_k;
+    const int64_t rows = transposed ? k : outer, cols = transposed ? outer : k;
+    for (int64_t r = 0; r < rows; ++r) {
+      fp8_widen_bf16_avx512(static_cast<const uint8_t*>(element_ptr(v, row0 + r, col0)), v.dtype, cols,
+                            buffer + r * cols);
+    }
+    return Bf16Block{buffer, cols, transposed};
+  };
 }
 
 int32_t check_operand(const char* name, const char* trans_name, const octet_matrix_view& v,
@@ -190,6 +209,11 @@ int32_t gemm_sums(const char* kernel, const octet_matrix_view& av, bool trans_a,
              !fp8_operand_has_fnuz_nan(b, n, k)) {
     // Level avx2: the decode kernel on 8-lane FMAs, F16C decoding.
     fp8_decode_gemm_avx2(a, b, m, n, k, acc, ldc);
+  } else if (fp8 && is_fp8(bv.dtype) && fp8_gemm_engine() == Fp8GemmEngine::OnednnBf16 &&
+             cpu_isa() >= Isa::Avx512Bf16 && fp8_widen_avx512_built()) {
+    // Compute-bound shapes on oneDNN's BF16 matmul (AMX tiles where the CPU
+    // has them: isa.hpp, Fp8GemmEngine).
+    return bf16_matmul_tiles(kernel, bf16_tile_operand(av, trans_a), bf16_tile_operand(bv, trans_b), m, n, k, acc, ldc);
   } else {
     return sgemm_tiles(kernel, tile_operand(av, trans_a), tile_operand(bv, trans_b), m, n, k, acc, ldc);
   }

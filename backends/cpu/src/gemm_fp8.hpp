@@ -58,7 +58,7 @@ bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans);
 
 // True when the decode kernel multiplies on FP32 FMAs
 // (decode_gemm_fp32_with, gemm_fp8_decode.hpp) rather than VDPBF16PS: where
-// fp8_gemm_engine() (isa.hpp) is Fp32Fma. From m = 2 up, a decode shape's
+// fp8_gemm_engine() (isa.hpp) is Fp32Fma or OnednnBf16. From m = 2 up, a decode shape's
 // multiply-adds outlast its weights' bytes on a core that issues
 // VDPBF16PS at half the FMA rate (at m = 16 on Emerald Rapids, 0.8 of the
 // time); at m = 1 the two kernels stream the weights at the same rate.

@@ -442,7 +442,7 @@ namespace octet_cpu {
 
 bool fp8_gemm_bf16_decodes(int64_t m, bool b_trans) { return m <= kDecodeMaxM && !b_trans; }
 
-bool fp8_decode_on_fp32() { return fp8_gemm_engine() == Fp8GemmEngine::Fp32Fma; }
+bool fp8_decode_on_fp32() { return fp8_gemm_engine() != Fp8GemmEngine::Bf16Dot; }
 
 bool fp8_gemm_bf16_built() {
 #if defined(OCTET_CPU_HAVE_BF16_PATH)

@@ -1,4 +1,5 @@
-// FP8 -> FP32 widening on the VPERMI2W decoder (gemm_fp8_decoder_perm16.hpp):
+// FP8 -> FP32 and FP8 -> BF16 widening on the VPERMI2W decoder
+// (gemm_fp8_decoder_perm16.hpp):
 // 32 codes become 32 BF16 values, and a BF16 value is the upper half of its
 // FP32 value.
 #include "gemm_fp8_widen_avx512.hpp"
@@ -39,11 +40,13 @@ inline void store_fp32(__m512i v, float* out, int64_t count) {
   _mm512_mask_storeu_epi32(out + 16, mask(count - 16), hi);
 }
 
-}  // namespace
-
-void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out) {
+// Codes src[0 .. n) of `dtype`, 32 at a time as BF16 bits, to
+// store(v, i, count): the vector of codes i .. i + 32, count = n - i of them
+// valid. An FNUZ dtype's one NaN, 0x80, reads as -0 in the table: it is
+// replaced by 0x7FC0.
+template <class Store>
+inline void widen_bf16(const uint8_t* src, int32_t dtype, int64_t n, Store&& store) {
   const Table t = load_table(fp8_bf16_codes(dtype));
-  // An FNUZ dtype's one NaN, 0x80, reads as -0 in the table.
   const bool fnuz = dtype == OCTET_DTYPE_E4M3FNUZ || dtype == OCTET_DTYPE_E5M2FNUZ;
   const __m256i nan_code = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m512i qnan = _mm512_set1_epi16(0x7FC0);
@@ -51,8 +54,21 @@ void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out) 
     const __m256i bytes = load_bytes(src + i, n - i);
     __m512i v = decode32(bytes, t);
     if (fnuz) v = _mm512_mask_blend_epi16(_mm256_cmpeq_epi8_mask(bytes, nan_code), v, qnan);
-    store_fp32(v, out + i, n - i);
+    store(v, i, n - i);
   }
+}
+
+}  // namespace
+
+void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out) {
+  widen_bf16(src, dtype, n, [out](__m512i v, int64_t i, int64_t count) { store_fp32(v, out + i, count); });
+}
+
+void fp8_widen_bf16_avx512(const uint8_t* src, int32_t dtype, int64_t n, uint16_t* out) {
+  widen_bf16(src, dtype, n, [out](__m512i v, int64_t i, int64_t count) {
+    const __mmask32 keep = count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << count) - 1);
+    _mm512_mask_storeu_epi16(out + i, keep, v);
+  });
 }
 
 }  // namespace octet_cpu
@@ -72,6 +88,7 @@ bool fp8_widen_avx512_built() {
 
 #if !defined(OCTET_CPU_HAVE_FP8_WIDEN_AVX512)
 void fp8_widen_avx512(const uint8_t*, int32_t, int64_t, float*) {}
+void fp8_widen_bf16_avx512(const uint8_t*, int32_t, int64_t, uint16_t*) {}
 #endif
 
 namespace {

@@ -1,4 +1,5 @@
-// FP8 codes -> FP32 values with AVX-512 F/BW (gemm_fp8_widen_avx512.cpp):
+// FP8 codes -> FP32 (or BF16) values with AVX-512 F/BW
+// (gemm_fp8_widen_avx512.cpp):
 // the widening of the sgemm tiles' blocks (gemm.cpp, and the block-scaled
 // GEMM's FP32 path in block_kernels.cpp), where an FP8 operand is
 // re-widened once per tile it feeds.
@@ -14,7 +15,12 @@ namespace octet_cpu {
 // and fp8_widen_avx512_built().
 void fp8_widen_avx512(const uint8_t* src, int32_t dtype, int64_t n, float* out);
 
-// True when this build contains fp8_widen_avx512.
+// out[i] = the BF16 bits of FP8 code src[i] of `dtype`, for i < n: exact,
+// like fp8_widen_avx512 (an FNUZ 0x80 gives 0x7FC0). The widening of the
+// oneDNN BF16 matmul tiles (bf16_matmul_tiles.hpp). Same conditions.
+void fp8_widen_bf16_avx512(const uint8_t* src, int32_t dtype, int64_t n, uint16_t* out);
+
+// True when this build contains fp8_widen_avx512 and fp8_widen_bf16_avx512.
 bool fp8_widen_avx512_built();
 
 // A row widening: out[i] = element i of src (n elements of dtype) as FP32.

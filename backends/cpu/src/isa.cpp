@@ -10,6 +10,8 @@
 #define OCTET_CPU_X86 1
 #endif
 
+#include "bf16_matmul_tiles.hpp"
+
 namespace octet_cpu {
 namespace {
 
@@ -133,6 +135,10 @@ Fp8GemmEngine choose_engine() {
   const char* want = std::getenv("OCTET_CPU_FP8_GEMM");
   if (want != nullptr && std::strcmp(want, "fp32") == 0) return Fp8GemmEngine::Fp32Fma;
   if (want != nullptr && std::strcmp(want, "bf16") == 0 && bf16) return Fp8GemmEngine::Bf16Dot;
+  if (want != nullptr && std::strcmp(want, "onednn_bf16") == 0 && bf16) return Fp8GemmEngine::OnednnBf16;
+  if (bf16 && cpu_features().amx_bf16 && std::strstr(onednn_bf16_matmul_impl(), "amx") != nullptr) {
+    return Fp8GemmEngine::OnednnBf16;
+  }
   return bf16 && !cpu_features().intel ? Fp8GemmEngine::Bf16Dot : Fp8GemmEngine::Fp32Fma;
 }
 
@@ -144,7 +150,15 @@ Fp8GemmEngine fp8_gemm_engine() {
 }
 
 const char* fp8_gemm_engine_name(Fp8GemmEngine engine) {
-  return engine == Fp8GemmEngine::Bf16Dot ? "vdpbf16ps" : "sgemm tiles";
+  switch (engine) {
+    case Fp8GemmEngine::Bf16Dot:
+      return "vdpbf16ps";
+    case Fp8GemmEngine::Fp32Fma:
+      return "sgemm tiles";
+    case Fp8GemmEngine::OnednnBf16:
+      return "oneDNN bf16 matmul tiles";
+  }
+  return "?";
 }
 
 std::string isa_description() {
@@ -165,7 +179,7 @@ std::string isa_description() {
     if (f.avx512_vbmi) s += "/vbmi";
   }
   if (f.avx_vnni) s += " avx_vnni";
-  s += f.amx_bf16 ? " amx_bf16 (unused)" : " no amx";
+  s += f.amx_bf16 ? " amx_bf16" : " no amx";
   return s;
 }
 
