@@ -23,6 +23,7 @@
 #include "checks.hpp"
 #include "errors.hpp"
 #include "fp4_codes.hpp"
+#include "fp4_decode_fma.hpp"
 #include "fp4_gemm.hpp"
 #include "fp4_kernels.hpp"
 #include "isa.hpp"
@@ -184,6 +185,9 @@ int32_t fp4_gemm_kernel(const octet_fp4_gemm_args* args) {
     const bool bf16 = cpu_isa() >= Isa::Avx512Bf16 && fp4_gemm_bf16_built();
     if (bf16 && (fp8_gemm_engine() == Fp8GemmEngine::Bf16Dot || m <= kFp4DecodeMaxM)) {
       fp4_gemm_bf16(a, b, m, n, k, acc.get(), n);
+    } else if (m <= kFp4DecodeMaxM && cpu_isa() >= Isa::Avx2 && fp4_decode_fma_built()) {
+      // Decode shapes below avx512_bf16: B streamed once on 8-lane FMAs.
+      fp4_decode_gemm_fma(a, b, m, n, k, bk, acc.get(), n);
     } else {
       // The folded values on the sgemm tiles: on the FP32 engine (isa.hpp)
       // twice VDPBF16PS's multiply-adds on Intel cores, and the path of

@@ -3,6 +3,7 @@
 // (fp4_gemm.hpp's fp4_widen_folded). The level picks the code: AVX-512 at
 // avx512_bf16 and above (fp4_gemm_avx512.cpp), AVX2 at avx2 and avx512
 // (this file), plain C++ at portable; every one gives the same bits.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -62,17 +63,23 @@ void widen_folded_avx2(const uint8_t* row, int64_t k0, int64_t kc, const float* 
   const __m256 magnitudes = _mm256_loadu_ps(kE2M1Values);
   const uint8_t* bytes = row + k0 / 2;
   int64_t c = 0;
-  for (; c + 8 <= kc; c += 8) {
-    uint32_t four;
-    std::memcpy(&four, bytes + c / 2, sizeof four);
-    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
-    const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
-    const __m256i code = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
-    const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, code);  // uses the low 3 bits
-    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(code, _mm256_set1_epi32(0x8)), 28);
-    const __m256 value = _mm256_or_ps(magnitude, _mm256_castsi256_ps(sign));
-    _mm256_storeu_ps(out + c, _mm256_mul_ps(value, _mm256_set1_ps(scales[c / bk])));
+  // Block by block (no division per step); the last partial step of the
+  // row goes to the scalar loop below.
+  for (int64_t q = 0; c + 8 <= kc; ++q) {
+    const __m256 scale = _mm256_set1_ps(scales[q]);
+    const int64_t end = std::min(kc, (q + 1) * bk);
+    for (; c + 8 <= end; c += 8) {
+      uint32_t four;
+      std::memcpy(&four, bytes + c / 2, sizeof four);
+      const __m128i b = _mm_cvtsi32_si128(static_cast<int>(four));
+      const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
+      const __m256i code = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
+      const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, code);  // uses the low 3 bits
+      const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(code, _mm256_set1_epi32(0x8)), 28);
+      const __m256 value = _mm256_or_ps(magnitude, _mm256_castsi256_ps(sign));
+      _mm256_storeu_ps(out + c, _mm256_mul_ps(value, scale));
+    }
   }
   for (; c < kc; ++c) out[c] = e2m1_decode(fp4_code_at(row, k0 + c)) * scales[c / bk];
 }

@@ -1,0 +1,153 @@
+// fp4_decode_gemm_fma (fp4_decode_fma.hpp): the FP4 decode shapes at levels
+// avx2 and avx512, where the BF16 decode kernel (fp4_gemm_avx512.cpp)
+// cannot run. Without it they took the sgemm tiles, which widen all of B
+// to FP32 block by block for an m-row product (m = 1, N = K = 8192: eight
+// times B's bytes written and read again).
+#include "fp4_decode_fma.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "errors.hpp"
+#include "fp4_codes.hpp"
+#include "parallel_policy.hpp"
+#include "row_kernels.hpp"
+
+namespace octet_cpu {
+namespace {
+
+constexpr int64_t kBlock = 512;  // codes of a B row widened at once: whole 16- and 32-blocks
+constexpr int kCols = 4;         // B rows widened together
+
+float scale_of(const Fp4Operand& op, uint8_t code) {
+  return op.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3)[code] : e8m0_table()[code];
+}
+
+// out[0 .. round_up(kc, 8)) = row r's folded values at codes [k0, k0 + kc),
+// zeros past kc. k0 is a multiple of kBlock.
+void widen_segment(const Fp4Operand& op, int64_t r, int64_t k0, int64_t kc, int64_t k, int64_t bk, float* out) {
+  const int64_t k_blocks = (k + bk - 1) / bk;
+  const uint8_t* codes = op.scales + (r / op.block_rows) * k_blocks + k0 / bk;
+  float scales[kBlock / 16];
+  for (int64_t q = 0; q < (kc + bk - 1) / bk; ++q) scales[q] = scale_of(op, codes[q]);
+  fp4_widen_folded(op.codes + r * fp4_row_bytes(k), k0, kc, scales, bk, out);
+  std::fill(out + kc, out + (kc + 7) / 8 * 8, 0.0f);
+}
+
+}  // namespace
+}  // namespace octet_cpu
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define OCTET_CPU_HAVE_FP4_DECODE_FMA 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+#include <immintrin.h>
+
+namespace octet_cpu {
+namespace {
+
+// part[r][jj] (8 lanes each) += A[r][0 .. len) . W[jj][0 .. len) for R rows
+// of A (lda apart) and the kCols rows of w (kBlock apart); len a multiple
+// of 8.
+template <int R>
+void dot_block(const float* arows, int64_t lda, const float* w, int64_t len, __m256* part /*[R][kCols]*/) {
+  __m256 acc[R][kCols];
+  for (int r = 0; r < R; ++r) {
+    for (int jj = 0; jj < kCols; ++jj)
+      acc[r][jj] = _mm256_load_ps(reinterpret_cast<const float*>(part + r * kCols + jj));
+  }
+  for (int64_t kk = 0; kk < len; kk += 8) {
+    __m256 wv[kCols];
+    for (int jj = 0; jj < kCols; ++jj) wv[jj] = _mm256_load_ps(w + jj * kBlock + kk);
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_loadu_ps(arows + r * lda + kk);
+      for (int jj = 0; jj < kCols; ++jj) acc[r][jj] = _mm256_fmadd_ps(av, wv[jj], acc[r][jj]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int jj = 0; jj < kCols; ++jj) _mm256_store_ps(reinterpret_cast<float*>(part + r * kCols + jj), acc[r][jj]);
+  }
+}
+
+float sum8(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_shuffle_ps(t, t, 1)));
+}
+
+void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk, float* c,
+                 int64_t ldc) {
+  const int64_t kpad = (k + 7) / 8 * 8;
+  Buffer<float> arows(static_cast<std::size_t>(m) * static_cast<std::size_t>(kpad));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
+      widen_segment(a, i, k0, std::min(kBlock, k - k0), k, bk, arows.get() + i * kpad + k0);
+    }
+  }
+  // The weights are streamed once (two codes a byte): the threads share them.
+  const int threads = threads_for(double(n) * double(k) / 2.0, kStreamBytesPerThread);
+  // Per thread: kCols widened rows of kBlock and the partial sums.
+  const std::size_t per_thread = static_cast<std::size_t>(kCols * kBlock + kFp4DecodeMaxM * kCols * 8);
+  Buffer<float> scratch(per_thread * static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    float* w = scratch.get() + per_thread * static_cast<std::size_t>(t);
+    __m256* part = reinterpret_cast<__m256*>(w + kCols * kBlock);
+    const int64_t groups = (n + kCols - 1) / kCols;
+    for (int64_t g = groups * t / nt; g < groups * (t + 1) / nt; ++g) {
+      const int64_t j = g * kCols, cols = std::min<int64_t>(kCols, n - j);
+      for (int64_t q = 0; q < m * kCols; ++q) part[q] = _mm256_setzero_ps();
+      for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
+        const int64_t kc = std::min(kBlock, k - k0), len = (kc + 7) / 8 * 8;
+        for (int jj = 0; jj < kCols; ++jj) {
+          if (jj < cols) {
+            widen_segment(b, j + jj, k0, kc, k, bk, w + jj * kBlock);
+          } else {
+            std::fill(w + jj * kBlock, w + jj * kBlock + len, 0.0f);
+          }
+        }
+        int64_t r = 0;
+        for (; r + 2 <= m; r += 2) dot_block<2>(arows.get() + r * kpad + k0, kpad, w, len, part + r * kCols);
+        if (r < m) dot_block<1>(arows.get() + r * kpad + k0, kpad, w, len, part + r * kCols);
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t jj = 0; jj < cols; ++jj) c[r * ldc + j + jj] = sum8(part[r * kCols + jj]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void fp4_decode_gemm_fma(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                         float* acc, int64_t ldc) {
+  (void)fp8_table(OCTET_DTYPE_E4M3);  // build the shared tables before any thread needs them
+  (void)e8m0_table();
+  decode_gemm(a, b, m, n, k, bk, acc, ldc);
+}
+
+}  // namespace octet_cpu
+
+#pragma GCC pop_options
+#endif
+
+namespace octet_cpu {
+
+bool fp4_decode_fma_built() {
+#if defined(OCTET_CPU_HAVE_FP4_DECODE_FMA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#if !defined(OCTET_CPU_HAVE_FP4_DECODE_FMA)
+void fp4_decode_gemm_fma(const Fp4Operand&, const Fp4Operand&, int64_t, int64_t, int64_t, int64_t, float*, int64_t) {}
+#endif
+
+}  // namespace octet_cpu
