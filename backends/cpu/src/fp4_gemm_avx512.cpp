@@ -139,9 +139,10 @@ void decode_row_folded(const Fp4Operand& op, int64_t row, int64_t k0, int64_t kc
   const uint8_t* grid = op.scales + (row / op.block_rows) * k_blocks;
   const __m512 values = e2m1_values();
   const float* scale_table = op.nvfp4 ? fp8_table(OCTET_DTYPE_E4M3) : e8m0_table();
+  const int shift = op.nvfp4 ? 4 : 5;  // log2(bk): no division per chunk
   for (int64_t c = 0; c < kc; c += 32) {
     const int64_t kk = k0 + c;
-    const int64_t kb0 = kk / bk, kb1 = (kk + 16) / bk;
+    const int64_t kb0 = kk >> shift, kb1 = (kk + 16) >> shift;
     const float s0 = scale_table[grid[kb0]];
     const float s1 = kk + 16 < k ? scale_table[grid[kb1]] : 0.0f;
     const __m512i table = _mm512_inserti64x4(_mm512_castsi256_si512(table16(values, s0)), table16(values, s1), 1);
@@ -400,6 +401,7 @@ void decode_gemm(const Fp4Operand& a, const Fp4Operand& b, int64_t m, int64_t n,
 void fp4_widen_folded_impl(const uint8_t* row, int64_t k0, int64_t kc, const float* scales, int64_t bk, float* out) {
   const __m512 values = e2m1_values();
   const uint8_t* bytes = row + k0 / 2;
+  const int shift = bk == 16 ? 4 : 5;  // bk is 16 or 32: no division per step
   for (int64_t c = 0; c < kc; c += 16) {
     const int64_t count = min64(16, kc - c);
     const __mmask8 byte_mask = static_cast<__mmask8>((1u << ((count + 1) / 2)) - 1);
@@ -408,7 +410,7 @@ void fp4_widen_folded_impl(const uint8_t* row, int64_t k0, int64_t kc, const flo
     const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
     const __m512i index = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));
-    const __m512 v = _mm512_mul_ps(_mm512_permutexvar_ps(index, values), _mm512_set1_ps(scales[c / bk]));
+    const __m512 v = _mm512_mul_ps(_mm512_permutexvar_ps(index, values), _mm512_set1_ps(scales[c >> shift]));
     _mm512_mask_storeu_ps(out + c, static_cast<__mmask16>((1u << count) - 1), v);
   }
 }
