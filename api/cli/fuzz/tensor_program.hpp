@@ -187,10 +187,12 @@ inline std::vector<std::vector<uint8_t>> visible(const Slot& s, int c, int op) {
   return parts;
 }
 
-// After a call wrote a plain high-precision tensor: the oracle's values are
-// what a later quantize is checked against.
+// After a call wrote a plain tensor (high precision, or FP8 codes from a
+// convert): the oracle's values are what later calls are checked against (a
+// quantize against the codec, a GEMM against the exact result) and what
+// restore() writes back.
 inline void refresh_host(Program& p, Slot& s) {
-  if (s.quantized() || fp8(s.dtype)) return;
+  if (s.quantized()) return;
   s.host.resize(size_t(s.rows * s.cols) * element_bytes(s.dtype));
   if (octet_tensor_copy_to_host(s.t[0], OCTET_COMPONENT_DATA, s.host.data(), s.host.size()) != OCTET_STATUS_SUCCESS)
     fail("octet_tensor_copy_to_host", p.op);
