@@ -22,6 +22,53 @@ class CpuVsReference : public ::testing::Test {
     ASSERT_TRUE(cpu && ref && cpu_hopper && ref_hopper);
   }
   Context cpu, ref, cpu_hopper, ref_hopper;
+
+  // Per-tensor quantize of `input` (a rows x cols `from` tensor) into each
+  // of `formats`, native and Hopper-like (so the fused cast + transpose
+  // runs), saturating (scale 37) and not (scale 0.125): the codes of both
+  // copies and the amax bit for bit against the reference.
+  void expect_quantize_bit_for_bit(Shape s, int32_t from, const std::vector<uint8_t>& input,
+                                   const std::vector<int32_t>& formats) {
+    for (int32_t to : formats) {
+      for (int hopper = 0; hopper < 2; ++hopper) {
+        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
+        octet_context* r = hopper ? ref_hopper.get() : ref.get();
+        Tensor ci = tensor(c, from, s.rows, s.cols);
+        Tensor ri = tensor(r, from, s.rows, s.cols);
+        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
+        for (int32_t saturate : {0, 1}) {
+          const float scale = saturate ? 37.0f : 0.125f;
+          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
+          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
+          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          octet_quantize_options o{};
+          o.struct_size = sizeof o;
+          o.saturate = saturate;
+          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+          const std::string what = std::string(octet_dtype_name(from)) + " to " + octet_dtype_name(to) + " " +
+                                   shape_name(s) + " hopper " + std::to_string(hopper) + " saturate " +
+                                   std::to_string(saturate);
+          octet_tensor_info info{};
+          info.struct_size = sizeof info;
+          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
+          EXPECT_EQ(
+              first_difference(download(co.get(), OCTET_COMPONENT_DATA), download(ro.get(), OCTET_COMPONENT_DATA), 1),
+              -1)
+              << what;
+          if (info.has_columnwise_data) {
+            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
+                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
+                      -1)
+                << what;
+          }
+          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX)) << what;
+        }
+      }
+    }
+  }
 };
 
 // What only the cpu plugin declares (another backend reusing this suite
@@ -302,98 +349,25 @@ TEST_F(CpuVsReference, QuantizeTailsAndSpecialsBitForBit) {
   uint32_t seed = 900;
   for (int64_t cols : widths) {
     const Shape s{5, cols};
-    std::vector<uint8_t> input =
+    const std::vector<uint8_t> input =
         random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
-    for (int32_t to : fp8_dtypes()) {
-      for (int hopper = 0; hopper < 2; ++hopper) {
-        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
-        octet_context* r = hopper ? ref_hopper.get() : ref.get();
-        Tensor ci = tensor(c, OCTET_DTYPE_FP32, s.rows, s.cols);
-        Tensor ri = tensor(r, OCTET_DTYPE_FP32, s.rows, s.cols);
-        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
-        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
-        for (int32_t saturate : {0, 1}) {
-          const float scale = saturate ? 37.0f : 0.125f;
-          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
-          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
-          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
-          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
-          octet_quantize_options o{};
-          o.struct_size = sizeof o;
-          o.saturate = saturate;
-          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-          const std::string what = std::string(octet_dtype_name(to)) + " " + shape_name(s) + " hopper " +
-                                   std::to_string(hopper) + " saturate " + std::to_string(saturate);
-          octet_tensor_info info{};
-          info.struct_size = sizeof info;
-          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
-          EXPECT_EQ(
-              first_difference(download(co.get(), OCTET_COMPONENT_DATA), download(ro.get(), OCTET_COMPONENT_DATA), 1),
-              -1)
-              << what;
-          if (info.has_columnwise_data) {
-            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
-                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
-                      -1)
-                << what;
-          }
-          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX)) << what;
-        }
-      }
-    }
+    expect_quantize_bit_for_bit(s, OCTET_DTYPE_FP32, input, fp8_dtypes());
   }
 }
 
-// The fused cast + transpose on whole 64-row tiles (streaming stores where
-// the columnwise copy's rows are aligned) and on partial tiles down and
-// across.
+// The fused cast + transpose (tiles of 64 rows x 2048 columns) on whole
+// tiles (streaming stores where the columnwise copy's rows are 64-byte
+// aligned), on partial tiles down and across, across one and two column
+// tile boundaries, and with rows that leave the columnwise rows unaligned;
+// FP32 and BF16 inputs.
 TEST_F(CpuVsReference, CastTransposeTileEdgesBitForBit) {
-  const Shape shapes[] = {{128, 300}, {192, 256}, {256, 200}, {100, 272}, {320, 17}};
+  const Shape shapes[] = {{128, 300}, {192, 256},  {256, 200},  {100, 272}, {320, 17},
+                          {64, 2048}, {128, 2100}, {100, 4111}, {67, 2049}};
   uint32_t seed = 1900;
   for (Shape s : shapes) {
-    std::vector<uint8_t> input = random_elements(OCTET_DTYPE_FP32, static_cast<std::size_t>(s.rows * s.cols), seed++);
-    for (int32_t to : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
-      for (int hopper = 0; hopper < 2; ++hopper) {
-        octet_context* c = hopper ? cpu_hopper.get() : cpu.get();
-        octet_context* r = hopper ? ref_hopper.get() : ref.get();
-        Tensor ci = tensor(c, OCTET_DTYPE_FP32, s.rows, s.cols);
-        Tensor ri = tensor(r, OCTET_DTYPE_FP32, s.rows, s.cols);
-        upload(ci.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
-        upload(ri.get(), OCTET_COMPONENT_DATA, input.data(), input.size());
-        for (int32_t saturate : {0, 1}) {
-          const float scale = saturate ? 37.0f : 0.125f;
-          Tensor co = tensor(c, to, s.rows, s.cols, 3u);
-          Tensor ro = tensor(r, to, s.rows, s.cols, 3u);
-          upload(co.get(), OCTET_COMPONENT_SCALE, &scale, 4);
-          upload(ro.get(), OCTET_COMPONENT_SCALE, &scale, 4);
-          octet_quantize_options o{};
-          o.struct_size = sizeof o;
-          o.saturate = saturate;
-          ASSERT_EQ(octet_quantize(c, ci.get(), co.get(), &o), OCTET_STATUS_SUCCESS)
-              << octet_last_error_message();
-          ASSERT_EQ(octet_quantize(r, ri.get(), ro.get(), &o), OCTET_STATUS_SUCCESS)
-              << octet_last_error_message();
-          const std::string what = std::string(octet_dtype_name(to)) + " " + shape_name(s) +
-                                   " hopper " + std::to_string(hopper) + " saturate " +
-                                   std::to_string(saturate);
-          octet_tensor_info info{};
-          info.struct_size = sizeof info;
-          ASSERT_EQ(octet_tensor_get_info(co.get(), &info), OCTET_STATUS_SUCCESS);
-          EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_DATA),
-                                     download(ro.get(), OCTET_COMPONENT_DATA), 1),
-                    -1)
-              << what;
-          if (info.has_columnwise_data) {
-            EXPECT_EQ(first_difference(download(co.get(), OCTET_COMPONENT_COLUMNWISE_DATA),
-                                       download(ro.get(), OCTET_COMPONENT_COLUMNWISE_DATA), 1),
-                      -1)
-                << what;
-          }
-          EXPECT_EQ(download(co.get(), OCTET_COMPONENT_AMAX), download(ro.get(), OCTET_COMPONENT_AMAX))
-              << what;
-        }
-      }
+    for (int32_t from : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16}) {
+      const std::vector<uint8_t> input = random_elements(from, static_cast<std::size_t>(s.rows * s.cols), seed++);
+      expect_quantize_bit_for_bit(s, from, input, {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2});
     }
   }
 }

@@ -1,5 +1,9 @@
 #include "tensor/buffer.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -16,6 +20,35 @@ void free_memory(const ContextState& ctx, void* data) noexcept {
     api.mem_free(ctx.handle, data);
   else
     std::free(data);
+}
+
+// Host memory for a backend without mem_alloc. A buffer of kHugePage bytes
+// or more starts on a kHugePage boundary and, on Linux, is advised
+// MADV_HUGEPAGE, so that a kernel whose transparent huge pages are in
+// "madvise" mode (Debian's default) backs it with 2 MiB pages: a kernel
+// that writes one cache line to each of many 4 KiB pages in turn (the
+// columnwise copy of a cast + transpose) then misses the TLB once per
+// 2 MiB, not once per line. The advice is a hint: where it is refused the
+// buffer keeps 4 KiB pages. Smaller buffers take the backend's alignment,
+// and so does every buffer when OCTET_HOST_HUGE_PAGES is 0 (read once).
+constexpr size_t kHugePage = size_t(2) << 20;
+
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* value = std::getenv("OCTET_HOST_HUGE_PAGES");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return wanted;
+}
+
+void* allocate_host(size_t alignment, size_t bytes) {
+  if (bytes < kHugePage || !huge_pages_wanted()) return std::aligned_alloc(alignment, bytes);
+  void* p = nullptr;
+  if (posix_memalign(&p, kHugePage, bytes) != 0) return nullptr;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 
 // Owned memory once share() was called: freed with the last reference.
@@ -60,7 +93,7 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category
   } else {
     if (!ctx_->host_memory())
       fail(OCTET_STATUS_INTERNAL, "device backend '", ctx_->backend->name, "' has no mem_alloc");
-    data_ = std::aligned_alloc(alignment, rounded);
+    data_ = allocate_host(alignment, rounded);
     if (data_ == nullptr) fail(OCTET_STATUS_OUT_OF_MEMORY, "cannot allocate ", rounded, " bytes of host memory");
   }
   owned_ = true;

@@ -1,6 +1,7 @@
 // Region kernels of block quantize (block_kernels.cpp): the blocks' largest
-// magnitudes, the per-element multiply by each block's multiplier and the
-// byte transpose of the codes into a transposed output, in two
+// magnitudes, the per-element multiply by each block's multiplier, and the
+// streaming byte copy and byte transpose of the codes into the outputs
+// (also used by the per-tensor cast + transpose, elementwise.cpp), in two
 // implementations chosen at run time: AVX-512 F/BW/VL/DQ, or portable C++
 // (also used at level avx2). Both are exact: a max of integers and one FP32
 // multiply per element. The encoding itself stays with the row kernels'
@@ -28,8 +29,9 @@ struct BlockRowKernels {
   void (*transpose_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
   // Byte copy into an output that is not read back soon: dst[i * dst_ld + j]
   // = src[i * src_ld + j] for i < h, j < w. The AVX-512 path writes whole
-  // 64-byte lines of dst with streaming stores (then an sfence), so that dst
-  // is not read for ownership.
+  // 64-byte lines of dst with streaming stores, the portable one 16-byte
+  // pieces with SSE2 streaming stores where the build has SSE2 (then an
+  // sfence), so that dst is not read for ownership.
   void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
 };
 

@@ -73,8 +73,28 @@ void transpose_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int
 #endif
 }
 
+// Each row: bytes up to dst's first 16-byte boundary, then whole 16-byte
+// pieces with SSE2 streaming stores, then the rest.
 void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld) {
+#if defined(__SSE2__)
+  bool streamed = false;
+  for (int64_t i = 0; i < h; ++i) {
+    const uint8_t* from = src + i * src_ld;
+    uint8_t* to = dst + i * dst_ld;
+    const int64_t head =
+        std::min<int64_t>(w, static_cast<int64_t>((16u - (reinterpret_cast<std::uintptr_t>(to) & 15u)) & 15u));
+    std::memcpy(to, from, static_cast<std::size_t>(head));
+    int64_t j = head;
+    for (; j + 16 <= w; j += 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + j), _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + j)));
+      streamed = true;
+    }
+    std::memcpy(to + j, from + j, static_cast<std::size_t>(w - j));
+  }
+  if (streamed) _mm_sfence();  // the streaming stores are visible before returning
+#else
   for (int64_t i = 0; i < h; ++i) std::memcpy(dst + i * dst_ld, src + i * src_ld, static_cast<std::size_t>(w));
+#endif
 }
 
 const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable, transpose_bytes_out_rows,

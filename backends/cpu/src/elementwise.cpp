@@ -3,9 +3,6 @@
 // most kChunk elements and shared among OpenMP threads with a static
 // schedule; each segment goes through the row kernels (AVX2 or portable).
 #include <omp.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "block_rows.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "kernels.hpp"
@@ -132,10 +130,16 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
       }
     });
   } else if (rows > 0 && cols > 0) {
-    // Fused cast + transpose: a tile of kTileRows x kTileCols codes is
-    // encoded into an L1-resident buffer, copied to the rowwise output and
-    // written transposed (kTileRows contiguous bytes per column).
-    constexpr int64_t kTileRows = 64, kTileCols = 256;
+    // Fused cast + transpose, a tile of kTileRows x kTileCols at a time:
+    // the tile's rows are encoded into a per-thread buffer (128 KiB: L2),
+    // each row read as one long run of the input (so that the hardware
+    // prefetchers follow it), then the codes go to the rowwise output and,
+    // transposed, to the columnwise one (kTileRows = 64 bytes, one cache
+    // line, per column) through the block row kernels' streaming copies
+    // (block_rows.hpp), so that neither output is read for ownership. The
+    // input is read once and each code written once.
+    constexpr int64_t kTileRows = 64, kTileCols = 2048;
+    const BlockRowKernels& bk = block_row_kernels();
     const int64_t row_tiles = (rows + kTileRows - 1) / kTileRows;
     const int64_t col_tiles = (cols + kTileCols - 1) / kTileCols;
     const bool parallel = split_elements(double(rows * cols));
@@ -143,10 +147,9 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
     {
       const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
       alignas(64) float buffer[kTileCols];
-      alignas(64) uint8_t tile[kTileRows * kTileCols];
-      alignas(64) uint8_t staging[kTileCols * kTileRows];
+      std::vector<uint8_t> tile(static_cast<std::size_t>(kTileRows * kTileCols));
       float* amax = &partial[static_cast<std::size_t>(omp_get_thread_num())];
-#pragma omp for schedule(dynamic, 8)
+#pragma omp for schedule(dynamic, 1)
       for (int64_t t = 0; t < row_tiles * col_tiles; ++t) {
         const int64_t r0 = (t / col_tiles) * kTileRows;
         const int64_t c0 = (t % col_tiles) * kTileCols;
@@ -154,32 +157,11 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
         const int64_t w = std::min(kTileCols, cols - c0);
         for (int64_t i = 0; i < h; ++i) {
           const float* values = segment_values(k, in, r0 + i, c0, w, buffer);
-          uint8_t* codes = tile + i * kTileCols;
-          k.scale_encode(values, w, scale, dtype, sat, codes, amax);
-          if (rowwise != nullptr) std::memcpy(rowwise + (r0 + i) * cols + c0, codes, size_t(w));
+          k.scale_encode(values, w, scale, dtype, sat, tile.data() + i * kTileCols, amax);
         }
-        // Transposed into an L1 staging tile, then each column's h bytes
-        // (one 64-byte line for a full tile) go out with streaming stores
-        // when aligned, so the columnwise copy is not read for ownership.
-        k.transpose_bytes(tile, kTileCols, h, w, staging, kTileRows);
-        for (int64_t j = 0; j < w; ++j) {
-          uint8_t* dst = columnwise + (c0 + j) * rows + r0;
-          const uint8_t* src = staging + j * kTileRows;
-#if defined(__SSE2__)
-          if (h == kTileRows && (reinterpret_cast<std::uintptr_t>(dst) & 15u) == 0) {
-            for (int q = 0; q < 4; ++q) {
-              _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16 * q),
-                               _mm_load_si128(reinterpret_cast<const __m128i*>(src + 16 * q)));
-            }
-            continue;
-          }
-#endif
-          std::memcpy(dst, src, static_cast<std::size_t>(h));
-        }
+        if (rowwise != nullptr) bk.copy_bytes_out(tile.data(), kTileCols, h, w, rowwise + r0 * cols + c0, cols);
+        bk.transpose_bytes_out(tile.data(), kTileCols, h, w, columnwise + c0 * rows + r0, rows);
       }
-#if defined(__SSE2__)
-      _mm_sfence();  // streaming stores are visible before the region ends
-#endif
     }
   }
   float amax = 0.0f;
