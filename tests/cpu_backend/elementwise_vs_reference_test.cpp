@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "abi_helpers.hpp"
@@ -144,6 +145,46 @@ TEST(CpuBackend, DeviceNamesTheForcedFp8GemmEngine) {
   } else if (want == "fp32") {
     EXPECT_NE(device.find("FP8/FP4 GEMM sgemm tiles"), std::string::npos) << device;
   }
+}
+
+// The level the device string names ("isa <level>") under OCTET_CPU_ISA:
+// the one asked, or the best one below it that this CPU has (a table of
+// each level's extensions, checked here with the compiler's cpuid), never
+// a higher one than the CPU's best.
+TEST(CpuBackend, DeviceNamesTheLevelInUse) {
+  const std::string device = device_string();
+  ASSERT_FALSE(device.empty());
+  const char* disabled = std::getenv("OCTET_CPU_DISABLE_SIMD");
+  if (disabled != nullptr && disabled[0] != '\0' && std::string(disabled) != "0") {
+    EXPECT_NE(device.find("isa portable"), std::string::npos) << device;
+    return;
+  }
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool vbmi = __builtin_cpu_supports("avx512vbmi"), bf16 = __builtin_cpu_supports("avx512bf16");
+  const struct {
+    const char* name;
+    bool supported;
+  } levels[] = {{"portable", true},
+                {"avx2", avx2},
+                {"avx512", avx512},
+                {"avx512_vbmi", avx512 && vbmi},
+                {"avx512_bf16", avx512 && bf16},
+                {"avx512_bf16_vbmi", avx512 && bf16 && vbmi}};
+  const int top = static_cast<int>(std::size(levels)) - 1;
+  const char* asked = std::getenv("OCTET_CPU_ISA");
+  int level = top;
+  if (asked != nullptr && asked[0] != '\0') {
+    for (int i = 0; i <= top; ++i)
+      if (std::string(asked) == levels[i].name) level = i;
+  }
+  while (level > 0 && !levels[level].supported) --level;
+  const std::string want = std::string("isa ") + levels[level].name + ";";
+  const std::string want_forced = std::string("isa ") + levels[level].name + " forced";
+  EXPECT_TRUE(device.find(want) != std::string::npos || device.find(want_forced) != std::string::npos)
+      << device << " (OCTET_CPU_ISA=" << (asked ? asked : "") << ")";
 }
 #endif
 

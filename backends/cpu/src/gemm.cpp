@@ -201,9 +201,13 @@ int32_t gemm_sums(const char* kernel, const octet_matrix_view& av, bool trans_a,
     fp8_gemm_bf16(a, b, m, n, k, acc, ldc);
   } else if (fp8 && cpu_isa() >= Isa::Avx512 && fp8_decode_fma_built() && fp8_gemm_bf16_decodes(m, trans_b) &&
              !fp8_operand_has_fnuz_nan(a, m, k) && !fp8_operand_has_fnuz_nan(b, n, k)) {
-    // Level avx512 (no AVX512_BF16; above it the branch before takes these
-    // shapes): the decode kernel on FP32 FMAs.
-    fp8_decode_gemm_fma(a, b, m, n, k, acc, ldc);
+    // Levels avx512 and avx512_vbmi (no AVX512_BF16; above them the branch
+    // before takes these shapes): the decode kernel on FP32 FMAs.
+    if (cpu_isa() == Isa::Avx512Vbmi && fp8_decode_fma_vbmi_built()) {
+      fp8_decode_gemm_fma_vbmi(a, b, m, n, k, acc, ldc);
+    } else {
+      fp8_decode_gemm_fma(a, b, m, n, k, acc, ldc);
+    }
   } else if (fp8 && cpu_isa() >= Isa::Avx2 && fp8_decode_avx2_built() && fp8_gemm_bf16_decodes(m, trans_b) &&
              fp8_decode_avx2_takes(av.dtype) && fp8_decode_avx2_takes(bv.dtype) && !fp8_operand_has_fnuz_nan(a, m, k) &&
              !fp8_operand_has_fnuz_nan(b, n, k)) {

@@ -1,5 +1,6 @@
-// The FP8 decode kernel at level avx512 (AVX-512 F/BW/VL/DQ, no
-// AVX512_BF16): VPERMI2W decoding, FP32 FMAs (gemm_fp8_decode_fma.cpp).
+// The FP8 decode kernel on FP32 FMAs below level avx512_bf16: at level
+// avx512 with VPERMI2W decoding (gemm_fp8_decode_fma.cpp), at level
+// avx512_vbmi with VPERMI2B decoding (gemm_fp8_decode_fma_vbmi.cpp).
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,13 @@ void fp8_decode_gemm_fma(const Fp8Operand& a, const Fp8Operand& b, int64_t m, in
 
 // True when this build contains the kernel.
 bool fp8_decode_fma_built();
+
+// The same on the VPERMI2B decoder. Call only when cpu_isa() ==
+// Isa::Avx512Vbmi and fp8_decode_fma_vbmi_built().
+void fp8_decode_gemm_fma_vbmi(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
+                              int64_t ldc);
+
+// True when this build contains the VPERMI2B kernel.
+bool fp8_decode_fma_vbmi_built();
 
 }  // namespace octet_cpu

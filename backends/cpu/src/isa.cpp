@@ -65,21 +65,47 @@ CpuFeatures detect() {
   return f;
 }
 
-Isa level_of(const CpuFeatures& f) {
-  if (!(f.avx2 && f.f16c && f.fma)) return Isa::Portable;
-  if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq)) return Isa::Avx2;
-  if (!f.avx512_bf16) return Isa::Avx512;
-  if (!f.avx512_vbmi) return Isa::Avx512Bf16;
-  return Isa::Avx512Bf16Vbmi;
+// Whether the CPU has everything level `isa` uses.
+bool supports(const CpuFeatures& f, Isa isa) {
+  const bool avx2 = f.avx2 && f.f16c && f.fma;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+  switch (isa) {
+    case Isa::Portable:
+      return true;
+    case Isa::Avx2:
+      return avx2;
+    case Isa::Avx512:
+      return avx512;
+    case Isa::Avx512Vbmi:
+      return avx512 && f.avx512_vbmi;
+    case Isa::Avx512Bf16:
+      return avx512 && f.avx512_bf16;
+    case Isa::Avx512Bf16Vbmi:
+      return avx512 && f.avx512_bf16 && f.avx512_vbmi;
+  }
+  return false;
 }
+
+// The highest level at or below `isa` that the CPU supports.
+Isa best_at_or_below(const CpuFeatures& f, Isa isa) {
+  int level = static_cast<int>(isa);
+  while (level > 0 && !supports(f, static_cast<Isa>(level))) --level;
+  return static_cast<Isa>(level);
+}
+
+Isa level_of(const CpuFeatures& f) { return best_at_or_below(f, Isa::Avx512Bf16Vbmi); }
 
 bool parse_isa(const char* s, Isa* out) {
   static const struct {
     const char* name;
     Isa isa;
-  } names[] = {{"portable", Isa::Portable},     {"avx2", Isa::Avx2},
-               {"avx512", Isa::Avx512},         {"avx512_bf16", Isa::Avx512Bf16},
-               {"avx512bf16", Isa::Avx512Bf16}, {"avx512_bf16_vbmi", Isa::Avx512Bf16Vbmi},
+  } names[] = {{"portable", Isa::Portable},
+               {"avx2", Isa::Avx2},
+               {"avx512", Isa::Avx512},
+               {"avx512_vbmi", Isa::Avx512Vbmi},
+               {"avx512_bf16", Isa::Avx512Bf16},
+               {"avx512bf16", Isa::Avx512Bf16},
+               {"avx512_bf16_vbmi", Isa::Avx512Bf16Vbmi},
                {"best", Isa::Avx512Bf16Vbmi}};
   for (const auto& n : names) {
     if (std::strcmp(s, n.name) == 0) {
@@ -98,7 +124,9 @@ Isa choose() {
   }
   Isa forced;
   const char* want = std::getenv("OCTET_CPU_ISA");
-  if (want != nullptr && want[0] != '\0' && parse_isa(want, &forced) && forced < isa) isa = forced;
+  if (want != nullptr && want[0] != '\0' && parse_isa(want, &forced) && forced < isa) {
+    isa = best_at_or_below(cpu_features(), forced);
+  }
   return isa;
 }
 
@@ -121,6 +149,8 @@ const char* isa_name(Isa isa) {
     case Isa::Portable: return "portable";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Vbmi:
+      return "avx512_vbmi";
     case Isa::Avx512Bf16: return "avx512_bf16";
     case Isa::Avx512Bf16Vbmi:
       return "avx512_bf16_vbmi";
