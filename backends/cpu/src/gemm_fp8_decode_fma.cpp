@@ -1,5 +1,5 @@
 // The FP8 decode kernel for CPUs with AVX-512 F/BW/VL/DQ but no
-// AVX512_BF16 (level avx512, isa.hpp: Skylake-SP to Ice Lake servers):
+// AVX512_BF16 (level avx512, isa.hpp: Skylake-SP and Cascade Lake; Ice Lake, which has VBMI, runs level avx512_vbmi):
 // decode_gemm_fp32_with (gemm_fp8_decode.hpp) on the VPERMI2W decoder, so
 // that decode-shaped FP8 GEMMs stream their weights once there too instead
 // of widening them to FP32 block by block for oneDNN's sgemm. Nothing here
