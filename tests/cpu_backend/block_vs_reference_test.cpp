@@ -15,6 +15,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -453,6 +454,59 @@ TEST(CpuBlockScaling, ScaleRulesOnSingleBlocksMatchReference) {
         expect_same_bytes(got.amax, want.amax, 4, where + " amax");
         expect_same_stats(cpu.stats, ref.stats, where);
       }
+    }
+  }
+}
+
+// The scale rules' edges many blocks to a row, so that the backend's
+// vectorized scale computation (16 blocks at a time on AVX-512) meets each
+// edge in every lane position and in the tail: square tiles as wide as a
+// block (32 for MXFP8, 128 for FP32 blocks), each of one magnitude v on its
+// diagonal and below v elsewhere, so that every block of both usages has
+// amax v. The magnitudes: zero, FP32 subnormals (RCEIL quotients that
+// underflow to zero, and subnormal quotients around 2^-127), powers of two
+// times the format's largest value and one ulp either side, up to FLT_MAX.
+TEST(CpuBlockScaling, ScaleRuleEdgesAcrossRowsOfBlocksMatchReference) {
+  for (const BlockConfig& c : block_configs()) {
+    if (!declared(c) || c.mode == OCTET_SCALING_PER_ROW || c.mode == OCTET_SCALING_PER_COLUMN) continue;
+    for (int32_t fp8 : fp8_dtypes()) {
+      if (!takes(c, fp8)) continue;
+      const double fp8_max = fp8 == OCTET_DTYPE_E4M3 ? 448.0 : fp8 == OCTET_DTYPE_E4M3FNUZ ? 240.0 : 57344.0;
+      std::vector<float> edges = {0.0f,    from_bits(0x00000001u),       from_bits(0x007FFFFFu), FLT_MIN,
+                                  FLT_MAX, std::nextafter(FLT_MAX, 0.0f)};
+      for (int e : {-150, -149, -141, -128, -127, -126, -125, -64, -1, 0, 1, 64, 110}) {
+        for (double f : {1.0, 1.5, 1.75, 1.0 + 0x1p-23, 1.0 - 0x1p-24}) {
+          const double v = std::ldexp(fp8_max * f, e);
+          if (v <= double(FLT_MAX)) edges.push_back(float(v));
+        }
+      }
+      const int64_t tile = c.mode == OCTET_SCALING_MXFP8_1X32 ? 32 : 128;
+      const int64_t across = 29;  // blocks a row: one full register and a tail
+      const int64_t down = (int64_t(edges.size()) + across - 1) / across;
+      const int64_t rows = tile * down, cols = tile * across;
+      std::vector<float> x(std::size_t(rows * cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < cols; ++j) {
+          const float v = edges[std::size_t((r / tile) * across + j / tile) % edges.size()];
+          const float m = (r % tile == j % tile) ? 1.0f : 0.5f + float((r + j) % 7) / 16.0f;
+          x[std::size_t(r * cols + j)] = (r + j) % 2 == 0 ? v * m : -(v * m);
+        }
+      }
+      std::vector<uint8_t> raw(x.size() * 4);
+      std::memcpy(raw.data(), x.data(), raw.size());
+      const std::string where = std::string(c.name) + " fp8 " + std::to_string(fp8);
+      Quantized cpu =
+          block_quantize_on(OCTET_TEST_BACKEND, c, fp8, OCTET_DTYPE_FP32, rows, cols, raw, OCTET_USAGE_BOTH);
+      Quantized ref = block_quantize_on("reference", c, fp8, OCTET_DTYPE_FP32, rows, cols, raw, OCTET_USAGE_BOTH);
+      const BlockImage got = image_of(cpu.output.get()), want = image_of(ref.output.get());
+      expect_same_bytes(got.rowwise_scales, want.rowwise_scales, c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4,
+                        where + " rowwise scales");
+      expect_same_bytes(got.columnwise_scales, want.columnwise_scales, c.mode == OCTET_SCALING_MXFP8_1X32 ? 1 : 4,
+                        where + " columnwise scales");
+      expect_same_bytes(got.rowwise, want.rowwise, 1, where + " rowwise codes");
+      expect_same_bytes(got.columnwise, want.columnwise, 1, where + " columnwise codes");
+      expect_same_bytes(got.amax, want.amax, 4, where + " amax");
+      expect_same_stats(cpu.stats, ref.stats, where);
     }
   }
 }

@@ -10,9 +10,9 @@
 // widened into a per-thread buffer), each block's amax (over its finite
 // values) gives its scale, each element x is multiplied by its block's
 // multiplier (MXFP8: 1/X, X = 2^e, so x * 2^-e is the same FP32 value as
-// x / 2^e; FP32 blocks: the scale) and the row kernels' encode
-// runs with scale 1 on whole rows into a per-thread code tile, which goes
-// out as it is or byte-transposed (block_rows.hpp). Regions are shared by
+// x / 2^e; FP32 blocks: the scale) and encoded with the row kernels'
+// encoder's rules (block_rows.hpp's multiply_encode), whole rows into a
+// per-thread code tile, which goes out as it is or byte-transposed. Regions are shared by
 // OpenMP threads with a dynamic schedule.
 //
 // The block GEMM folds power-of-two scales into the operands where that is
@@ -45,6 +45,7 @@
 #include "activation_rows.hpp"
 #include "block_gemm_folded.hpp"
 #include "block_rows.hpp"
+#include "block_scales.hpp"
 #include "checks.hpp"
 #include "errors.hpp"
 #include "gemm_fp8.hpp"
@@ -107,37 +108,6 @@ void write_counts(const std::vector<Counts>& parts, octet_quantize_statistics* o
   *out = s;
 }
 
-// E8M0 scale code of a block (numerics.md section 11, MXFP8).
-uint8_t mx_code(float block_amax, int32_t dtype, int32_t rounding) {
-  // block_amax: max |x| over the block's finite elements, so never 0xFF.
-  if (block_amax == 0.0f) return 0x00;
-  if (rounding == 0) {  // RCEIL; an underflowed quotient still gets 0x00 (2^-127)
-    const float quotient = block_amax / fp8_max_of(dtype);
-    return quotient == 0.0f ? 0x00 : encode_e8m0(quotient, true);
-  }
-  const uint32_t u = bits_of(block_amax);
-  const uint32_t exp = u >> 23;
-  int floor_log2;
-  if (exp != 0) {
-    floor_log2 = static_cast<int>(exp) - 127;
-  } else {  // FP32 subnormal
-    floor_log2 = (31 - __builtin_clz(u)) - 149;
-  }
-  const int code = floor_log2 - std::ilogb(fp8_max_of(dtype)) + 127;  // emax: 8, 15, 7 (E4M3FNUZ)
-  return static_cast<uint8_t>(code < 0 ? 0 : (code > 0xFE ? 0xFE : code));
-}
-
-// FP32 block scale (numerics.md section 11, FP32 blocks).
-float fp32_scale(float block_amax, int32_t dtype, float epsilon, bool pow2) {
-  // block_amax: max |x| over the block's finite elements.
-  const float amax = epsilon > block_amax ? epsilon : block_amax;
-  if (!is_finite(amax) || amax == 0.0f) return 1.0f;
-  float scale = fp8_max_of(dtype) / amax;
-  if (!is_finite(scale)) scale = FLT_MAX;
-  if (pow2) scale = float_of(bits_of(scale) & 0xFF800000u);
-  return scale;
-}
-
 int32_t require_block_shape(const char* kernel, int32_t br, int32_t bc) {
   if (br >= 1 && bc >= 1) return OCTET_STATUS_SUCCESS;
   return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": block shape " +
@@ -189,11 +159,10 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
   const std::size_t ucols = static_cast<std::size_t>(cols), upiece = static_cast<std::size_t>(piece);
   const std::size_t unthreads = static_cast<std::size_t>(nthreads);
   // Per thread: its columns' maxima and infinity flags, and a band piece's
-  // widened input (not for FP32), scaled row and codes (transposed copy only).
+  // widened input (not for FP32) and codes (transposed copy only).
   std::vector<uint32_t> tops(unthreads * ucols, 0u);
   std::vector<uint8_t> infs(unthreads * ucols, 0u);
   std::vector<float> widened(fp32 ? 0 : unthreads * kBand * upiece);
-  std::vector<float> scaled(unthreads * upiece);
   std::vector<uint32_t> piece_tops(unthreads * upiece);
   std::vector<uint8_t> tiles(transposed ? unthreads * kBand * upiece : 0);
   std::vector<float> multiplier(ucols);
@@ -255,7 +224,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
     const float block_amax = float_of(t);
     if (has_inf) amax = float_of(0x7F800000u);  // the tensor amax counts infinities
     amax = block_amax > amax ? block_amax : amax;
-    multiplier[static_cast<std::size_t>(j)] = fp32_scale(block_amax, dtype, args->amax_epsilon, pow2);
+    multiplier[static_cast<std::size_t>(j)] = fp32_block_scale(block_amax, fp8_max_of(dtype), args->amax_epsilon, pow2);
     scale_inv_out[j] = 1.0f / multiplier[static_cast<std::size_t>(j)];
   }
 
@@ -265,7 +234,6 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
     const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
     Counts& stats = parts[me];
-    float* row = scaled.data() + me * upiece;
     uint8_t* tile = transposed ? tiles.data() + me * kBand * upiece : nullptr;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < bands; ++b) {
@@ -279,9 +247,8 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
           const float* x = src + i * ld;
           uint8_t* out = transposed ? tile + i * w : args->out + (r0 + i) * cols + c0;
           // A multiplier is finite and > 0, so x * multiplier is octet_math_mul's
-          // result (a NaN x keeps its NaN); the encoder's x * 1 changes nothing.
-          bk.multiply(x, m, w, 1, row);
-          k.encode(row, w, 1.0f, dtype, true, out);
+          // result (a NaN x keeps its NaN).
+          bk.multiply_encode(x, m, w, 1, dtype, out);
           if (want_stats) {
             for (int64_t j = 0; j < w; ++j) count(x + j, 1, m[j], out + j, dtype, stats);
           }
@@ -365,6 +332,7 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   const octet_matrix_view in = args->input;
   const bool transposed = args->transposed != 0;
   const int32_t dtype = args->out_dtype;
+  const float fp8_max = fp8_max_of(dtype);
   const bool want_stats = args->stats_out != nullptr;
   const bool fp32 = in.dtype == OCTET_DTYPE_FP32;
   // Everything runs in the input's orientation: a block covers br x bc of
@@ -399,13 +367,13 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   {
     const octet::DefaultFloatMode float_mode;  // this thread, for the region (parallel_policy.hpp)
     const std::size_t me = static_cast<std::size_t>(omp_get_thread_num());
-    // Per thread: the widened region (not for FP32 input), one row of
-    // encoder inputs, the blocks' maxima and multipliers, and the region's
-    // codes.
+    // Per thread: the widened region (not for FP32 input), a row of
+    // blocks' maxima, multipliers and scales, and the region's codes.
     std::vector<float> widened(fp32 || total == 0 ? 0 : static_cast<std::size_t>(h * w));
-    std::vector<float> scaled(static_cast<std::size_t>(w));
     std::vector<uint32_t> tops(static_cast<std::size_t>(blocks_per_row));
     std::vector<float> multipliers(static_cast<std::size_t>(blocks_per_row));
+    std::vector<uint8_t> codes_of_scales(mx ? static_cast<std::size_t>(blocks_per_row) : 0);
+    std::vector<float> inverses(mx ? 0 : static_cast<std::size_t>(blocks_per_row));
     std::vector<uint8_t> tile(total > 0 ? static_cast<std::size_t>(h * w) : 0);
     Counts& stats = parts[me];
     float amax = 0.0f;  // this thread's, published after the loop
@@ -431,17 +399,23 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
         const int64_t nb = ceil_div(rw, bc);
         const int64_t grid_r = (r0 + b0) / br;
         bk.block_abs_bits_max(src + b0 * sld, sld, bh, rw, bc, tops.data());
-        for (int64_t q = 0; q < nb; ++q) {
-          const int64_t j0 = q * bc, bw = std::min(bc, rw - j0);
-          // The largest |x| bits: the block's amax when every element is
-          // finite; at or above the infinity's bits the block holds an
-          // infinity or a NaN, and its amax is taken over the finite
-          // elements (scalar). The tensor amax counts infinities.
-          const uint32_t top = tops[static_cast<std::size_t>(q)];
-          float block_amax = float_of(top);
-          if (top >= 0x7F800000u) {
-            block_amax = 0.0f;
-            bool has_inf = false;
+        // The blocks' scales (block_scales.hpp). The largest |x| bits are
+        // the block's amax when every element is finite; at or above the
+        // infinity's bits the block holds an infinity or a NaN: then its
+        // amax is taken over its finite elements (scalar) and the scales
+        // are computed again. The tensor amax counts infinities.
+        auto scales = [&]() {
+          return mx ? bk.mx_scales(tops.data(), nb, fp8_max, args->e8m0_rounding, codes_of_scales.data(),
+                                   multipliers.data())
+                    : bk.fp32_scales(tops.data(), nb, fp8_max, args->amax_epsilon, args->power_of_two != 0,
+                                     inverses.data(), multipliers.data());
+        };
+        uint32_t top_max = scales();
+        if (top_max >= 0x7F800000u) {
+          for (int64_t q = 0; q < nb; ++q) {
+            if (tops[static_cast<std::size_t>(q)] < 0x7F800000u) continue;
+            const int64_t j0 = q * bc, bw = std::min(bc, rw - j0);
+            float block_amax = 0.0f;
             for (int64_t i = b0; i < b0 + bh; ++i) {
               const float* x = src + i * sld + j0;
               for (int64_t j = 0; j < bw; ++j) {
@@ -449,38 +423,40 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
                 if (a < 0x7F800000u) {
                   block_amax = max_magnitude(block_amax, x[j]);
                 } else if (a == 0x7F800000u) {
-                  has_inf = true;
+                  amax = float_of(0x7F800000u);
                 }
               }
             }
-            if (has_inf) amax = float_of(0x7F800000u);
+            tops[static_cast<std::size_t>(q)] = bits_of(block_amax);
           }
-          amax = block_amax > amax ? block_amax : amax;
-          const int64_t grid_c = grid_c0 + q;
-          const std::size_t block =
-              static_cast<std::size_t>(transposed ? grid_c * grid_down + grid_r : grid_r * grid_across + grid_c);
-          float multiplier;  // x * multiplier is the encoder's input
-          if (mx) {
-            const uint8_t code = mx_code(block_amax, dtype, args->e8m0_rounding);
-            static_cast<uint8_t*>(args->scale_inv_out)[block] = code;
-            // 1 / 2^(code - 127) = 2^(127 - code): an FP32 normal or 2^-127.
-            multiplier = code == 0xFE ? float_of(0x00400000u) /*2^-127*/
-                                      : float_of((254u - code) << 23);
-          } else {
-            multiplier = fp32_scale(block_amax, dtype, args->amax_epsilon, args->power_of_two != 0);
-            static_cast<float*>(args->scale_inv_out)[block] = 1.0f / multiplier;
-          }
-          multipliers[static_cast<std::size_t>(q)] = multiplier;
+          top_max = scales();
+        }
+        amax = float_of(top_max) > amax ? float_of(top_max) : amax;
+        // Into the usage's scale grid: block (grid_r, grid_c0 + q).
+        const std::size_t first =
+            static_cast<std::size_t>(transposed ? grid_c0 * grid_down + grid_r : grid_r * grid_across + grid_c0);
+        const std::size_t step = static_cast<std::size_t>(transposed ? grid_down : 1);
+        if (step == 1) {
+          const std::size_t size = mx ? 1 : 4;
+          std::memcpy(static_cast<uint8_t*>(args->scale_inv_out) + first * size,
+                      mx ? static_cast<const void*>(codes_of_scales.data()) : inverses.data(),
+                      static_cast<std::size_t>(nb) * size);
+        } else if (mx) {
+          uint8_t* grid = static_cast<uint8_t*>(args->scale_inv_out) + first;
+          const uint8_t* from = codes_of_scales.data();
+          for (int64_t q = 0; q < nb; ++q) grid[static_cast<std::size_t>(q) * step] = from[q];
+        } else {
+          float* grid = static_cast<float*>(args->scale_inv_out) + first;
+          const float* from = inverses.data();
+          for (int64_t q = 0; q < nb; ++q) grid[static_cast<std::size_t>(q) * step] = from[q];
         }
         // x * multiplier element by element (the same FP32 product the
-        // encoder would form), then the encoder with scale 1 on the whole
-        // row: y * 1 is y, NaN included. NaN keeps its sign; an infinity
-        // saturates to max finite.
+        // encoder would form with that scale), encoded saturating: NaN
+        // keeps its sign; an infinity saturates to max finite.
         for (int64_t i = b0; i < b0 + bh; ++i) {
           const float* x = src + i * sld;
           uint8_t* out = codes + i * codes_ld;
-          bk.multiply(x, multipliers.data(), rw, bc, scaled.data());
-          k.encode(scaled.data(), rw, 1.0f, dtype, true, out);
+          bk.multiply_encode(x, multipliers.data(), rw, bc, dtype, out);
           if (want_stats) {
             for (int64_t q = 0; q < nb; ++q) {
               const int64_t j0 = q * bc;

@@ -1,11 +1,11 @@
 // Region kernels of block quantize (block_kernels.cpp): the blocks' largest
-// magnitudes, the per-element multiply by each block's multiplier, and the
-// streaming byte copy and byte transpose of the codes into the outputs
-// (also used by the per-tensor cast + transpose, elementwise.cpp), in two
-// implementations chosen at run time: AVX-512 F/BW/VL/DQ, or portable C++
-// (also used at level avx2). Both are exact: a max of integers and one FP32
-// multiply per element. The encoding itself stays with the row kernels'
-// encode (row_kernels.hpp).
+// magnitudes, their scales, the per-element multiply by each block's
+// multiplier fused with the encoding, and the streaming byte copy and byte transpose of the codes
+// into the outputs (also used by the per-tensor cast + transpose,
+// elementwise.cpp), in two implementations chosen at run time: AVX-512
+// F/BW/VL/DQ, or portable C++ (also used at level avx2). Both are exact: a
+// max of integers, the scale rules of block_scales.hpp, one FP32 multiply
+// per element and the FP8 encoder of row_kernels.hpp.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +18,13 @@ struct BlockRowKernels {
   // bits(in[i * ld + j]) & 0x7FFFFFFF, for b < ceil(w / bc): each block's
   // largest magnitude bits, or above 0x7F800000 when it holds a NaN.
   void (*block_abs_bits_max)(const float* in, int64_t ld, int64_t h, int64_t w, int64_t bc, uint32_t* out);
-  // out[j] = in[j] * m[j / bc] for j < n (one FP32 multiply each): each
-  // element by its block's multiplier.
-  void (*multiply)(const float* in, const float* m, int64_t n, int64_t bc, float* out);
+  // out[j] = encode_fp8(in[j] * m[j / bc], fp8_dtype, saturating) for j <
+  // n: each element by its block's multiplier (one FP32 multiply; the
+  // multipliers are finite and > 0, so a NaN x keeps its NaN), then the
+  // row kernels' encoder's bits. The AVX-512 path encodes the products in
+  // registers (fp8_encode_avx512.hpp); the portable one multiplies into a
+  // stack buffer and runs row_kernels().encode with scale 1 on it.
+  void (*multiply_encode)(const float* in, const float* m, int64_t n, int64_t bc, int32_t fp8_dtype, uint8_t* out);
   // Byte transpose into an output that is not read back soon:
   // dst[j * dst_ld + i] = src[i * src_ld + j] for i < h, j < w. The AVX-512
   // path transposes 64 x 16 bytes at a time (four 16 x 16 transposes, one
@@ -33,6 +37,20 @@ struct BlockRowKernels {
   // pieces with SSE2 streaming stores where the build has SSE2 (then an
   // sfence), so that dst is not read for ownership.
   void (*copy_bytes_out)(const uint8_t* src, int64_t src_ld, int64_t h, int64_t w, uint8_t* dst, int64_t dst_ld);
+  // The scales of nb blocks (block_scales.hpp) from the bits of their
+  // largest finite magnitudes, tops[q] < 0x7F800000, 16 blocks at a time
+  // on the AVX-512 path (exact: one IEEE division per block, the rest in
+  // integers). fp8_max is an FP8 dtype's largest value (fp8_max_value,
+  // 240 or more). Both return the largest of tops, also when some are at
+  // or above 0x7F800000 (then those blocks' outputs are unspecified).
+  // MXFP8: codes[q] = mx_scale_code(float_of(tops[q]), fp8_max, rounding),
+  // multipliers[q] = mx_multiplier(codes[q]).
+  uint32_t (*mx_scales)(const uint32_t* tops, int64_t nb, float fp8_max, int32_t rounding, uint8_t* codes,
+                        float* multipliers);
+  // FP32 blocks: multipliers[q] = fp32_block_scale(float_of(tops[q]),
+  // fp8_max, epsilon, pow2), scale_inv[q] = 1 / multipliers[q].
+  uint32_t (*fp32_scales)(const uint32_t* tops, int64_t nb, float fp8_max, float epsilon, bool pow2, float* scale_inv,
+                          float* multipliers);
 };
 
 const BlockRowKernels& portable_block_row_kernels();

@@ -2,13 +2,16 @@
 // the functions between the pragmas use AVX-512; they run only when isa.cpp
 // says the CPU and OS have it. Tails go through masked loads and stores.
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 
 #include <immintrin.h>
 
 #include "block_rows.hpp"
+#include "block_scales.hpp"
 #include "isa.hpp"
 #include "row_kernels.hpp"
+#include "scalar_codecs.hpp"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define OCTET_CPU_HAVE_AVX512_BLOCK_ROWS 1
@@ -16,6 +19,8 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2")
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "fp8_encode_avx512.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -82,27 +87,42 @@ void block_abs_bits_max_avx512(const float* in, int64_t ld, int64_t h, int64_t w
   portable_block_row_kernels().block_abs_bits_max(in, ld, h, w, bc, out);
 }
 
-void multiply_avx512(const float* in, const float* m, int64_t n, int64_t bc, float* out) {
+void multiply_encode_avx512(const float* in, const float* m, int64_t n, int64_t bc, int32_t fp8_dtype, uint8_t* out) {
+  if (bc != 1 && bc % 16 != 0) return portable_block_row_kernels().multiply_encode(in, m, n, bc, fp8_dtype, out);
+  const Fp8Params& p = fp8_params(fp8_dtype);
   if (bc == 1) {  // one multiplier per element
     int64_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-      _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)));
-      _mm512_storeu_ps(out + j + 16, _mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)));
+    for (; j + 64 <= n; j += 64) {
+      __m512i bytes =
+          _mm512_castsi128_si512(encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)), p, true));
+      bytes = _mm512_inserti32x4(
+          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)), p, true), 1);
+      bytes = _mm512_inserti32x4(
+          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 32), _mm512_loadu_ps(m + j + 32)), p, true), 2);
+      bytes = _mm512_inserti32x4(
+          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 48), _mm512_loadu_ps(m + j + 48)), p, true), 3);
+      _mm512_storeu_si512(out + j, bytes);
     }
     for (; j < n; j += 16) {
       const __mmask16 k = tail_mask(n - j);
-      _mm512_mask_storeu_ps(out + j, k,
-                            _mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_maskz_loadu_ps(k, m + j)));
+      _mm_mask_storeu_epi8(
+          out + j, k,
+          encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_maskz_loadu_ps(k, m + j)), p, true));
     }
     return;
   }
-  if (bc % 16 != 0) return portable_block_row_kernels().multiply(in, m, n, bc, out);
+  // Blocks a multiple of 16 wide: one broadcast multiplier per block.
   for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
     const __m512 s = _mm512_set1_ps(m[b]);
     const int64_t je = std::min(n, j0 + bc);
-    for (int64_t j = j0; j < je; j += 16) {
+    int64_t j = j0;
+    for (; j + 16 <= je; j += 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                       encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j), s), p, true));
+    }
+    if (j < je) {
       const __mmask16 k = tail_mask(je - j);
-      _mm512_mask_storeu_ps(out + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), s));
+      _mm_mask_storeu_epi8(out + j, k, encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), s), p, true));
     }
   }
 }
@@ -195,8 +215,82 @@ void copy_bytes_out_avx512(const uint8_t* src, int64_t sld, int64_t h, int64_t w
   if (streamed) _mm_sfence();
 }
 
-const BlockRowKernels kAvx512{"avx512", block_abs_bits_max_avx512, multiply_avx512, transpose_bytes_out_avx512,
-                              copy_bytes_out_avx512};
+// block_scales.hpp's rules on 16 blocks a register. Lanes past nb are
+// zero blocks and are not stored.
+uint32_t mx_scales_avx512(const uint32_t* tops, int64_t nb, float fp8_max, int32_t rounding, uint8_t* codes,
+                          float* multipliers) {
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+  const __m512 divisor = _mm512_set1_ps(fp8_max);
+  const __m512i emax = _mm512_set1_epi32(fp8_max_exponent(fp8_max));
+  __m512i top_max = zero;
+  for (int64_t q = 0; q < nb; q += 16) {
+    const __mmask16 k = tail_mask(nb - q);
+    const __m512i t = _mm512_maskz_loadu_epi32(k, tops + q);
+    top_max = _mm512_max_epu32(top_max, t);
+    __m512i code;
+    if (rounding == 0) {
+      // RCEIL: encode_e8m0(quotient, ceil) of the IEEE quotient: a normal
+      // quotient's biased exponent, plus one when its mantissa is not zero;
+      // a subnormal one 1 above 2^-127, else 0 (zero blocks and quotients
+      // that underflow to zero included). fp8_max >= 240 keeps the
+      // quotient below 2^121, so no code reaches 0xFF.
+      const __m512i u = _mm512_castps_si512(_mm512_div_ps(_mm512_castsi512_ps(t), divisor));
+      const __m512i exp = _mm512_srli_epi32(u, 23);
+      const __m512i man = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFF));
+      const __m512i normal = _mm512_mask_add_epi32(exp, _mm512_test_epi32_mask(man, man), exp, one);
+      const __m512i subnormal = _mm512_maskz_mov_epi32(_mm512_cmpgt_epu32_mask(man, _mm512_set1_epi32(0x400000)), one);
+      code = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(exp, zero), normal, subnormal);
+    } else {
+      // FLOOR: floor(log2 amax) + 127 is a normal amax's biased exponent.
+      // A subnormal amax (biased exponent 0) is below 2^-126, so its code,
+      // at most -126 - emax + 127 with emax >= 7, clamps to 0, as does a
+      // zero block's.
+      code = _mm512_max_epi32(_mm512_sub_epi32(_mm512_srli_epi32(t, 23), emax), zero);
+    }
+    // mx_multiplier: 2^(127 - code). Codes stay at or below 0xF8 (the
+    // largest RCEIL quotient, FLT_MAX / 240, is below 2^121; FLOOR's
+    // largest code is 254 - emax), so 0xFE's subnormal 2^-127 never occurs.
+    const __m512i m = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_set1_epi32(254), code), 23);
+    _mm512_mask_cvtepi32_storeu_epi8(codes + q, k, code);
+    _mm512_mask_storeu_ps(multipliers + q, k, _mm512_castsi512_ps(m));
+  }
+  return _mm512_reduce_max_epu32(top_max);
+}
+
+uint32_t fp32_scales_avx512(const uint32_t* tops, int64_t nb, float fp8_max, float epsilon, bool pow2, float* scale_inv,
+                            float* multipliers) {
+  const __m512 dividend = _mm512_set1_ps(fp8_max), eps = _mm512_set1_ps(epsilon), unit = _mm512_set1_ps(1.0f);
+  const __m512i exponent_bits = _mm512_set1_epi32(0x7F800000);
+  const __m512i keep = _mm512_set1_epi32(pow2 ? static_cast<int>(0xFF800000u) : -1);
+  __m512i top_max = _mm512_setzero_si512();
+  for (int64_t q = 0; q < nb; q += 16) {
+    const __mmask16 k = tail_mask(nb - q);
+    const __m512i t = _mm512_maskz_loadu_epi32(k, tops + q);
+    top_max = _mm512_max_epu32(top_max, t);
+    // max_ps(a, b) is a > b ? a : b, the scalar rule's order.
+    const __m512 amax = _mm512_max_ps(eps, _mm512_castsi512_ps(t));
+    const __mmask16 unit_scale =
+        _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(amax), exponent_bits), exponent_bits) |
+        _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    __m512 scale = _mm512_div_ps(dividend, amax);
+    const __mmask16 overflow =
+        _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(scale), exponent_bits), exponent_bits);
+    scale = _mm512_mask_blend_ps(overflow, scale, _mm512_set1_ps(FLT_MAX));
+    scale = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(scale), keep));
+    scale = _mm512_mask_blend_ps(unit_scale, scale, unit);
+    _mm512_mask_storeu_ps(multipliers + q, k, scale);
+    _mm512_mask_storeu_ps(scale_inv + q, k, _mm512_div_ps(unit, scale));
+  }
+  return _mm512_reduce_max_epu32(top_max);
+}
+
+const BlockRowKernels kAvx512{"avx512",
+                              block_abs_bits_max_avx512,
+                              multiply_encode_avx512,
+                              transpose_bytes_out_avx512,
+                              copy_bytes_out_avx512,
+                              mx_scales_avx512,
+                              fp32_scales_avx512};
 
 }  // namespace
 }  // namespace octet_cpu

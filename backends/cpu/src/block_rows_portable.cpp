@@ -9,6 +9,7 @@
 #endif
 
 #include "block_rows.hpp"
+#include "block_scales.hpp"
 #include "isa.hpp"
 #include "row_kernels.hpp"
 #include "scalar_codecs.hpp"
@@ -30,10 +31,26 @@ void block_abs_bits_max_portable(const float* in, int64_t ld, int64_t h, int64_t
   }
 }
 
-void multiply_portable(const float* in, const float* m, int64_t n, int64_t bc, float* out) {
-  for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
-    const int64_t je = std::min(n, j0 + bc);
-    for (int64_t j = j0; j < je; ++j) out[j] = in[j] * m[b];
+// Products into a stack buffer, kChunk at a time, then the row kernels'
+// encoder with scale 1 (x * 1 is x, NaN included).
+void multiply_encode_portable(const float* in, const float* m, int64_t n, int64_t bc, int32_t fp8_dtype, uint8_t* out) {
+  constexpr int64_t kChunk = 256;
+  float products[kChunk];
+  const RowKernels& k = row_kernels();
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - j0);
+    if (bc == 1) {
+      for (int64_t i = 0; i < len; ++i) products[i] = in[j0 + i] * m[j0 + i];
+    } else {
+      // Runs of one block within the chunk.
+      for (int64_t i = 0; i < len;) {
+        const int64_t b = (j0 + i) / bc, run = std::min(len - i, (b + 1) * bc - (j0 + i));
+        const float s = m[b];
+        for (int64_t t = 0; t < run; ++t) products[i + t] = in[j0 + i + t] * s;
+        i += run;
+      }
+    }
+    k.encode(products, len, 1.0f, fp8_dtype, true, out + j0);
   }
 }
 
@@ -97,8 +114,31 @@ void copy_bytes_out_rows(const uint8_t* src, int64_t src_ld, int64_t h, int64_t 
 #endif
 }
 
-const BlockRowKernels kPortable{"portable", block_abs_bits_max_portable, multiply_portable, transpose_bytes_out_rows,
-                                copy_bytes_out_rows};
+uint32_t mx_scales_portable(const uint32_t* tops, int64_t nb, float fp8_max, int32_t rounding, uint8_t* codes,
+                            float* multipliers) {
+  uint32_t top_max = 0;
+  for (int64_t q = 0; q < nb; ++q) {
+    codes[q] = mx_scale_code(float_of(tops[q]), fp8_max, rounding);
+    multipliers[q] = mx_multiplier(codes[q]);
+    top_max = tops[q] > top_max ? tops[q] : top_max;
+  }
+  return top_max;
+}
+
+uint32_t fp32_scales_portable(const uint32_t* tops, int64_t nb, float fp8_max, float epsilon, bool pow2,
+                              float* scale_inv, float* multipliers) {
+  uint32_t top_max = 0;
+  for (int64_t q = 0; q < nb; ++q) {
+    multipliers[q] = fp32_block_scale(float_of(tops[q]), fp8_max, epsilon, pow2);
+    scale_inv[q] = 1.0f / multipliers[q];
+    top_max = tops[q] > top_max ? tops[q] : top_max;
+  }
+  return top_max;
+}
+
+const BlockRowKernels kPortable{
+    "portable",          block_abs_bits_max_portable, multiply_encode_portable, transpose_bytes_out_rows,
+    copy_bytes_out_rows, mx_scales_portable,          fp32_scales_portable};
 
 }  // namespace
 

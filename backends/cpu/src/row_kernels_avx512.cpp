@@ -7,11 +7,7 @@
 // cpu_isa() is avx512 or higher. widen, narrow, scale and transpose_bytes
 // are the AVX2 ones.
 //
-// The encoder is the AVX2 one (row_kernels_avx2.cpp) on 16 lanes, with mask
-// registers for the blends: round half to even on the bits in the normal
-// range, one FP32 addition of a magic constant in the subnormal range,
-// overflow to the saturating or non-saturating code, NaN to the format's
-// NaN code, then the sign (dropped from an FNUZ zero). x * scale is one FP32 multiply; a NaN scale takes the scalar
+// The encoder is fp8_encode_avx512.hpp's. x * scale is one FP32 multiply; a NaN scale takes the scalar
 // path (octet_math_mul), so that with x and scale both NaN, x's NaN is kept (numerics.md section 13) whatever operand
 // order the compiler picks.
 #include <cmath>
@@ -35,37 +31,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "fp8_encode_avx512.hpp"
+
 namespace octet_cpu {
 namespace {
-
-inline __m128i encode16(__m512 y, const Fp8Params& p, bool saturate) {
-  const __m512i u = _mm512_castps_si512(y);
-  __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
-  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
-  const unsigned shift = static_cast<unsigned>(23 - p.mantissa_bits);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(a, shift), _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_add_epi32(_mm512_add_epi32(a, _mm512_set1_epi32((1 << (shift - 1)) - 1)), lsb);
-  const __m512i normal = _mm512_sub_epi32(_mm512_srli_epi32(rounded, shift),
-                                          _mm512_set1_epi32(static_cast<int>(p.rebias)));
-  const __m512 magic = _mm512_set1_ps(p.subnormal_magic);
-  const __m512i sub = _mm512_sub_epi32(
-      _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), magic)), _mm512_castps_si512(magic));
-  const __mmask16 is_sub =
-      _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(p.min_normal_bits)), a);
-  __m512i code = _mm512_mask_blend_epi32(is_sub, normal, sub);
-  const __mmask16 over =
-      _mm512_cmpgt_epi32_mask(code, _mm512_set1_epi32(static_cast<int>(p.max_code)));
-  code = _mm512_mask_mov_epi32(
-      code, over,
-      _mm512_set1_epi32(static_cast<int>(saturate ? p.overflow_sat : p.overflow_nosat)));
-  const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7F800000));
-  code = _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(static_cast<int>(p.nan_code)));
-  if (!p.signed_zero) {  // FNUZ: no -0 (the sign of a zero code is dropped)
-    sign = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(code, code), sign);
-  }
-  return _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign));
-}
 
 inline __m512 abs16(__m512 x) {
   return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF)));
