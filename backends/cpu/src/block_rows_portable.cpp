@@ -37,17 +37,22 @@ void multiply_encode_portable(const float* in, const float* m, int64_t n, int64_
   constexpr int64_t kChunk = 256;
   float products[kChunk];
   const RowKernels& k = row_kernels();
+  int64_t b = 0, left = bc;  // the block of the next element, and how many of its elements are left
   for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
     const int64_t len = std::min(kChunk, n - j0);
     if (bc == 1) {
       for (int64_t i = 0; i < len; ++i) products[i] = in[j0 + i] * m[j0 + i];
     } else {
-      // Runs of one block within the chunk.
-      for (int64_t i = 0; i < len;) {
-        const int64_t b = (j0 + i) / bc, run = std::min(len - i, (b + 1) * bc - (j0 + i));
+      for (int64_t i = 0; i < len;) {  // runs of one block within the chunk
+        const int64_t run = std::min(len - i, left);
         const float s = m[b];
         for (int64_t t = 0; t < run; ++t) products[i + t] = in[j0 + i + t] * s;
         i += run;
+        left -= run;
+        if (left == 0) {
+          ++b;
+          left = bc;
+        }
       }
     }
     k.encode(products, len, 1.0f, fp8_dtype, true, out + j0);
