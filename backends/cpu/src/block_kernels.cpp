@@ -12,8 +12,8 @@
 // multiplier (MXFP8: 1/X, X = 2^e, so x * 2^-e is the same FP32 value as
 // x / 2^e; FP32 blocks: the scale) and encoded with the row kernels'
 // encoder's rules (block_rows.hpp's multiply_encode), whole rows into a
-// per-thread code tile, which goes out as it is or byte-transposed. Regions are shared by
-// OpenMP threads with a dynamic schedule.
+// per-thread code tile, which goes out as it is or byte-transposed.
+// Regions are shared by OpenMP threads with a dynamic schedule.
 //
 // The block GEMM folds power-of-two scales into the operands where that is
 // exact and the FP32 engine serves (block_gemm_folded.hpp). Otherwise it
@@ -36,8 +36,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>

@@ -1,11 +1,11 @@
 // Region kernels of block quantize (block_kernels.cpp): the blocks' largest
 // magnitudes, their scales, the per-element multiply by each block's
-// multiplier fused with the encoding, and the streaming byte copy and byte transpose of the codes
-// into the outputs (also used by the per-tensor cast + transpose,
-// elementwise.cpp), in two implementations chosen at run time: AVX-512
-// F/BW/VL/DQ, or portable C++ (also used at level avx2). Both are exact: a
-// max of integers, the scale rules of block_scales.hpp, one FP32 multiply
-// per element and the FP8 encoder of row_kernels.hpp.
+// multiplier fused with the encoding, and the streaming byte copy and byte
+// transpose of the codes into the outputs (also used by the per-tensor
+// cast + transpose, elementwise.cpp), in two implementations chosen at run
+// time: AVX-512 F/BW/VL/DQ, or portable C++ (also used at level avx2).
+// Both are exact: a max of integers, the scale rules of block_scales.hpp,
+// one FP32 multiply per element and the FP8 encoder of row_kernels.hpp.
 #pragma once
 
 #include <cstdint>
