@@ -57,8 +57,7 @@ Operand make_operand(int32_t dtype, int64_t rows, int64_t cols, std::mt19937& rn
       uint8_t code;
       do {
         code = static_cast<uint8_t>(rng());
-      } while (!std::isfinite(octet_fp8_decode(code, dtype)) ||
-               std::fabs(octet_fp8_decode(code, dtype)) > 1000.0f);
+      } while (!std::isfinite(octet_fp8_decode(code, dtype)) || std::fabs(octet_fp8_decode(code, dtype)) > 1000.0f);
       op.raw[i] = code;
       op.value[i] = octet_fp8_decode(code, dtype);
     } else {
@@ -100,9 +99,9 @@ struct Case {
 
 std::string case_name(const Case& c, Dims s) {
   return std::string(octet_dtype_name(c.a_dtype)) + "x" + octet_dtype_name(c.b_dtype) + "->" +
-         octet_dtype_name(c.d_dtype) + " trans " + std::to_string(c.trans_a) +
-         std::to_string(c.trans_b) + (c.extras ? " alpha/beta/bias/gelu " : " plain ") +
-         std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+         octet_dtype_name(c.d_dtype) + " trans " + std::to_string(c.trans_a) + std::to_string(c.trans_b) +
+         (c.extras ? " alpha/beta/bias/gelu " : " plain ") + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+         std::to_string(s.k);
 }
 
 void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uint32_t seed) {
@@ -142,8 +141,7 @@ void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uin
     o.beta = beta;
     o.bias = c.extras ? tbias.get() : nullptr;
     o.epilogue = c.extras ? OCTET_EPILOGUE_GELU : OCTET_EPILOGUE_NONE;
-    ASSERT_EQ(octet_gemm(ctx, ta.get(), tb.get(), td.get(), &o), OCTET_STATUS_SUCCESS)
-        << octet_last_error_message();
+    ASSERT_EQ(octet_gemm(ctx, ta.get(), tb.get(), td.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
     results[backend] = download(td.get(), OCTET_COMPONENT_DATA);
   }
 
@@ -153,10 +151,8 @@ void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uin
     for (int64_t j = 0; j < s.n; ++j) {
       double magnitude = 0.0;  // sum_k |A'[i,k] B'[j,k]|
       for (int64_t kk = 0; kk < s.k; ++kk) {
-        const double x = c.trans_a ? a.value[std::size_t(kk * a_cols + i)]
-                                   : a.value[std::size_t(i * a_cols + kk)];
-        const double y = c.trans_b ? b.value[std::size_t(kk * b_cols + j)]
-                                   : b.value[std::size_t(j * b_cols + kk)];
+        const double x = c.trans_a ? a.value[std::size_t(kk * a_cols + i)] : a.value[std::size_t(i * a_cols + kk)];
+        const double y = c.trans_b ? b.value[std::size_t(kk * b_cols + j)] : b.value[std::size_t(j * b_cols + kk)];
         magnitude += std::fabs(x * y);
       }
       const std::size_t e = static_cast<std::size_t>(i * s.n + j);
@@ -164,16 +160,15 @@ void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uin
       const double want = load_as_double(results[1], c.d_dtype, e);
       // Summation order (GELU's slope is below 1.13), the rounding of the
       // scaling, beta and bias terms, and one unit of the output dtype.
-      const double extra_terms = std::fabs(beta * d_old.value[e]) +
-                                 (c.extras ? std::fabs(bias.value[std::size_t(j)]) : 0.0);
+      const double extra_terms =
+          std::fabs(beta * d_old.value[e]) + (c.extras ? std::fabs(bias.value[std::size_t(j)]) : 0.0);
       const double bound = 1.13 * (double(s.k) * unit * magnitude * scale) +
                            4 * unit * (std::fabs(want) + extra_terms + magnitude * scale) +
                            output_ulp(c.d_dtype) * std::max(std::fabs(got), std::fabs(want)) +
                            (c.d_dtype == OCTET_DTYPE_FP16 ? 0x1p-24 : 0.0);
       ASSERT_FALSE(std::isnan(got)) << "D[" << i << "," << j << "]";
       if (got == want) continue;  // equal, infinities (FP16 overflow) included
-      ASSERT_LE(std::fabs(got - want), bound)
-          << "D[" << i << "," << j << "] cpu " << got << " reference " << want;
+      ASSERT_LE(std::fabs(got - want), bound) << "D[" << i << "," << j << "] cpu " << got << " reference " << want;
     }
   }
 }
@@ -199,9 +194,11 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 }
 
 // Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
-// and the tiles and K slices of the sgemm path): decode kernel fused in registers
-// (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
-// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail), with K
+// and the tiles and K slices of the sgemm path): on VDPBF16PS, the decode
+// kernel fused in registers (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
+// a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail); on
+// FP32 FMAs, fused for m <= 4 (8 weight rows for m = 1, else 4, ragged n:
+// {1, 3, 64}, {2, 11, 1000}, {4, 13, 96}) and buffered above; with K
 // padded to a multiple of 64 and to 64 plus a 32-code tail (the VBMI
 // decoder's chunk and tail);
 // blocked kernel with several K panels (k > 1024, with a 6-k tail), M
@@ -215,8 +212,9 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 // dtypes, FP32 and BF16 output.
 TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
-  const Dims dims[] = {{5, 9, 1100}, {9, 7, 70},     {20, 37, 2101},  {16, 9, 1100},    {1, 3, 64},     {32, 5, 300},
-                       {33, 50, 40}, {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600}, {100, 40, 1030}};
+  const Dims dims[] = {{5, 9, 1100},    {9, 7, 70},    {20, 37, 2101}, {16, 9, 1100},   {1, 3, 64},
+                       {32, 5, 300},    {33, 50, 40},  {3, 700, 1000}, {24, 530, 1100}, {200, 1100, 600},
+                       {100, 40, 1030}, {2, 11, 1000}, {4, 13, 96}};
   uint32_t seed = 5000;
   int i = 0;
   for (const std::vector<int32_t>& family : fp8_families()) {
@@ -241,8 +239,7 @@ TEST(CpuGemm, HighPrecisionEveryPairLayoutAndOutputWithinTheBound) {
       for (int32_t bd : high_precision_dtypes()) {
         for (int32_t dd : high_precision_dtypes()) {
           for (int layout = 0; layout < 4; ++layout) {
-            run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, layout == 2},
-                     s, seed++);
+            run_case(cpu.get(), ref.get(), Case{ad, bd, dd, layout & 1, layout >> 1, layout == 2}, s, seed++);
           }
         }
       }
@@ -276,22 +273,18 @@ TEST(CpuGemm, HopperLikeProfileGivesBitIdenticalResults) {
         const float scale_a = 8.0f, scale_b = 0.5f;
         upload(qa.get(), OCTET_COMPONENT_SCALE, &scale_a, 4);
         upload(qb.get(), OCTET_COMPONENT_SCALE, &scale_b, 4);
-        ASSERT_EQ(octet_quantize(ctx, ha.get(), qa.get(), nullptr), OCTET_STATUS_SUCCESS)
-            << octet_last_error_message();
-        ASSERT_EQ(octet_quantize(ctx, hb.get(), qb.get(), nullptr), OCTET_STATUS_SUCCESS)
-            << octet_last_error_message();
+        ASSERT_EQ(octet_quantize(ctx, ha.get(), qa.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+        ASSERT_EQ(octet_quantize(ctx, hb.get(), qb.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
         Tensor d = tensor(ctx, OCTET_DTYPE_FP32, m, n);
         octet_gemm_options o{};
         o.struct_size = sizeof o;
         o.trans_a = trans_a;
         o.trans_b = trans_b;
         o.alpha = 1.25f;
-        ASSERT_EQ(octet_gemm(ctx, qa.get(), qb.get(), d.get(), &o), OCTET_STATUS_SUCCESS)
-            << octet_last_error_message();
+        ASSERT_EQ(octet_gemm(ctx, qa.get(), qb.get(), d.get(), &o), OCTET_STATUS_SUCCESS) << octet_last_error_message();
         out[p] = download(d.get(), OCTET_COMPONENT_DATA);
       }
-      EXPECT_EQ(first_difference(out[0], out[1], 4), -1)
-          << "usages " << usages << " trans " << trans_a << trans_b;
+      EXPECT_EQ(first_difference(out[0], out[1], 4), -1) << "usages " << usages << " trans " << trans_a << trans_b;
     }
   }
 }
@@ -310,9 +303,8 @@ struct EdgeResult {
   std::vector<float> cpu, ref;
 };
 
-EdgeResult edge_gemm(octet_context* cpu, octet_context* ref, int32_t a_dtype,
-                     const std::vector<uint8_t>& a_row, int32_t b_dtype,
-                     const std::vector<uint8_t>& b, int64_t rows, float sa, float sb, int64_t m) {
+EdgeResult edge_gemm(octet_context* cpu, octet_context* ref, int32_t a_dtype, const std::vector<uint8_t>& a_row,
+                     int32_t b_dtype, const std::vector<uint8_t>& b, int64_t rows, float sa, float sb, int64_t m) {
   const int64_t k = static_cast<int64_t>(a_row.size());
   std::vector<uint8_t> a;
   for (int64_t i = 0; i < m; ++i) a.insert(a.end(), a_row.begin(), a_row.end());
@@ -358,8 +350,7 @@ TEST(CpuGemm, Fp8EdgeCasesKeepTheBound) {
     //    scaled into FP32 subnormals (2^-60 * 2^-60 * 1000 * 2^-32).
     {
       const std::vector<uint8_t> a(1000, code_of(0x1p-16f, e5)), b(1000, code_of(0x1p-16f, e5));
-      for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p-20f, 0x1p-30f},
-                            std::pair{0x1p-60f, 0x1p-60f}}) {
+      for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p-20f, 0x1p-30f}, std::pair{0x1p-60f, 0x1p-60f}}) {
         const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, sa, sb, m);
         const double exact = 1000.0 * 0x1p-32 * double(sa) * double(sb);
         for (std::size_t i = 0; i < r.cpu.size(); ++i) {
@@ -374,10 +365,8 @@ TEST(CpuGemm, Fp8EdgeCasesKeepTheBound) {
     //    ascending order loses it (0). Any order is within k * 2^-23 *
     //    sum |p|; the result is never NaN and never a denormal.
     {
-      const std::vector<uint8_t> a = {code_of(0x1p-16f, e5), code_of(57344.0f, e5),
-                                      code_of(-57344.0f, e5)};
-      const std::vector<uint8_t> b = {code_of(0x1p-16f, e5), code_of(57344.0f, e5),
-                                      code_of(57344.0f, e5)};
+      const std::vector<uint8_t> a = {code_of(0x1p-16f, e5), code_of(57344.0f, e5), code_of(-57344.0f, e5)};
+      const std::vector<uint8_t> b = {code_of(0x1p-16f, e5), code_of(57344.0f, e5), code_of(57344.0f, e5)};
       const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, 1.0f, 1.0f, m);
       const double magnitude = 2.0 * 57344.0 * 57344.0 + 0x1p-32;
       const double bound = 3 * 0x1p-23 * magnitude;
@@ -414,18 +403,15 @@ TEST(CpuGemm, Fp8EdgeCasesKeepTheBound) {
         const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a, e5, b, 1, sa, sb, m);
         for (std::size_t i = 0; i < r.cpu.size(); ++i) {
           EXPECT_EQ(r.cpu[i], r.ref[i]);
-          EXPECT_EQ(r.cpu[i], sa == 1.0f ? float(4.0 * 57344.0 * 57344.0)
-                                         : std::numeric_limits<float>::infinity());
+          EXPECT_EQ(r.cpu[i], sa == 1.0f ? float(4.0 * 57344.0 * 57344.0) : std::numeric_limits<float>::infinity());
         }
       }
-      const uint8_t inf = 0x7C, ninf = 0xFC, zero = 0x00, one = code_of(1.0f, e5),
-                    minus_one = code_of(-1.0f, e5);
+      const uint8_t inf = 0x7C, ninf = 0xFC, zero = 0x00, one = code_of(1.0f, e5), minus_one = code_of(-1.0f, e5);
       const std::vector<uint8_t> a_inf = {inf, one, one};
-      const std::vector<uint8_t> b_inf = {one,  one, one,    // +inf
-                                          minus_one, one, one,  // -inf
-                                          zero, one, one};   // inf * 0: NaN
-      const float want[] = {std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 0.0f};
+      const std::vector<uint8_t> b_inf = {one,       one, one,   // +inf
+                                          minus_one, one, one,   // -inf
+                                          zero,      one, one};  // inf * 0: NaN
+      const float want[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 0.0f};
       for (auto [sa, sb] : {std::pair{1.0f, 1.0f}, std::pair{0x1p-70f, 0x1p-70f}}) {
         const EdgeResult r = edge_gemm(cpu.get(), ref.get(), e5, a_inf, e5, b_inf, 3, sa, sb, m);
         for (std::size_t i = 0; i < r.cpu.size(); ++i) {
@@ -517,7 +503,7 @@ TEST(CpuGemm, DecodeKernelReadsEveryCodeAtEveryPosition) {
     for (int64_t k : {int64_t(256), int64_t(160)}) {
       std::vector<uint8_t> hot(static_cast<std::size_t>(k * k), 0);
       for (int64_t j = 0; j < k; ++j) hot[std::size_t(j * k + j)] = one;
-      for (int64_t m : {int64_t(1), int64_t(9), int64_t(16), int64_t(32)}) {
+      for (int64_t m : {int64_t(1), int64_t(3), int64_t(9), int64_t(16), int64_t(32)}) {
         SCOPED_TRACE(std::string(octet_dtype_name(dtype)) + " k " + std::to_string(k) + " m " + std::to_string(m));
         // Finite codes in A (m x k) against the one-hot B (k x k).
         std::vector<uint8_t> codes(static_cast<std::size_t>(m * k));
@@ -629,6 +615,49 @@ TEST(CpuGemm, TiledPathBitsDoNotDependOnTheLayoutOrTheThreadCount) {
     }
   }
   omp_set_num_threads(old_threads);
+}
+
+// On AVX-512 the decode kernel (gemm_fp8_decode.hpp) computes each output
+// with the same sequence of multiply-adds whichever variant runs it: the
+// weights decoded in registers for small m, or decoded once per K block
+// into a buffer shared by the activation rows for larger m. So the first
+// rows of A give the same bits for every m from 1 to 16, which crosses
+// every variant's threshold on both engines (FP32 FMAs: 4; VDPBF16PS: 12)
+// and every micro-kernel's row count; n = 37 leaves ragged weight groups
+// of every width and k = 1100 spans several K blocks and a 32-code tail.
+TEST(CpuGemm, DecodeKernelRowsDoNotDependOnTheVariantOrM) {
+  Context cpu = context("cpu");
+  octet_backend_info info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(octet_context_get_info(cpu.get(), &info), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  const std::string device = info.device != nullptr ? info.device : "";
+  if (device.find("isa avx512") == std::string::npos) {
+    GTEST_SKIP() << "the decode kernel's variants run at level avx512 and above; this run: " << device;
+  }
+  std::mt19937 rng(2024);
+  const int64_t max_m = 16, n = 37, k = 1100;
+  for (int32_t bd : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
+    const Operand a = make_operand(OCTET_DTYPE_E4M3, max_m, k, rng);
+    const Operand b = make_operand(bd, n, k, rng);
+    std::vector<uint8_t> rows[max_m + 1];
+    for (int64_t m = 1; m <= max_m; ++m) {
+      Tensor ta = tensor(cpu.get(), OCTET_DTYPE_E4M3, m, k, OCTET_USAGE_ROWWISE);
+      Tensor tb = tensor(cpu.get(), bd, n, k, OCTET_USAGE_ROWWISE);
+      Tensor td = tensor(cpu.get(), OCTET_DTYPE_FP32, m, n);
+      const float sa = 0.5f, sb = 1.5f;
+      upload(ta.get(), OCTET_COMPONENT_DATA, a.raw.data(), static_cast<std::size_t>(m * k));
+      upload(tb.get(), OCTET_COMPONENT_DATA, b.raw.data(), b.raw.size());
+      upload(ta.get(), OCTET_COMPONENT_SCALE_INV, &sa, 4);
+      upload(tb.get(), OCTET_COMPONENT_SCALE_INV, &sb, 4);
+      ASSERT_EQ(octet_gemm(cpu.get(), ta.get(), tb.get(), td.get(), nullptr), OCTET_STATUS_SUCCESS)
+          << octet_last_error_message();
+      rows[m] = download(td.get(), OCTET_COMPONENT_DATA);
+    }
+    for (int64_t m = 1; m < max_m; ++m) {
+      const std::vector<uint8_t> head(rows[max_m].begin(), rows[max_m].begin() + m * n * 4);
+      EXPECT_EQ(first_difference(rows[m], head, 4), -1) << octet_dtype_name(bd) << " m " << m;
+    }
+  }
 }
 #endif  // OCTET_TEST_SKIP_CPU_ONLY
 

@@ -82,6 +82,18 @@ void decode_row_in(const uint8_t* src, int64_t len, int64_t padded_len, const ty
   if (i < padded_len) store_decoded(D::tail(src + i, len - i, t), dst + i);
 }
 
+// c[r * ldc + g] = the sum of the 16 partial sums of activation row r and
+// weight row g (r < m, g < gw) of a fused group: laid out [m][ng][16] when
+// the group is whole (gw == ng), else [gw][m][16] (one weight row a call).
+inline void store_group_sums(const float* part, int64_t m, int64_t ng, int64_t gw, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t g = 0; g < gw; ++g) {
+      const float* p = gw == ng ? part + (r * ng + g) * 16 : part + (g * m + r) * 16;
+      c[r * ldc + g] = _mm512_reduce_add_ps(_mm512_load_ps(p));
+    }
+  }
+}
+
 // Partial sums of MB activation rows x NG weight rows over k in [0, len)
 // (len a multiple of 32): acc[r][g] += A[r][kk..] . W[g][kk..], 16 lanes.
 // Weights come as FP8 codes (decoded here, in registers) or as BF16 from a
@@ -214,12 +226,7 @@ void decode_gemm_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64
             f(arows.get(), kpad, w + g, kpad, k, tb, part + g * m * 16, true);
           }
         }
-        for (int64_t r = 0; r < m; ++r) {
-          for (int64_t g = 0; g < gw; ++g) {
-            const float* p = gw == ng ? part + (r * ng + g) * 16 : part + (g * m + r) * 16;
-            c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(p));
-          }
-        }
+        store_group_sums(part, m, ng, gw, c + j, ldc);
         continue;
       }
       // Buffered: weights [4][kKB] BF16; partials [m][4][16] by chunk.
@@ -298,11 +305,94 @@ __attribute__((noinline)) void fma_micro(const float* arows, int64_t lda, const 
   }
 }
 
-// The decode kernel on FP32 FMAs (see the top of this file): B streamed
-// once, kFmaGroup rows at a time, each block of kFmaKB codes decoded and
-// split into an FP32 buffer (16 KiB, in L1) and dotted with the m
-// activation rows, split FP32 too (widened once), two rows per call.
-// Threads share N.
+// Split FP32 (store_decoded's order) of one decoded vector: the pairs'
+// first halves, then their second halves.
+inline __m512 split_first(__m512i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+inline __m512 split_second(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int32_t(0xFFFF0000u))));
+}
+
+// The same partial sums for small m with the weights decoded in registers
+// (no buffer): acc[r][g] += A[r][kk..] . W[g][kk..] over k in [0, len)
+// (len a multiple of 32) for MB activation rows (split FP32, widened once)
+// x NG weight rows given as FP8 codes (valid of them; the rest read as 0).
+// Per 64 codes of a weight row: the Decoder's instructions, two shifts and
+// two masks, and MB x 4 FMAs whose activation operand comes from L1. The
+// codes ahead are asked for kFusedAhead bytes before they are decoded.
+constexpr int64_t kFusedAhead = 1024;
+template <class D, int MB, int NG>
+__attribute__((noinline)) void decode_fma_micro(const float* arows, int64_t lda, const uint8_t* const* w, int64_t len,
+                                                int64_t valid, const typename D::Tab& t, float* part /*[MB][NG][16]*/) {
+  __m512 acc[MB][NG];
+#pragma GCC unroll 4
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_setzero_ps();
+  }
+  constexpr int V = static_cast<int>(D::kChunk / 32);
+  int64_t kk = 0;
+  for (; kk + D::kChunk <= len; kk += D::kChunk) {
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) {
+      if (kk % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(w[g] + kk + kFusedAhead), _MM_HINT_T0);
+      __m512i wv[V];
+      D::chunk(w[g] + kk, valid - kk, t, wv);
+#pragma GCC unroll 2
+      for (int h = 0; h < V; ++h) {
+        const __m512 w0 = split_first(wv[h]), w1 = split_second(wv[h]);
+#pragma GCC unroll 4
+        for (int r = 0; r < MB; ++r) {
+          const float* ar = arows + r * lda + kk + 32 * h;
+          acc[r][g] = _mm512_fmadd_ps(_mm512_loadu_ps(ar), w0, acc[r][g]);
+          acc[r][g] = _mm512_fmadd_ps(_mm512_loadu_ps(ar + 16), w1, acc[r][g]);
+        }
+      }
+    }
+  }
+  if (kk < len) {  // the last 32 codes when len is not a multiple of kChunk
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) {
+      const __m512i wv = D::tail(w[g] + kk, valid - kk, t);
+      const __m512 w0 = split_first(wv), w1 = split_second(wv);
+#pragma GCC unroll 4
+      for (int r = 0; r < MB; ++r) {
+        const float* ar = arows + r * lda + kk;
+        acc[r][g] = _mm512_fmadd_ps(_mm512_loadu_ps(ar), w0, acc[r][g]);
+        acc[r][g] = _mm512_fmadd_ps(_mm512_loadu_ps(ar + 16), w1, acc[r][g]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < MB; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) _mm512_store_ps(part + (r * NG + g) * 16, acc[r][g]);
+  }
+}
+
+// decode_fma_micro<D, m, ng> for m in 1..kFusedFmaMaxM and ng in {1, 4, 8}.
+constexpr int64_t kFusedFmaMaxM = 4;
+template <class D>
+using FusedFmaMicro = void (*)(const float*, int64_t, const uint8_t* const*, int64_t, int64_t, const typename D::Tab&,
+                               float*);
+template <class D, int NG>
+struct FusedFmaTable {
+  static constexpr FusedFmaMicro<D> entries[kFusedFmaMaxM] = {&decode_fma_micro<D, 1, NG>, &decode_fma_micro<D, 2, NG>,
+                                                              &decode_fma_micro<D, 3, NG>, &decode_fma_micro<D, 4, NG>};
+};
+template <class D>
+FusedFmaMicro<D> fused_fma_micro(int64_t m, int64_t ng) {
+  if (ng == 8) return FusedFmaTable<D, 8>::entries[m - 1];
+  return ng == 4 ? FusedFmaTable<D, 4>::entries[m - 1] : FusedFmaTable<D, 1>::entries[m - 1];
+}
+
+// The decode kernel on FP32 FMAs (see the top of this file), B streamed
+// once against the m activation rows, split FP32 (widened once). For
+// m <= kFusedFmaMaxM the weights are decoded in registers
+// (decode_fma_micro: 8 rows at a time for m = 1, else 4); otherwise
+// kFmaGroup rows at a time, each block of kFmaKB codes decoded and split
+// into an FP32 buffer (16 KiB, in L1) and dotted with the activation rows
+// two at a time (fma_micro). Both give every output the same FMAs in the
+// same order, so a row's bits do not depend on m. Threads share N.
 template <class D>
 void decode_gemm_fp32_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* c,
                            int64_t ldc) {
@@ -326,33 +416,53 @@ void decode_gemm_fp32_with(const Fp8Operand& a, const Fp8Operand& b, int64_t m, 
     float* wbuf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base) + 63) / 64 * 64);
     float* part = wbuf + G * kFmaKB;
     const typename D::Tab tb = D::load(b.dtype);
-    const int64_t groups = (n + G - 1) / G;
-    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-    for (int64_t grp = g0; grp < g1; ++grp) {
-      const int64_t j = grp * G, gw = min64(G, n - j);
-      for (int64_t kb = 0; kb < kpad; kb += kFmaKB) {
-        const int64_t len = min64(kFmaKB, kpad - kb);
-        for (int64_t g = 0; g < G; ++g) {
-          float* dst = wbuf + g * kFmaKB;
-          if (g < gw) {
-            // The codes decoded next (this row's next block, else the next
-            // group's row) are prefetched a block ahead.
-            const uint8_t* ahead = kb + kFmaKB < kpad ? b.data + (j + g) * b.ld + kb + kFmaKB
-                                   : j + g + G < n    ? b.data + (j + g + G) * b.ld
-                                                      : nullptr;
-            decode_row_in<D>(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst, ahead);
-          } else {
-            std::memset(dst, 0, static_cast<std::size_t>(len) * sizeof(float));
-          }
+    if (m <= kFusedFmaMaxM) {
+      // Decoded in registers, 8 weight rows at a time for one activation
+      // row, else 4.
+      const int64_t ng = m == 1 ? 8 : 4;
+      const int64_t groups = (n + ng - 1) / ng;
+      const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+      for (int64_t grp = g0; grp < g1; ++grp) {
+        const int64_t j = grp * ng, gw = min64(ng, n - j);
+        const uint8_t* w[8];
+        for (int64_t g = 0; g < gw; ++g) w[g] = b.data + (j + g) * b.ld;
+        if (gw == ng) {
+          fused_fma_micro<D>(m, ng)(arows.get(), kpad, w, kpad, k, tb, part);
+        } else {
+          for (int64_t g = 0; g < gw; ++g)
+            fused_fma_micro<D>(m, 1)(arows.get(), kpad, w + g, kpad, k, tb, part + g * m * 16);
         }
-        int64_t r = 0;
-        for (; r + 2 <= m; r += 2)
-          fma_micro<2>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
-        if (r < m) fma_micro<1>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
+        store_group_sums(part, m, ng, gw, c + j, ldc);
       }
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t g = 0; g < gw; ++g) {
-          c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * G + g) * 16));
+    } else {
+      const int64_t groups = (n + G - 1) / G;
+      const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+      for (int64_t grp = g0; grp < g1; ++grp) {
+        const int64_t j = grp * G, gw = min64(G, n - j);
+        for (int64_t kb = 0; kb < kpad; kb += kFmaKB) {
+          const int64_t len = min64(kFmaKB, kpad - kb);
+          for (int64_t g = 0; g < G; ++g) {
+            float* dst = wbuf + g * kFmaKB;
+            if (g < gw) {
+              // The codes decoded next (this row's next block, else the next
+              // group's row) are prefetched a block ahead.
+              const uint8_t* ahead = kb + kFmaKB < kpad ? b.data + (j + g) * b.ld + kb + kFmaKB
+                                     : j + g + G < n    ? b.data + (j + g + G) * b.ld
+                                                        : nullptr;
+              decode_row_in<D>(b.data + (j + g) * b.ld + kb, k - kb, len, tb, dst, ahead);
+            } else {
+              std::memset(dst, 0, static_cast<std::size_t>(len) * sizeof(float));
+            }
+          }
+          int64_t r = 0;
+          for (; r + 2 <= m; r += 2)
+            fma_micro<2>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
+          if (r < m) fma_micro<1>(arows.get() + r * kpad + kb, kpad, wbuf, kFmaKB, len, part + r * G * 16, kb == 0);
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t g = 0; g < gw; ++g) {
+            c[r * ldc + j + g] = _mm512_reduce_add_ps(_mm512_load_ps(part + (r * G + g) * 16));
+          }
         }
       }
     }
