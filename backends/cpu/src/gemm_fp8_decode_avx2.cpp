@@ -61,6 +61,14 @@ struct Decoder {
 
   // 16 codes (zeros past count, count may be <= 0) -> out[0..16) FP32.
   void decode16(const uint8_t* p, int64_t count, float* out) const {
+    __m256 lo, hi;
+    decode16(p, count, lo, hi);
+    _mm256_storeu_ps(out, lo);
+    _mm256_storeu_ps(out + 8, hi);
+  }
+
+  // The same into registers: lo = codes 0..7, hi = codes 8..15.
+  void decode16(const uint8_t* p, int64_t count, __m256& lo, __m256& hi) const {
     __m128i bytes;
     if (count >= 16) {
       bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -72,8 +80,8 @@ struct Decoder {
     const __m256i c = _mm256_cvtepu8_epi16(bytes);
     __m256i h = _mm256_slli_epi16(_mm256_and_si256(c, mag_mask), shift);
     if (shift == 7) h = _mm256_or_si256(h, _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x80)), 8));
-    __m256 lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), factor);
-    __m256 hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), factor);
+    lo = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), factor);
+    hi = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), factor);
     if (e4m3_nan) {
       const __m256i nan_code =
           _mm256_cmpeq_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7F));
@@ -84,8 +92,6 @@ struct Decoder {
                               _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(nan_code, 1))));
       }
     }
-    _mm256_storeu_ps(out, lo);
-    _mm256_storeu_ps(out + 8, hi);
   }
 
   // dst[0..padded_len) = src[0..len) decoded, zeros past len (padded_len a
@@ -115,6 +121,39 @@ __attribute__((noinline)) void fma_micro(const float* arows, int64_t lda, const 
   }
   for (int r = 0; r < MB; ++r) {
     for (int g = 0; g < kRows; ++g) _mm256_store_ps(part + (r * kRows + g) * 8, acc[r][g]);
+  }
+}
+
+// The same partial sums for m <= kFusedMaxM with the weights decoded in
+// registers straight into the FMAs (no buffer): MB activation rows x
+// kRows weight rows given as codes, valid of each row (the rest read as
+// 0), over k in [0, len) (len a multiple of 16). Every output gets the
+// same FMAs in the same order as through fma_micro, so a row's bits do
+// not depend on m.
+constexpr int64_t kFusedMaxM = 2;
+constexpr int64_t kFusedAhead = 1024;  // codes asked for this far ahead
+template <int MB, int NG>
+__attribute__((noinline)) void decode_fma_micro(const Decoder& d, const float* arows, int64_t lda,
+                                                const uint8_t* const* w, int64_t len, int64_t valid,
+                                                float* part /*[MB][NG][8]*/) {
+  __m256 acc[MB][NG];
+  for (int r = 0; r < MB; ++r) {
+    for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_setzero_ps();
+  }
+  for (int64_t kk = 0; kk < len; kk += 16) {
+    for (int g = 0; g < NG; ++g) {
+      if (kk % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(w[g] + kk + kFusedAhead), _MM_HINT_T0);
+      __m256 lo, hi;
+      d.decode16(w[g] + kk, valid - kk, lo, hi);
+      for (int r = 0; r < MB; ++r) {
+        const float* ar = arows + r * lda + kk;
+        acc[r][g] = _mm256_fmadd_ps(_mm256_loadu_ps(ar), lo, acc[r][g]);
+        acc[r][g] = _mm256_fmadd_ps(_mm256_loadu_ps(ar + 8), hi, acc[r][g]);
+      }
+    }
+  }
+  for (int r = 0; r < MB; ++r) {
+    for (int g = 0; g < NG; ++g) _mm256_store_ps(part + (r * NG + g) * 8, acc[r][g]);
   }
 }
 
@@ -151,6 +190,25 @@ void fp8_decode_gemm_avx2(const Fp8Operand& a, const Fp8Operand& b, int64_t m, i
     const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
     for (int64_t grp = g0; grp < g1; ++grp) {
       const int64_t j = grp * kRows, gw = min64(kRows, n - j);
+      if (m <= kFusedMaxM) {
+        const uint8_t* w[kRows];
+        for (int64_t g = 0; g < gw; ++g) w[g] = b.data + (j + g) * b.ld;
+        if (gw == kRows) {
+          (m == 1 ? decode_fma_micro<1, kRows> : decode_fma_micro<2, kRows>)(db, arows.get(), kpad, w, kpad, k, part);
+        } else {
+          for (int64_t g = 0; g < gw; ++g) {
+            float* pg = part + g * m * 8;
+            (m == 1 ? decode_fma_micro<1, 1> : decode_fma_micro<2, 1>)(db, arows.get(), kpad, w + g, kpad, k, pg);
+          }
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t g = 0; g < gw; ++g) {
+            const float* p = gw == kRows ? part + (r * kRows + g) * 8 : part + (g * m + r) * 8;
+            c[r * ldc + j + g] = reduce8(_mm256_load_ps(p));
+          }
+        }
+        continue;
+      }
       for (int64_t kb = 0; kb < kpad; kb += kKB) {
         const int64_t len = min64(kKB, kpad - kb);
         for (int64_t g = 0; g < kRows; ++g) {
