@@ -93,15 +93,12 @@ void multiply_encode_avx512(const float* in, const float* m, int64_t n, int64_t 
   if (bc == 1) {  // one multiplier per element
     int64_t j = 0;
     for (; j + 64 <= n; j += 64) {
-      __m512i bytes =
-          _mm512_castsi128_si512(encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)), p, true));
-      bytes = _mm512_inserti32x4(
-          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)), p, true), 1);
-      bytes = _mm512_inserti32x4(
-          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 32), _mm512_loadu_ps(m + j + 32)), p, true), 2);
-      bytes = _mm512_inserti32x4(
-          bytes, encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j + 48), _mm512_loadu_ps(m + j + 48)), p, true), 3);
-      _mm512_storeu_si512(out + j, bytes);
+      _mm512_storeu_si512(
+          out + j,
+          pack64(encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_loadu_ps(m + j)), p, true),
+                 encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_loadu_ps(m + j + 16)), p, true),
+                 encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 32), _mm512_loadu_ps(m + j + 32)), p, true),
+                 encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 48), _mm512_loadu_ps(m + j + 48)), p, true)));
     }
     for (; j < n; j += 16) {
       const __mmask16 k = tail_mask(n - j);
@@ -111,19 +108,19 @@ void multiply_encode_avx512(const float* in, const float* m, int64_t n, int64_t 
     }
     return;
   }
-  // Blocks a multiple of 16 wide: one broadcast multiplier per block.
-  for (int64_t j0 = 0, b = 0; j0 < n; j0 += bc, ++b) {
-    const __m512 s = _mm512_set1_ps(m[b]);
-    const int64_t je = std::min(n, j0 + bc);
-    int64_t j = j0;
-    for (; j + 16 <= je; j += 16) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
-                       encode16(_mm512_mul_ps(_mm512_loadu_ps(in + j), s), p, true));
-    }
-    if (j < je) {
-      const __mmask16 k = tail_mask(je - j);
-      _mm_mask_storeu_epi8(out + j, k, encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), s), p, true));
-    }
+  // Blocks a multiple of 16 wide: one broadcast multiplier per block, so
+  // each group of 16 lies in one block; 64 elements at a time, then 16.
+  auto group = [&](int64_t j) {
+    return encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_set1_ps(m[j / bc])), p, true);
+  };
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    _mm512_storeu_si512(out + j, pack64(group(j), group(j + 16), group(j + 32), group(j + 48)));
+  }
+  for (; j < n; j += 16) {
+    const __mmask16 k = tail_mask(n - j);
+    _mm_mask_storeu_epi8(out + j, k,
+                         encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_set1_ps(m[j / bc])), p, true));
   }
 }
 

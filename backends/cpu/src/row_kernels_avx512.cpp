@@ -72,15 +72,10 @@ void encode_fp8_avx512(const float* in, int64_t n, const Fp8Params& p, bool satu
       m0 = max_ignoring_nan(abs16(x2), m0);
       m1 = max_ignoring_nan(abs16(x3), m1);
     }
-    const __m128i c0 = encode16(_mm512_mul_ps(x0, s), p, saturate);
-    const __m128i c1 = encode16(_mm512_mul_ps(x1, s), p, saturate);
-    const __m128i c2 = encode16(_mm512_mul_ps(x2, s), p, saturate);
-    const __m128i c3 = encode16(_mm512_mul_ps(x3, s), p, saturate);
-    __m512i bytes = _mm512_castsi128_si512(c0);
-    bytes = _mm512_inserti32x4(bytes, c1, 1);
-    bytes = _mm512_inserti32x4(bytes, c2, 2);
-    bytes = _mm512_inserti32x4(bytes, c3, 3);
-    _mm512_storeu_si512(out + i, bytes);
+    _mm512_storeu_si512(
+        out + i,
+        pack64(encode16_codes(_mm512_mul_ps(x0, s), p, saturate), encode16_codes(_mm512_mul_ps(x1, s), p, saturate),
+               encode16_codes(_mm512_mul_ps(x2, s), p, saturate), encode16_codes(_mm512_mul_ps(x3, s), p, saturate)));
   }
   for (; i < n; i += 16) {
     const __mmask16 k = tail_mask(n - i);
