@@ -110,17 +110,31 @@ void multiply_encode_avx512(const float* in, const float* m, int64_t n, int64_t 
   }
   // Blocks a multiple of 16 wide: one broadcast multiplier per block, so
   // each group of 16 lies in one block; 64 elements at a time, then 16.
-  auto group = [&](int64_t j) {
-    return encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_set1_ps(m[j / bc])), p, true);
+  // The block of the next group is counted, not divided out.
+  const int64_t groups_per_block = bc / 16;
+  int64_t b = 0, left = groups_per_block;  // groups of 16 left in block b
+  auto next_multiplier = [&]() {
+    const float s = m[b];
+    if (--left == 0) {
+      ++b;
+      left = groups_per_block;
+    }
+    return s;
   };
   int64_t j = 0;
   for (; j + 64 <= n; j += 64) {
-    _mm512_storeu_si512(out + j, pack64(group(j), group(j + 16), group(j + 32), group(j + 48)));
+    const float s0 = next_multiplier(), s1 = next_multiplier(), s2 = next_multiplier(), s3 = next_multiplier();
+    _mm512_storeu_si512(
+        out + j, pack64(encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j), _mm512_set1_ps(s0)), p, true),
+                        encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 16), _mm512_set1_ps(s1)), p, true),
+                        encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 32), _mm512_set1_ps(s2)), p, true),
+                        encode16_codes(_mm512_mul_ps(_mm512_loadu_ps(in + j + 48), _mm512_set1_ps(s3)), p, true)));
   }
   for (; j < n; j += 16) {
     const __mmask16 k = tail_mask(n - j);
+    const float s = next_multiplier();
     _mm_mask_storeu_epi8(out + j, k,
-                         encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_set1_ps(m[j / bc])), p, true));
+                         encode16(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, in + j), _mm512_set1_ps(s)), p, true));
   }
 }
 
