@@ -2,9 +2,10 @@
 // magnitudes, their scales, the per-element multiply by each block's
 // multiplier fused with the encoding, and the streaming byte copy and byte
 // transpose of the codes into the outputs (also used by the per-tensor
-// cast + transpose, elementwise.cpp), in two implementations chosen at run
-// time: AVX-512 F/BW/VL/DQ, or portable C++ (also used at level avx2).
-// Both are exact: a max of integers, the scale rules of block_scales.hpp,
+// cast + transpose, elementwise.cpp), in three implementations chosen at
+// run time: AVX-512 F/BW/VL/DQ, AVX2 (its own block maxima and
+// multiply-encode, the portable rest), or portable C++.
+// All are exact: a max of integers, the scale rules of block_scales.hpp,
 // one FP32 multiply per element and the FP8 encoder of row_kernels.hpp.
 #pragma once
 
@@ -21,9 +22,11 @@ struct BlockRowKernels {
   // out[j] = encode_fp8(in[j] * m[j / bc], fp8_dtype, saturating) for j <
   // n: each element by its block's multiplier (one FP32 multiply; the
   // multipliers are finite and > 0, so a NaN x keeps its NaN), then the
-  // row kernels' encoder's bits. The AVX-512 path encodes the products in
-  // registers (fp8_encode_avx512.hpp); the portable one multiplies into a
-  // stack buffer and runs row_kernels().encode with scale 1 on it.
+  // row kernels' encoder's bits. The AVX-512 and AVX2 paths encode the
+  // products in registers (fp8_encode_avx512.hpp, fp8_encode_avx2.hpp) for
+  // blocks one element wide or a multiple of the vector wide; the portable
+  // one multiplies into a stack buffer and runs row_kernels().encode with
+  // scale 1 on it.
   void (*multiply_encode)(const float* in, const float* m, int64_t n, int64_t bc, int32_t fp8_dtype, uint8_t* out);
   // Byte transpose into an output that is not read back soon:
   // dst[j * dst_ld + i] = src[i * src_ld + j] for i < h, j < w. The AVX-512
@@ -56,7 +59,10 @@ struct BlockRowKernels {
 const BlockRowKernels& portable_block_row_kernels();
 // nullptr when this build or this CPU has no AVX-512 F/BW/VL/DQ path.
 const BlockRowKernels* avx512_block_row_kernels();
-// AVX-512 when cpu_isa() (isa.hpp) is avx512 or higher, else portable.
+// nullptr when this build or this CPU has no AVX2 path.
+const BlockRowKernels* avx2_block_row_kernels();
+// AVX-512 when cpu_isa() (isa.hpp) is avx512 or higher, AVX2 at avx2, else
+// portable.
 const BlockRowKernels& block_row_kernels();
 
 }  // namespace octet_cpu

@@ -1,5 +1,5 @@
 // Portable block-quantize region kernels (block_rows.hpp) and the run-time
-// choice between them and the AVX-512 ones.
+// choice between them and the AVX2 and AVX-512 ones.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -153,6 +153,8 @@ const BlockRowKernels& block_row_kernels() {
   static const BlockRowKernels& chosen = []() -> const BlockRowKernels& {
     const BlockRowKernels* avx512 = avx512_block_row_kernels();
     if (avx512 != nullptr && cpu_isa() >= Isa::Avx512) return *avx512;
+    const BlockRowKernels* avx2 = avx2_block_row_kernels();
+    if (avx2 != nullptr && cpu_isa() >= Isa::Avx2) return *avx2;
     return kPortable;
   }();
   return chosen;

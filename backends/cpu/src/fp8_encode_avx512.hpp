@@ -5,7 +5,7 @@
 // pop, after scalar_codecs.hpp; its functions have internal linkage, one
 // copy per TU, compiled for that TU's target.
 //
-// The rules are the AVX2 encoder's (row_kernels_avx2.cpp), on 16 lanes
+// The rules are the AVX2 encoder's (fp8_encode_avx2.hpp), on 16 lanes
 // with mask registers: round half to even on the bits in the normal range
 // (the rebias folded into the rounding constant), one FP32 addition of a
 // magic constant in the subnormal range, overflow to the saturating or
@@ -22,12 +22,6 @@
 
 namespace octet_cpu {
 namespace {
-
-// Saturation clamps to the largest finite code: every format's
-// overflow_sat is its max_code.
-static_assert(kE4M3.overflow_sat == kE4M3.max_code && kE5M2.overflow_sat == kE5M2.max_code &&
-                  kE4M3Fnuz.overflow_sat == kE4M3Fnuz.max_code && kE5M2Fnuz.overflow_sat == kE5M2Fnuz.max_code,
-              "saturation is a clamp to max_code");
 
 inline __m512i encode16_codes(__m512 y, const Fp8Params& p, bool saturate) {
   const __m512i u = _mm512_castps_si512(y);

@@ -1,6 +1,6 @@
-// AVX2 + F16C row kernels. Everything this file includes is compiled for the
-// baseline target; only the functions after the pragma use AVX2, and they
-// run only after __builtin_cpu_supports says the CPU has AVX2 and F16C.
+// AVX2 + F16C row kernels. What this file includes before the pragma is
+// compiled for the baseline target; what follows it uses AVX2, and runs
+// only after __builtin_cpu_supports says the CPU has AVX2 and F16C.
 #include <cmath>
 #include <cstring>
 
@@ -17,46 +17,10 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
 
+#include "fp8_encode_avx2.hpp"
+
 namespace octet_cpu {
 namespace {
-
-inline __m256i encode8(__m256 y, const Fp8Params& p, bool saturate) {
-  const __m256i u = _mm256_castps_si256(y);
-  __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
-  const __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
-  const int shift = 23 - p.mantissa_bits;
-  // Normal range: round half to even on the bits, then rebias.
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(a, shift), _mm256_set1_epi32(1));
-  const __m256i rounded =
-      _mm256_add_epi32(_mm256_add_epi32(a, _mm256_set1_epi32((1 << (shift - 1)) - 1)), lsb);
-  const __m256i normal = _mm256_sub_epi32(_mm256_srli_epi32(rounded, shift),
-                                          _mm256_set1_epi32(static_cast<int>(p.rebias)));
-  // Subnormal range: one FP32 addition of the magic constant rounds |y|.
-  const __m256 magic = _mm256_set1_ps(p.subnormal_magic);
-  const __m256i sub = _mm256_sub_epi32(
-      _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), magic)), _mm256_castps_si256(magic));
-  const __m256i is_sub =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(p.min_normal_bits)), a);
-  __m256i code = _mm256_blendv_epi8(normal, sub, is_sub);
-  const __m256i over = _mm256_cmpgt_epi32(code, _mm256_set1_epi32(static_cast<int>(p.max_code)));
-  code = _mm256_blendv_epi8(
-      code, _mm256_set1_epi32(static_cast<int>(saturate ? p.overflow_sat : p.overflow_nosat)),
-      over);
-  const __m256i nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
-  code = _mm256_blendv_epi8(code, _mm256_set1_epi32(static_cast<int>(p.nan_code)), nan);
-  if (!p.signed_zero) {  // FNUZ: no -0 (the sign of a zero code is dropped)
-    sign = _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign);
-  }
-  return _mm256_or_si256(code, sign);
-}
-
-// Four vectors of 8 codes (one per 32-bit lane) -> 32 bytes in order.
-inline __m256i pack_codes(__m256i c0, __m256i c1, __m256i c2, __m256i c3) {
-  const __m256i p01 = _mm256_packs_epi32(c0, c1);
-  const __m256i p23 = _mm256_packs_epi32(c2, c3);
-  const __m256i bytes = _mm256_packus_epi16(p01, p23);
-  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
 
 inline __m256 abs8(__m256 x) {
   return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
@@ -84,13 +48,16 @@ void encode_fp8_avx2(const float* in, int64_t n, const Fp8Params& p, bool satura
   // x86 returns the first one's: a NaN scale takes the scalar loop below.
   const bool vector = !std::isnan(scale);
   for (; vector && i + 32 <= n; i += 32) {
+    __m256 y[4];
     __m256i c[4];
     for (int j = 0; j < 4; ++j) {
       const __m256 x = _mm256_loadu_ps(in + i + 8 * j);
       if (with_amax) m = max_ignoring_nan(abs8(x), m);
-      c[j] = encode8(_mm256_mul_ps(x, s), p, saturate);
+      y[j] = _mm256_mul_ps(x, s);
+      c[j] = encode8_magnitude(y[j], p, saturate);
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), pack_codes(c[0], c[1], c[2], c[3]));
+    const __m256i codes = signed_codes(y, pack_lanes(c[0], c[1], c[2], c[3]), p);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), codes);
   }
   float acc = *amax;
   if (with_amax) acc = max_magnitude(acc, horizontal_max(m));

@@ -50,6 +50,12 @@ constexpr Fp8Params kE5M2{2, (127u - 15u) << 2, (127u - 14u) << 23, 128.0f /*2^7
 // Subnormal spacing 2^-10 and 2^-17.
 constexpr Fp8Params kE4M3Fnuz{3, (127u - 8u) << 3, (127u - 7u) << 23, 8192.0f /*2^13*/, 0x7F, 0x7F, 0x80, 0x80, false};
 constexpr Fp8Params kE5M2Fnuz{2, (127u - 16u) << 2, (127u - 15u) << 23, 64.0f /*2^6*/, 0x7F, 0x7F, 0x80, 0x80, false};
+// The SIMD encoders (fp8_encode_avx2.hpp, fp8_encode_avx512.hpp) saturate
+// with an unsigned minimum against max_code: every format's saturated
+// overflow code is its largest finite code.
+static_assert(kE4M3.overflow_sat == kE4M3.max_code && kE5M2.overflow_sat == kE5M2.max_code &&
+                  kE4M3Fnuz.overflow_sat == kE4M3Fnuz.max_code && kE5M2Fnuz.overflow_sat == kE5M2Fnuz.max_code,
+              "saturation is a clamp to max_code");
 
 inline bool is_fnuz_dtype(int32_t dtype) { return dtype == OCTET_DTYPE_E4M3FNUZ || dtype == OCTET_DTYPE_E5M2FNUZ; }
 
