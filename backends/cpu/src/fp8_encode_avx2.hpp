@@ -6,10 +6,10 @@
 // TU's target.
 //
 // Exact: the same bits as encode_fp8 (scalar_codecs.hpp) on every FP32
-// input, by the rules stated at encode8_magnitude. encode8_magnitude leaves the codes of |y| in 32-bit lanes;
-// pack_lanes narrows four such registers into 32 bytes and signed_codes
-// adds the 32 signs with two packs of the inputs before one permutation
-// puts the bytes in element order.
+// input, by the rules stated at encode8_magnitude, which leaves the codes
+// of |y| in 32-bit lanes. pack_lanes narrows four such registers into 32
+// bytes, and signed_codes adds the 32 signs with two packs of the inputs
+// before one permutation puts the bytes in element order.
 #pragma once
 
 #include <immintrin.h>
