@@ -12,6 +12,7 @@
 #include "host_errors.hpp"
 #include "kernels.hpp"
 #include "octet_reference/codecs.hpp"
+#include "widened_operand.hpp"
 
 namespace octet::ref {
 namespace {
@@ -77,15 +78,16 @@ int32_t block_gemm(const octet_block_gemm_args* args) {
   const int64_t m = args->m, n = args->n, k = args->k, bk = args->a_block_cols;
   const int64_t k_blocks = ceil_div(k, bk);
   const octet_matrix_view& d = args->d;
+  const std::vector<float> a_values = widened_operand(args->a, false, m, k);
+  const std::vector<float> b_values = widened_operand(args->b, false, n, k);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (int64_t kb = 0; kb < k_blocks; ++kb) {
         float partial = 0.0f;
         for (int64_t kk = kb * bk; kk < std::min(k, (kb + 1) * bk); ++kk) {
-          float a = 0.0f, b = 0.0f;
-          load_element(args->a.data, args->a.dtype, element_index(args->a, i, kk), &a);
-          load_element(args->b.data, args->b.dtype, element_index(args->b, j, kk), &b);
+          const float a = a_values[static_cast<std::size_t>(i * k + kk)];
+          const float b = b_values[static_cast<std::size_t>(j * k + kk)];
           const float product = a * b;  // exact for FP8 operands
           partial = partial + product;
         }

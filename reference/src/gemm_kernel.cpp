@@ -9,26 +9,12 @@
 #include "host_errors.hpp"
 #include "kernels.hpp"
 #include "octet_reference/codecs.hpp"
+#include "widened_operand.hpp"
 
 namespace octet::ref {
 namespace {
 
 constexpr const char* kKernel = "gemm";
-
-// The operand as logical [outer, k] rows widened to FP32 (exact for every
-// accepted dtype), whether it is stored [outer, k] or transposed [k, outer].
-std::vector<float> widen_operand(const octet_matrix_view& view, bool transposed, int64_t outer,
-                                 int64_t k) {
-  std::vector<float> widened = host_vector<float>(static_cast<std::size_t>(outer * k));
-  for (int64_t i = 0; i < outer; ++i) {
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const std::size_t index =
-          transposed ? element_index(view, kk, i) : element_index(view, i, kk);
-      load_element(view.data, view.dtype, index, &widened[static_cast<std::size_t>(i * k + kk)]);
-    }
-  }
-  return widened;
-}
 
 float gelu_tanh(float v) {
   return 0.5f * v * (1.0f + octet_math_tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
@@ -127,8 +113,8 @@ int32_t check_gemm_args(const octet_gemm_args* args) {
 int32_t gemm(const octet_gemm_args* args) {
   if (int32_t s = check_gemm_args(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;
-  const std::vector<float> a = widen_operand(args->a, args->trans_a != 0, m, k);
-  const std::vector<float> b = widen_operand(args->b, args->trans_b != 0, n, k);
+  const std::vector<float> a = widened_operand(args->a, args->trans_a != 0, m, k);
+  const std::vector<float> b = widened_operand(args->b, args->trans_b != 0, n, k);
   const float sa = args->a_scale_inv != nullptr ? *args->a_scale_inv : 1.0f;
   const float sb = args->b_scale_inv != nullptr ? *args->b_scale_inv : 1.0f;
   const float scale = args->alpha * (sa * sb);

@@ -8,14 +8,8 @@
 namespace octet::ref {
 namespace {
 
-int bit_width(uint64_t x) {
-  int width = 0;
-  while (x != 0) {
-    ++width;
-    x >>= 1;
-  }
-  return width;
-}
+// Bits needed to write x (0 for 0).
+int bit_width(uint64_t x) { return x == 0 ? 0 : 64 - __builtin_clzll(x); }
 
 // Rounds significand / 2^shift to an integer, ties to even.
 uint64_t shift_right_nearest_even(uint64_t significand, int shift) {
