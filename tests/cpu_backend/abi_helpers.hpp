@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -30,6 +31,17 @@ struct TensorDeleter {
 };
 using Context = std::unique_ptr<octet_context, ContextDeleter>;
 using Tensor = std::unique_ptr<octet_tensor, TensorDeleter>;
+
+// Whether this run repeats the suites on a path other than the CPU's default
+// one: ctest sets OCTET_TEST_REPEATED_PATH=1 on the runs forced to another
+// ISA level or FP8 GEMM engine (tests/cpu_backend/CMakeLists.txt). A suite
+// that spends most of its time on what does not depend on the path (the
+// largest shapes, which test the threaded splits) runs that part on the
+// default path only; every path still runs every kernel variant.
+inline bool repeated_path_run() {
+  const char* v = std::getenv("OCTET_TEST_REPEATED_PATH");
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
 
 // The capabilities of a registered backend (empty info when none has that name).
 inline octet_backend_info backend_info(const std::string& name) {

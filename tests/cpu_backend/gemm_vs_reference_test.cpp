@@ -147,14 +147,25 @@ void run_case(octet_context* cpu, octet_context* ref, const Case& c, Dims s, uin
 
   const double scale = std::fabs(double(alpha) * sa * sb);
   const double unit = 0x1p-23;
+  // |A'| [m, k] and |B'| [n, k], K-contiguous whatever the layout.
+  auto magnitudes_of = [](const Operand& op, bool trans, int64_t outer, int64_t k, int64_t cols) {
+    std::vector<double> abs_rows(static_cast<std::size_t>(outer * k));
+    for (int64_t r = 0; r < outer; ++r) {
+      for (int64_t kk = 0; kk < k; ++kk) {
+        abs_rows[std::size_t(r * k + kk)] =
+            std::fabs(trans ? op.value[std::size_t(kk * cols + r)] : op.value[std::size_t(r * cols + kk)]);
+      }
+    }
+    return abs_rows;
+  };
+  const std::vector<double> abs_a = magnitudes_of(a, c.trans_a != 0, s.m, s.k, a_cols);
+  const std::vector<double> abs_b = magnitudes_of(b, c.trans_b != 0, s.n, s.k, b_cols);
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {
       double magnitude = 0.0;  // sum_k |A'[i,k] B'[j,k]|
-      for (int64_t kk = 0; kk < s.k; ++kk) {
-        const double x = c.trans_a ? a.value[std::size_t(kk * a_cols + i)] : a.value[std::size_t(i * a_cols + kk)];
-        const double y = c.trans_b ? b.value[std::size_t(kk * b_cols + j)] : b.value[std::size_t(j * b_cols + kk)];
-        magnitude += std::fabs(x * y);
-      }
+      const double* x = &abs_a[std::size_t(i * s.k)];
+      const double* y = &abs_b[std::size_t(j * s.k)];
+      for (int64_t kk = 0; kk < s.k; ++kk) magnitude += x[kk] * y[kk];
       const std::size_t e = static_cast<std::size_t>(i * s.n + j);
       const double got = load_as_double(results[0], c.d_dtype, e);
       const double want = load_as_double(results[1], c.d_dtype, e);
