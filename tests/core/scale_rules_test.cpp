@@ -1,7 +1,7 @@
 // Scales a caller writes (docs/abi.md, "Scales written by the caller"): a
 // per-tensor SCALE or SCALE_INV must be finite and > 0 with a finite
 // reciprocal, the rule of octet_quantizer_set_scale; an FP32 block grid
-// entry follows the same rule; MXFP8's E8M0 codes are all allowed. Any other
+// entry must be finite and > 0; MXFP8's E8M0 codes are all allowed. Any other
 // value is refused with INVALID_ARGUMENT naming the component and the rule,
 // and the tensor keeps what it held, so no later quantize, dequantize or GEMM
 // reads it.
@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 const float kBad[] = {0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
-const float kTiny = 1e-40f;  // a subnormal whose reciprocal is inf: no SCALE, yet a SCALE_INV
+const float kTiny = 1e-40f;  // a subnormal whose reciprocal is inf: neither a SCALE nor a SCALE_INV
 
 TEST(ScaleRules, PerTensorScaleAndScaleInvOutsideTheRuleAreRefused) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
@@ -55,7 +55,18 @@ TEST(ScaleRules, PerTensorScaleAndScaleInvOutsideTheRuleAreRefused) {
   ASSERT_EQ(octet_quantize(ctx.get(), x.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << octet_last_error_message();
   EXPECT_EQ(read<float>(q.get(), OCTET_COMPONENT_SCALE_INV, 1)[0], 1.0f / std::numeric_limits<float>::max());
   EXPECT_EQ(octet_dequantize(ctx.get(), q.get(), back.get()), OCTET_STATUS_SUCCESS) << octet_last_error_message();
+  // A SCALE_INV whose reciprocal (the SCALE the write derives) is infinite.
   EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE_INV, &kTiny, sizeof(kTiny)),
+            OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(octet_last_error_message(), HasSubstr("whose reciprocal (the SCALE it implies) is not finite"));
+  // The smallest SCALE_INV allowed: the subnormal just above 1/FLT_MAX
+  // rounded (whose own reciprocal overflows).
+  const float below = 1.0f / std::numeric_limits<float>::max();
+  const float smallest_scale_inv = std::nextafter(below, 1.0f);
+  ASSERT_FALSE(std::isfinite(1.0f / below));
+  ASSERT_TRUE(std::isfinite(1.0f / smallest_scale_inv));
+  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE_INV, &below, 4), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE_INV, &smallest_scale_inv, 4),
             OCTET_STATUS_SUCCESS);
 }
 

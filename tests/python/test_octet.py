@@ -150,3 +150,18 @@ def test_fp8_gemm_output_is_the_fp32_result_encoded_with_d_scale(saturate):
         assert d.component(octet.AMAX) == np.float32(np.max(np.abs(r)))
         assert d.component(octet.SCALE_INV) == np.float32(1.0) / np.float32(scale)
         assert np.any((want & 0x7F) == (0x7E if saturate else 0x7F))
+
+
+@pytest.mark.parametrize("scale", [0.5, 7.0, 1.1])
+def test_set_scale_sets_the_pair_and_dequantize_follows(scale):
+    # Codes of [0, 1, 2, 49152, -192] in E5M2 (exact at scale 1); after
+    # set_scale(s) they dequantize to code value / s, computed here from the
+    # codes' values and s (SCALE_INV = fl(1/s), one FP32 product each).
+    values = np.array([[0.0, 1.0, 2.0, 49152.0, -192.0]], np.float32)
+    with octet.Context("reference") as ctx:
+        q = ctx.quantize(values, octet.E5M2, scale=1.0)
+        q.set_scale(scale)
+        scale_inv = np.float32(1.0) / np.float32(scale)
+        assert q.component(octet.SCALE) == np.float32(scale)
+        assert q.component(octet.SCALE_INV) == scale_inv
+        assert np.array_equal(ctx.dequantize(q).numpy(), values * scale_inv)

@@ -421,7 +421,12 @@ OCTET_API void octet_tensor_destroy(octet_tensor* tensor);
 OCTET_API octet_status octet_tensor_get_info(const octet_tensor* tensor,
                                              octet_tensor_info* info);
 /* Copies one component between host memory and the tensor. bytes must equal
- * the component's size exactly. */
+ * the component's size exactly. A per-tensor quantized tensor's SCALE and
+ * SCALE_INV are one pair: writing either (finite and > 0 with a finite
+ * reciprocal; anything else is INVALID_ARGUMENT, naming the rule) stores it
+ * and its FP32 reciprocal 1/x as the other, as octet_quantizer_set_scale
+ * does, so dequantize (which reads SCALE_INV) and quantize (SCALE) never see
+ * a stale half of the pair. */
 OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor,
                                                    int32_t component,
                                                    const void* src, size_t bytes);

@@ -175,7 +175,9 @@ OCTET_API octet_status octet_tensor_from_dlpack_legacy(octet_context* context,
  * backend (device_id 0: the core does not know the backend's device
  * ordinal; docs/abi.md), explicit compact row-major strides, byte_offset 0
  * except for SCALE_INV and AMAX (their offset in the scalar block), flags 0
- * (writable, not a copy), version 1.1. The consumer must call
+ * (writable, not a copy), version 1.1. A write through a SCALE or SCALE_INV
+ * view changes that scalar alone: octet_tensor_copy_from_host writes the
+ * pair (octet.h). The consumer must call
  * (*managed)->deleter(*managed) exactly once. */
 OCTET_API octet_status octet_tensor_to_dlpack(octet_tensor* tensor, int32_t component,
                                               octet_dlpack_managed_tensor_versioned** managed);

@@ -197,9 +197,11 @@ class Tensor(_Handle):
         return _dlpack.DLPackComponent(self, int(which))
 
     def set_scale(self, scale):
-        """Sets the SCALE of a quantized tensor (finite and > 0, the rule of
-        octet_quantizer_set_scale: 0 would make SCALE_INV infinite, a NaN
-        every code NaN)."""
+        """Sets the SCALE of a per-tensor quantized tensor, and its SCALE_INV
+        to 1/scale (the pair octet_tensor_copy_from_host keeps consistent), so
+        dequantize gives codes / scale. The scale must be finite and > 0
+        with a finite reciprocal, the rule of octet_quantizer_set_scale: 0
+        would make SCALE_INV infinite, a NaN every code NaN."""
         if isinstance(scale, bool) or not isinstance(scale, (int, float, _np.integer, _np.floating)):
             raise TypeError(f"scale must be a number; got {type(scale).__name__}")
         if not (_math.isfinite(scale) and scale > 0):

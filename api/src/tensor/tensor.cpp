@@ -259,6 +259,10 @@ void check_written_scales(const TensorState& t, int32_t component, const void* s
             "argument 'src' holds ",
             component == OCTET_COMPONENT_SCALE ? "SCALE " : "SCALE_INV ", value,
             " for tensor 'tensor', which no rule allows: ", kScaleRule);
+    // The write derives the other scalar of the pair (write_scale_pair).
+    require(component == OCTET_COMPONENT_SCALE || std::isfinite(1.0f / value), "argument 'src' holds SCALE_INV ", value,
+            " for tensor 'tensor', whose reciprocal (the SCALE it implies) is not finite: a SCALE_INV written "
+            "with octet_tensor_copy_from_host must be finite and > 0 with a finite reciprocal, as a SCALE must");
     return;
   }
   const bool grid = component == OCTET_COMPONENT_ROWWISE_SCALE_INV || component == OCTET_COMPONENT_COLUMNWISE_SCALE_INV;
@@ -269,6 +273,21 @@ void check_written_scales(const TensorState& t, int32_t component, const void* s
     require(scale_inv_allowed(values[i]), "argument 'src' holds ", values[i], " at entry ", i, " of the ",
             scaling_mode_name(t.scaling_mode), " scale_inv grid of tensor 'tensor', which no rule allows: each ",
             "entry must be finite and > 0");
+}
+
+// A per-tensor quantized tensor's SCALE and SCALE_INV are one pair: a
+// write of either stores it and the FP32 reciprocal as the other (as
+// octet_quantizer_set_scale does), in one copy, so that no sequence of
+// copies leaves dequantize (which reads SCALE_INV) or quantize (SCALE) with
+// a stale value. The value has passed check_written_scales.
+void write_scale_pair(TensorState& t, int32_t component, const void* src) {
+  static_assert(kScale == 0 && kScaleInv == 1, "SCALE and SCALE_INV are adjacent, SCALE first");
+  float written = 0.0f;
+  std::memcpy(&written, src, sizeof(written));
+  const float derived = 1.0f / written;
+  const float pair[2] = {component == OCTET_COMPONENT_SCALE ? written : derived,
+                         component == OCTET_COMPONENT_SCALE ? derived : written};
+  t.scalars.copy_from_host(pair, sizeof(pair), sizeof(float) * size_t(kScale));
 }
 
 }  // namespace
@@ -389,6 +408,11 @@ OCTET_API octet_status octet_tensor_copy_from_host(octet_tensor* tensor, int32_t
     size_t expected = component_bytes(tensor->state, component, &buffer, &offset);
     require(bytes == expected, "argument 'bytes' (", bytes, ") must equal the component's size (", expected, ")");
     check_written_scales(tensor->state, component, src, bytes);
+    if ((component == OCTET_COMPONENT_SCALE || component == OCTET_COMPONENT_SCALE_INV) &&
+        !is_nvfp4_mode(tensor->state.scaling_mode)) {
+      write_scale_pair(tensor->state, component, src);
+      return;
+    }
     const_cast<Buffer*>(buffer)->copy_from_host(src, bytes, offset);
   });
 }
