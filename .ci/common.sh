@@ -35,3 +35,9 @@ ensure_python_packages() {
   python3 -m pip install --quiet "${missing[@]}" ||
     python3 -m pip install --quiet --break-system-packages "${missing[@]}"
 }
+
+# CI runs one test (or fuzzer) per core, and each test's OpenMP team has a
+# thread per core: threads that spin while they wait for work (libgomp's
+# default) take the cores from the other tests. Passive waiting changes no
+# result and cut ctest's time by about a fifth on 2 cores.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"

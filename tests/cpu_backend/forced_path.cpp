@@ -36,19 +36,32 @@ std::string joined(const std::set<std::string>& names) {
   return s;
 }
 
-class SkipWhenMissing : public ::testing::Environment {
+bool set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0';
+}
+
+class SkipWhenNothingAdded : public ::testing::Environment {
  public:
-  explicit SkipWhenMissing(std::function<std::string()> device) : device_(std::move(device)) {}
+  SkipWhenNothingAdded(std::function<std::string()> device, std::function<std::string()> default_device)
+      : device_(std::move(device)), default_device_(std::move(default_device)) {}
   void SetUp() override {
     const char* disabled = std::getenv("OCTET_CPU_DISABLE_SIMD");
-    if (disabled != nullptr && disabled[0] != '\0' && std::strcmp(disabled, "0") != 0) return;
-    const std::string why =
-        forced_path_missing(device_(), std::getenv("OCTET_CPU_ISA"), std::getenv("OCTET_CPU_FP8_GEMM"));
+    const bool portable = disabled != nullptr && disabled[0] != '\0' && std::strcmp(disabled, "0") != 0;
+    if (!portable && !set("OCTET_CPU_ISA") && !set("OCTET_CPU_FP8_GEMM")) return;
+    const std::string default_device = default_device_();  // first: before this process loads the plugin
+    const std::string device = device_();
+    if (!portable) {
+      const std::string why =
+          forced_path_missing(device, std::getenv("OCTET_CPU_ISA"), std::getenv("OCTET_CPU_FP8_GEMM"));
+      if (!why.empty()) GTEST_SKIP() << why;
+    }
+    const std::string why = forced_path_redundant(device, default_device);
     if (!why.empty()) GTEST_SKIP() << why;
   }
 
  private:
-  std::function<std::string()> device_;
+  std::function<std::string()> device_, default_device_;
 };
 
 }  // namespace
@@ -80,8 +93,15 @@ std::string forced_path_missing(const std::string& device, const char* level, co
   return "";
 }
 
-void skip_all_when_forced_path_is_missing(std::function<std::string()> device) {
-  ::testing::AddGlobalTestEnvironment(new SkipWhenMissing(std::move(device)));
+std::string forced_path_redundant(const std::string& device, const std::string& default_device) {
+  if (device.empty() || device != default_device) return "";
+  return "the forced path is this CPU's default path (device: " + device +
+         "), which the run without OCTET_CPU_ISA, OCTET_CPU_FP8_GEMM and OCTET_CPU_DISABLE_SIMD tests";
+}
+
+void skip_all_when_forced_path_adds_nothing(std::function<std::string()> device,
+                                            std::function<std::string()> default_device) {
+  ::testing::AddGlobalTestEnvironment(new SkipWhenNothingAdded(std::move(device), std::move(default_device)));
 }
 
 }  // namespace cpu_test

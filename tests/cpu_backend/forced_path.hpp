@@ -3,8 +3,10 @@
 // backends/cpu/src/isa.hpp) skip when this CPU cannot give that path: the
 // backend would run a lower level instead, so the run would test that lower
 // path again under the forced path's name. The skip names the ISA the CPU
-// lacks. What the backend runs is read from its device string, never from
-// the build.
+// lacks. A forced run whose path is the CPU's default one (the engine the
+// CPU picks anyway, or AVX2 on an AVX2-only CPU) skips too: the unforced
+// run tests that path. What the backend runs is read from its device
+// string, never from the build.
 #pragma once
 
 #include <functional>
@@ -20,10 +22,20 @@ namespace cpu_test {
 // nothing is forced).
 std::string forced_path_missing(const std::string& device, const char* level, const char* engine);
 
-// Registers a GoogleTest environment that skips every test of the program,
-// with forced_path_missing's message, when the environment variables of
-// this run force a path the CPU lacks. `device` gives the cpu backend's
-// device string; it is called once, before the first test.
-void skip_all_when_forced_path_is_missing(std::function<std::string()> device);
+// Why a forced run adds nothing: its device string is the one the backend
+// reports unforced (`default_device`), so the run would repeat the default
+// run's path ("the forced path is this CPU's default path: ..."); empty when
+// they differ or either is unknown (empty).
+std::string forced_path_redundant(const std::string& device, const std::string& default_device);
+
+// Registers a GoogleTest environment that skips every test of the program
+// when the environment variables of this run force a path the CPU lacks
+// (forced_path_missing's message) or the CPU's default path
+// (forced_path_redundant's). `device` gives the cpu backend's device
+// string in this process, `default_device` the one without the forcing
+// variables; each is called once, before the first test, and only when a
+// variable is set.
+void skip_all_when_forced_path_adds_nothing(std::function<std::string()> device,
+                                            std::function<std::string()> default_device);
 
 }  // namespace cpu_test

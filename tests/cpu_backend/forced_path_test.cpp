@@ -64,5 +64,16 @@ TEST(ForcedPath, SkipsNameTheIsaTheCpuLacks) {
   EXPECT_EQ(forced_path_missing("", "avx512", nullptr), "");
 }
 
+TEST(ForcedPath, ARunOfTheDefaultPathIsRedundant) {
+  const std::string amx =
+      device("avx512_bf16_vbmi", "FP8 GEMM oneDNN bf16 matmul (decode shapes fma), FP4 sgemm tiles");
+  const std::string dot = device("avx512_bf16_vbmi", "FP8/FP4 GEMM vdpbf16ps");
+  // OCTET_CPU_FP8_GEMM=onednn_bf16 on an AMX Xeon, whose default engine it is.
+  EXPECT_EQ(forced_path_redundant(amx, amx).rfind("the forced path is this CPU's default path", 0), 0u);
+  EXPECT_EQ(forced_path_redundant(dot, amx), "");
+  EXPECT_EQ(forced_path_redundant("", ""), "");  // unknown: run
+  EXPECT_EQ(forced_path_redundant(amx, ""), "");
+}
+
 }  // namespace
 }  // namespace cpu_test
