@@ -22,8 +22,9 @@ BF16 dot products can gain over an FP32 sgemm on this CPU.
 For each GEMM shape (E4M3 x E4M3 -> FP32 on Octet's cpu backend, scales
 applied) it times, interleaved round by round (each candidate once per
 round, the median over rounds reported): Octet FP8, torch FP32 matmul,
-torch BF16 matmul, torch._scaled_mm (E4M3, FP32 out; if this torch runs
-it on the CPU), and oneDNN's dnnl_sgemm on FP32 operands called through
+torch BF16 matmul, torch._scaled_mm (E4M3, FP32 out; only where this
+torch runs it natively on the CPU: a probe drops it, saying why, where it
+is emulated or would take over 5 s a call), and oneDNN's dnnl_sgemm on FP32 operands called through
 ctypes (the library the cpu backend links). Then Linear 4096 x 4096 ->
 4096 forward + backward: Octet FP8 (current scaling), Octet FP32, torch
 nn.Linear FP32 and under BF16 autocast.
@@ -36,10 +37,13 @@ with its measured ratio and whether it is met.
 
 Ratios are the peer's time over Octet FP8's, from the same rounds. torch
 is installed from PyPI when it is missing (--no-install: run without it;
-only the Octet and oneDNN columns then). --write-docs replaces the
-generated section of docs/benchmarks.md (between its markers) with this
-run's tables and writes the plot, GFLOP/s by shape for each candidate, to
-docs/img/bench_cpu_vs_torch.svg.
+only the Octet and oneDNN columns then). The first line of the
+output names the machine class (cpu_report.machine_class, from
+/proc/cpuinfo: AMX, AVX-512 BF16, AVX-512, AVX2). --write-docs replaces
+that class's section of docs/benchmarks.md (between its markers; the other
+classes' sections stay) with this run's tables and writes the plot,
+GFLOP/s by shape for each candidate, to
+docs/img/bench_cpu_vs_torch_<class>.svg.
 """
 import argparse
 import ctypes
@@ -138,16 +142,54 @@ def gemm_case(ctx, torch, dnnl, m, n, k, rounds, min_seconds):
         ta16, tb16 = ta.to(torch.bfloat16), tb.to(torch.bfloat16)
         cands["torch_fp32"] = lambda: torch.matmul(ta, tb.t())
         cands["torch_bf16"] = lambda: torch.matmul(ta16, tb16.t())
-        try:
+        why_not = scaled_mm_verdict(torch, 2.0 * m * n * k)
+        if why_not is None:
             fa = (ta * 64).to(torch.float8_e4m3fn)
             fb = (tb * 64).to(torch.float8_e4m3fn)
             s = torch.tensor(1 / 64)
-            torch._scaled_mm(fa, fb.t(), scale_a=s, scale_b=s, out_dtype=torch.float32)
             cands["torch_scaled_mm"] = lambda: torch._scaled_mm(fa, fb.t(), scale_a=s, scale_b=s,
                                                                  out_dtype=torch.float32)
-        except Exception as e:  # not on this device / build
-            print(f"# torch._scaled_mm on CPU: not run ({type(e).__name__}: {str(e)[:80]})")
+        else:
+            print(f"# torch._scaled_mm at {m}x{n}x{k}: not timed ({why_not})")
     return interleaved(cands, rounds, min_seconds)
+
+
+_SCALED_MM_PROBE = {}
+
+
+def scaled_mm_verdict(torch, flops, probe=256, limit_seconds=5.0):
+    """None when torch._scaled_mm (E4M3, FP32 out) is worth timing on this
+    CPU for a GEMM of `flops`, else why not: it fails here, it runs emulated
+    (cpu_report.emulated: under 1/20 of torch's BF16 matmul rate in a
+    probe^3 GEMM, timed once per run), or one call would take over
+    `limit_seconds` at the probe's rate. An emulated torch._scaled_mm used to
+    stall the run for tens of minutes at 2048^3 and 8192^2."""
+    if "rate" not in _SCALED_MM_PROBE:
+        try:
+            a = torch.randn(probe, probe)
+            b = torch.randn(probe, probe)
+            fa, fb = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+            one = torch.tensor(1.0)
+            a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+            t = interleaved({"scaled_mm": lambda: torch._scaled_mm(fa, fb.t(), scale_a=one, scale_b=one,
+                                                                     out_dtype=torch.float32),
+                             "bf16": lambda: torch.matmul(a16, b16.t())}, 3, 0.0)
+            work = 2.0 * probe ** 3
+            _SCALED_MM_PROBE.update(rate=work / t["scaled_mm"], bf16=work / t["bf16"], error=None)
+        except Exception as e:  # not on this device / build
+            _SCALED_MM_PROBE.update(rate=None, bf16=None, error=f"{type(e).__name__}: {str(e)[:80]}")
+        if _SCALED_MM_PROBE["rate"] is not None:
+            print(f"# torch._scaled_mm probe {probe}^3: {_SCALED_MM_PROBE['rate'] / 1e9:.2f} GFLOP/s, "
+                  f"torch BF16 matmul {_SCALED_MM_PROBE['bf16'] / 1e9:.2f} GFLOP/s")
+    if _SCALED_MM_PROBE["error"]:
+        return f"fails on this CPU: {_SCALED_MM_PROBE['error']}"
+    rate, bf16 = _SCALED_MM_PROBE["rate"], _SCALED_MM_PROBE["bf16"]
+    if cpu_report.emulated(rate, bf16):
+        return (f"emulated on this CPU: {rate / 1e9:.2f} GFLOP/s against BF16 matmul's {bf16 / 1e9:.2f} "
+                f"in a {probe}^3 probe")
+    if flops / rate > limit_seconds:
+        return f"one call would take about {flops / rate:.0f} s at the probe's {rate / 1e9:.2f} GFLOP/s"
+    return None
 
 
 def linear_case(ctx, torch, tokens, features, rounds, min_seconds):
@@ -302,6 +344,14 @@ def demo_rows(octet_cli, steps, hidden=None):
 DEMO_WIDE_HIDDEN = 512
 
 
+def machine_class_here():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return cpu_report.machine_class(cpu_report.cpu_flags(f.read()))
+    except OSError:
+        return "unknown"
+
+
 def git_commit():
     try:
         return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -328,7 +378,7 @@ def main():
     p.add_argument("--octet", default=None, help="the octet command (default: bin/ of the library's build)")
     p.add_argument("--demo-steps", type=int, default=100)
     p.add_argument("--write-docs", action="store_true",
-                   help="write the generated section of docs/benchmarks.md and docs/img/bench_cpu_vs_torch.svg")
+                   help="write this machine class's section of docs/benchmarks.md and its plot in docs/img/")
     args = p.parse_args()
     rounds = args.rounds or (3 if args.quick else 7)
     torch = load_torch(not args.no_install)
@@ -339,6 +389,8 @@ def main():
     header = [f"octet cpu device: {ctx.info().get('device', '?') if isinstance(ctx.info(), dict) else ctx.info()}",
               f"torch {torch.__version__ if torch else 'absent'}, threads {threads}, "
               f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, os.cpu_count {os.cpu_count()}"]
+    cls = machine_class_here()
+    header.insert(0, f"machine class: {cpu_report.MACHINE_CLASS_NAMES.get(cls, cls)} (from /proc/cpuinfo)")
     for line in header:
         print(f"# {line}")
     rows, cols = 4096, 4096
@@ -394,12 +446,15 @@ def main():
         "`octet demo --backend cpu`: not run (--quick, or no octet command)."
     print(gemm_table + "\n\n" + demo_table + "\n\n" + target_table)
     if args.write_docs:
+        if cls not in cpu_report.MACHINE_CLASSES:
+            raise SystemExit(f"--write-docs: this CPU's class ({cls}) has no section in docs/benchmarks.md")
         groups, series, values = cpu_report.plot_data(results)
         svg = svg_bars.grouped_bars_svg(groups, series, values,
-                                        "Octet cpu FP8 vs torch and oneDNN, one process (higher is better)",
+                                        f"Octet cpu FP8 vs torch and oneDNN, {cls}, one process (higher is better)",
                                         "GFLOP/s")
+        plot = cpu_report.plot_file(cls)
         os.makedirs(os.path.join(ROOT, "docs", "img"), exist_ok=True)
-        with open(os.path.join(ROOT, "docs", "img", "bench_cpu_vs_torch.svg"), "w") as f:
+        with open(os.path.join(ROOT, "docs", plot), "w") as f:
             f.write(svg)
         section = "\n".join([
             f"Written by `tests/bench/cpu/bench_cpu_vs_torch.py --write-docs` on "
@@ -407,15 +462,14 @@ def main():
             f"{' (--quick)' if args.quick else ''}, median of {rounds} interleaved rounds.",
             "", "    " + "\n    ".join(header), "",
             "Issue 14's targets, each a ratio from this run:", "", target_table, "",
-            "![GFLOP/s by shape for each candidate](img/bench_cpu_vs_torch.svg)", "",
+            f"![GFLOP/s by shape for each candidate, {cls}]({plot})", "",
             gemm_table, "", demo_table, "", "\n".join(quantize_table)])
         path = os.path.join(ROOT, "docs", "benchmarks.md")
         with open(path) as f:
             doc = f.read()
         with open(path, "w") as f:
-            f.write(cpu_report.replace_section(doc, section))
-        print(f"# wrote {path} and docs/img/bench_cpu_vs_torch.svg")
-
+            f.write(cpu_report.replace_class_section(doc, cls, section))
+        print(f"# wrote {path} ({cls} section) and docs/{plot}")
 
 if __name__ == "__main__":
     main()

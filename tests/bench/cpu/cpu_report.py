@@ -1,6 +1,6 @@
 """Pure-Python half of bench_cpu_vs_torch.py: issue 14's targets, the
-markdown tables, the plot's data, and the generated section of
-docs/benchmarks.md. Imports neither numpy, torch nor octet, so
+markdown tables, the plot's data, the machine class, and the generated
+section of docs/benchmarks.md for that class. Imports neither numpy, torch nor octet, so
 test_cpu_report.py checks it on any machine.
 
 Conventions (docs/benchmarks.md; performance.md):
@@ -17,8 +17,15 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-BEGIN_MARK = "<!-- bench_cpu_vs_torch: generated section, begin -->"
-END_MARK = "<!-- bench_cpu_vs_torch: generated section, end -->"
+# The CPU classes this project is built on, best first; docs/benchmarks.md
+# keeps one current section per class, between the class's own markers.
+MACHINE_CLASSES = ("AMX", "AVX-512 BF16", "AVX-512", "AVX2")
+MACHINE_CLASS_NAMES = {
+    "AMX": "AMX (amx_tile, amx_bf16: Sapphire/Emerald Rapids-class Xeon)",
+    "AVX-512 BF16": "AVX-512 BF16 without AMX (e.g. AMD Zen 4)",
+    "AVX-512": "AVX-512 without BF16 (e.g. Intel Ice Lake)",
+    "AVX2": "AVX2 without AVX-512",
+}
 
 GEMM_SHAPES = [(2048, 2048, 2048), (1, 8192, 8192), (16, 8192, 8192), (32, 8192, 8192)]
 LINEAR_WORK = "Linear 4096^3 fwd+bwd"
@@ -177,14 +184,77 @@ def plot_data(rows: Sequence[Row]) -> Tuple[List[str], List[str], Dict[Tuple[str
     return groups, series, values
 
 
-def replace_section(document: str, section: str) -> str:
-    """document with the text between BEGIN_MARK and END_MARK replaced by
-    section; the markers must each appear exactly once, in order."""
-    if document.count(BEGIN_MARK) != 1 or document.count(END_MARK) != 1:
-        raise ValueError(f"document: needs exactly one {BEGIN_MARK!r} and one {END_MARK!r}")
-    head, rest = document.split(BEGIN_MARK)
-    if END_MARK not in rest:
-        raise ValueError("document: the end marker comes before the begin marker")
-    _, tail = rest.split(END_MARK)
-    return head + BEGIN_MARK + "\n" + section.strip("\n") + "\n" + END_MARK + tail
+def cpu_flags(cpuinfo: str) -> frozenset:
+    """The feature flags of the first processor in /proc/cpuinfo's text."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
 
+
+def machine_class(flags) -> str:
+    """One of MACHINE_CLASSES (or "below AVX2") from a CPU's feature flags."""
+    f = set(flags)
+    if {"amx_tile", "amx_bf16"} <= f:
+        return "AMX"
+    if {"avx512f", "avx512_bf16"} <= f:
+        return "AVX-512 BF16"
+    if "avx512f" in f:
+        return "AVX-512"
+    if "avx2" in f:
+        return "AVX2"
+    return "below AVX2"
+
+
+def class_marks(cls: str) -> Tuple[str, str]:
+    """The begin and end markers of machine class `cls`'s section."""
+    if cls not in MACHINE_CLASSES:
+        raise ValueError(f"machine class {cls!r} is not one of {MACHINE_CLASSES}")
+    return (f"<!-- bench_cpu_vs_torch: {cls}: generated section, begin -->",
+            f"<!-- bench_cpu_vs_torch: {cls}: generated section, end -->")
+
+
+def replace_class_section(document: str, cls: str, section: str) -> str:
+    """document with class `cls`'s section (between its markers) replaced by
+    `section`; the other classes' sections and the rest are kept. A class
+    with no section yet gets one, under a heading naming it, placed before
+    the section of the next class in MACHINE_CLASSES order that has one, or
+    at CLASSES_END_MARK."""
+    begin, end = class_marks(cls)
+    if document.count(begin) == 1 and document.count(end) == 1:
+        head, rest = document.split(begin)
+        if end not in rest:
+            raise ValueError(f"document: {begin!r} must come before {end!r}")
+        _, tail = rest.split(end)
+        return head + begin + "\n" + section.strip("\n") + "\n" + end + tail
+    if document.count(begin) or document.count(end):
+        raise ValueError(f"document: needs exactly one {begin!r} and one {end!r}, or neither")
+    block = f"### {MACHINE_CLASS_NAMES[cls]}\n\n{begin}\n{section.strip(chr(10))}\n{end}\n\n"
+    for later in MACHINE_CLASSES[MACHINE_CLASSES.index(cls) + 1:]:
+        heading = f"### {MACHINE_CLASS_NAMES[later]}\n"
+        if heading in document:
+            at = document.index(heading)
+            return document[:at] + block + document[at:]
+    if document.count(CLASSES_END_MARK) != 1:
+        raise ValueError(f"document: needs exactly one {CLASSES_END_MARK!r}")
+    at = document.index(CLASSES_END_MARK)
+    return document[:at] + block + document[at:]
+
+
+CLASSES_END_MARK = "<!-- bench_cpu_vs_torch: machine classes end -->"
+
+
+def plot_file(cls: str) -> str:
+    """The plot of class `cls`'s section, relative to docs/."""
+    class_marks(cls)  # checks the name
+    return "img/bench_cpu_vs_torch_" + cls.lower().replace(" ", "_") + ".svg"
+
+
+def emulated(rate: float, native_rate: float, factor: float = 20.0) -> bool:
+    """Whether a candidate's probe rate (work per second) is below
+    1/`factor` of the native peer's in the same probe: the sign that the
+    library runs it emulated, element by element (torch._scaled_mm on a CPU
+    without native FP8 kernels), where timing it at full size would take
+    minutes and say nothing about FP8 GEMMs."""
+    return rate * factor < native_rate

@@ -138,19 +138,57 @@ def test_benchmark_counters_take_the_median_aggregate():
     assert c["BM_Y/manual_time"]["ratio_vs_memcpy"] == 0.7
 
 
-def test_replace_section_keeps_the_rest_and_is_idempotent():
-    doc = f"head\n{cpu_report.BEGIN_MARK}\nold\n{cpu_report.END_MARK}\ntail\n"
-    once = cpu_report.replace_section(doc, "new table\n")
-    assert once == f"head\n{cpu_report.BEGIN_MARK}\nnew table\n{cpu_report.END_MARK}\ntail\n"
-    assert cpu_report.replace_section(once, "new table") == once
-    with pytest.raises(ValueError, match="exactly one"):
-        cpu_report.replace_section("no markers", "x")
+def test_machine_class_from_each_class_flags():
+    # Flags as /proc/cpuinfo lists them on each class (subsets of real lines).
+    assert cpu_report.machine_class({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_int8"}) == "AMX"
+    assert cpu_report.machine_class({"avx2", "avx512f", "avx512_bf16", "avx512_vbmi"}) == "AVX-512 BF16"  # Zen 4
+    assert cpu_report.machine_class({"avx2", "avx512f", "avx512_vbmi", "avx512_vnni"}) == "AVX-512"  # Ice Lake
+    assert cpu_report.machine_class({"avx2", "fma", "f16c"}) == "AVX2"
+    assert cpu_report.machine_class({"sse4_2"}) == "below AVX2"
+    assert cpu_report.machine_class({"avx2", "avx512f", "amx_tile"}) == "AVX-512"  # tiles without AMX-BF16
+    text = "processor\t: 0\nflags\t\t: fpu avx2 avx512f\n\nprocessor\t: 1\nflags\t\t: fpu\n"
+    assert cpu_report.cpu_flags(text) == {"fpu", "avx2", "avx512f"}
+
+
+def test_class_sections_are_replaced_alone_and_new_ones_inserted_in_order():
+    b512, e512 = cpu_report.class_marks("AVX-512")
+    doc = (f"head\n### {cpu_report.MACHINE_CLASS_NAMES['AVX-512']}\n\n{b512}\nold\n{e512}\n\n"
+           f"{cpu_report.CLASSES_END_MARK}\ntail\n")
+    once = cpu_report.replace_class_section(doc, "AVX-512", "new table\n")
+    assert once == doc.replace("\nold\n", "\nnew table\n")
+    assert cpu_report.replace_class_section(once, "AVX-512", "new table") == once
+    # AMX comes before AVX-512; AVX2 after it, at the end marker.
+    amx = cpu_report.replace_class_section(once, "AMX", "amx table")
+    bamx, eamx = cpu_report.class_marks("AMX")
+    assert amx.index(bamx) < amx.index("amx table") < amx.index(eamx) < amx.index(b512)
+    assert f"### {cpu_report.MACHINE_CLASS_NAMES['AMX']}" in amx
+    avx2 = cpu_report.replace_class_section(amx, "AVX2", "avx2 table")
+    assert avx2.index(e512) < avx2.index("avx2 table") < avx2.index(cpu_report.CLASSES_END_MARK)
+    assert cpu_report.replace_class_section(avx2, "AMX", "amx again").count("amx table") == 0
+    with pytest.raises(ValueError, match="not one of"):
+        cpu_report.class_marks("SSE")
+    with pytest.raises(ValueError, match="machine classes end"):
+        cpu_report.replace_class_section("no markers", "AVX2", "x")
     with pytest.raises(ValueError, match="before"):
-        cpu_report.replace_section(f"{cpu_report.END_MARK}\n{cpu_report.BEGIN_MARK}", "x")
+        cpu_report.replace_class_section(f"{e512}\n{b512}", "AVX-512", "x")
 
 
-def test_benchmarks_md_has_the_generated_section_markers():
+def test_emulated_is_a_rate_under_a_twentieth_of_the_native_one():
+    assert cpu_report.emulated(1e9, 30e9)
+    assert not cpu_report.emulated(2e9, 30e9)
+    assert not cpu_report.emulated(50e9, 30e9)
+
+
+def test_benchmarks_md_has_each_class_section_at_most_once_and_the_end_marker():
     with open(DOCS) as f:
         doc = f.read()
-    assert doc.count(cpu_report.BEGIN_MARK) == 1 and doc.count(cpu_report.END_MARK) == 1
-    assert doc.index(cpu_report.BEGIN_MARK) < doc.index(cpu_report.END_MARK)
+    assert doc.count(cpu_report.CLASSES_END_MARK) == 1
+    sections = 0
+    for cls in cpu_report.MACHINE_CLASSES:
+        begin, end = cpu_report.class_marks(cls)
+        assert doc.count(begin) == doc.count(end) <= 1, cls
+        if doc.count(begin):
+            sections += 1
+            assert doc.index(begin) < doc.index(end) < doc.index(cpu_report.CLASSES_END_MARK)
+            assert cpu_report.plot_file(cls) in doc[doc.index(begin):doc.index(end)], cls
+    assert sections >= 1
