@@ -790,7 +790,7 @@ TEST(CpuBlockGemm, BitsDoNotDependOnTheThreadCount) {
   const int64_t m = 600, n = 530, k = 700;
   // block_configs(): block1x128 x block128x128 and per_row x per_row on
   // graded data; mxfp8 x mxfp8 and the power-of-two 1x128 x 128x128 on
-  // data whose scales fold into the operands (block_gemm_folded.hpp).
+  // data whose scales fold into the operands (gemm/block_gemm_folded.hpp).
   const int pairs[][3] = {{2, 4, 1}, {6, 6, 1}, {0, 0, 0}, {3, 5, 0}};
   const int old_threads = omp_get_max_threads();
   for (const auto& pair : pairs) {
@@ -870,7 +870,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
                                    {8, 6, 33, 17, 96, 1, 0, OCTET_DTYPE_E5M2FNUZ},
                                    {2, 4, 6, 130, 300, 0, 0, OCTET_DTYPE_E4M3FNUZ},
                                    {3, 5, 129, 260, 384, 0, 1, OCTET_DTYPE_E5M2FNUZ},
-                                   // Scales that fold into the operands (block_gemm_folded.hpp):
+                                   // Scales that fold into the operands (gemm/block_gemm_folded.hpp):
                                    // MXFP8, and the power-of-two FP32 block scales.
                                    {0, 0, 130, 300, 257, 0, 0, OCTET_DTYPE_E4M3, false},
                                    {1, 0, 64, 600, 1000, 1, 1, OCTET_DTYPE_E5M2, false},
@@ -1022,7 +1022,7 @@ TEST(CpuBlockGemm, WithinTheBoundOfTheReference) {
 
 // MXFP8 operands built code by code, with E8M0 scales at the edges of the
 // range where the cpu backend folds them into the operands
-// (block_gemm_folded.hpp) and one step past each edge, where it keeps the
+// (gemm/block_gemm_folded.hpp) and one step past each edge, where it keeps the
 // per-block order: the cpu result against the reference's. A finite
 // reference value must be met within section 8's bound with the block
 // scales inside the sum, plus the reference's own underflow (a scaled

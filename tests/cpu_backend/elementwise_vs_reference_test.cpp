@@ -116,7 +116,7 @@ TEST(CpuBackend, DeviceNamesTheElementwisePathInUse) {
   }
 }
 
-// OCTET_CPU_FP8_GEMM names the FP8 GEMM engine (isa.hpp, Fp8GemmEngine);
+// OCTET_CPU_FP8_GEMM names the FP8 GEMM engine (gemm/fp8_gemm_engine.hpp, Fp8GemmEngine);
 // the device string says which one runs. ctest runs the FP8 GEMM suites
 // under each forced engine (tests/cpu_backend/CMakeLists.txt) with this
 // test among them, so a forced engine that silently fell back would fail

@@ -10,7 +10,7 @@
 namespace cpu_test {
 namespace {
 
-// The ISA extensions each level of isa.hpp needs (AVX2 stands for AVX2 +
+// The ISA extensions each level of dispatch/isa.hpp needs (AVX2 stands for AVX2 +
 // FMA + F16C, AVX-512 for F/BW/VL/DQ).
 std::set<std::string> extensions_of(const std::string& level) {
   if (level == "avx2") return {"AVX2"};

@@ -1,6 +1,6 @@
 // Test runs that force the cpu backend onto one path (OCTET_CPU_ISA for the
 // instruction-set level, OCTET_CPU_FP8_GEMM for the FP8 GEMM engine:
-// backends/cpu/src/isa.hpp) skip when this CPU cannot give that path: the
+// backends/cpu/src/dispatch/isa.hpp) skip when this CPU cannot give that path: the
 // backend would run a lower level instead, so the run would test that lower
 // path again under the forced path's name. The skip names the ISA the CPU
 // lacks. A forced run whose path is the CPU's default one (the engine the

@@ -1,5 +1,5 @@
 // forced_path_missing against a table of what each CPU class's cpu backend
-// reports (isa.hpp's levels and engines) and what a run forces.
+// reports (dispatch/isa.hpp's levels, gemm/fp8_gemm_engine.hpp's engines) and what a run forces.
 #include "forced_path.hpp"
 
 #include <gtest/gtest.h>

@@ -218,7 +218,7 @@ TEST_F(CpuFp4, QuantizeMatchesTheReferenceBitForBit) {
     int64_t rows, cols;
   };
   // {200, 400}: past two grains of elements, so split among threads
-  // (parallel_policy.hpp); the others run on one.
+  // (dispatch/parallel_policy.hpp); the others run on one.
   const Shape shapes[] = {{1, 1},    {3, 17},  {5, 33},   {16, 16}, {17, 48},
                           {33, 100}, {40, 64}, {20, 257}, {48, 32}, {200, 400}};
   const uint64_t seeds[] = {1, 0xDEADBEEF12345678ull};
@@ -484,7 +484,7 @@ TEST_F(CpuFp4, GemmIsWithinTheBoundForEveryModeMixAndShape) {
   };
   // {2, 1100, 1000} (decode kernel, over 512 KiB of weights) and
   // {40, 300, 512} (blocked, over two grains of flops) split among threads
-  // (parallel_policy.hpp); the others run on one.
+  // (dispatch/parallel_policy.hpp); the others run on one.
   const Shape shapes[] = {{1, 1, 16},  {1, 70, 300},    {1, 33, 17},   {3, 40, 513},   {8, 64, 256},
                           {9, 50, 48}, {13, 31, 31},    {64, 96, 512}, {100, 70, 100}, {25, 130, 1000},
                           {2, 2, 1},   {2, 1100, 1000}, {40, 300, 512}};

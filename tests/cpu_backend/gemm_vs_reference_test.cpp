@@ -204,7 +204,7 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
   }
 }
 
-// Shapes that reach every branch of the FP8 kernels (gemm_fp8_avx512.cpp,
+// Shapes that reach every branch of the FP8 kernels (gemm/gemm_fp8_avx512_bf16.cpp,
 // and the tiles and K slices of the sgemm path): on VDPBF16PS, the decode
 // kernel fused in registers (m <= 6 with 4 weight rows, m <= 12 with 2, ragged n), decode kernel with
 // a weight buffer (12 < m <= 32, K over one 1024 block, odd K tail); on
@@ -219,7 +219,7 @@ TEST(CpuGemm, Fp8EveryPairLayoutAndOutputWithinTheBound) {
 // run on one thread and the larger ones ({3, 700, 1000} and
 // {24, 530, 1100}: over 512 KiB of weights for the decode kernel;
 // {200, 1100, 600} and {100, 40, 1030} for the blocked one) share their
-// output among the threads (parallel_policy.hpp). Each layout, both FP8
+// output among the threads (dispatch/parallel_policy.hpp). Each layout, both FP8
 // dtypes, FP32 and BF16 output.
 TEST(CpuGemm, Fp8KernelPathsWithinTheBound) {
   Context cpu = context("cpu"), ref = context("reference");
@@ -628,8 +628,8 @@ TEST(CpuGemm, TiledPathBitsDoNotDependOnTheLayoutOrTheThreadCount) {
   omp_set_num_threads(old_threads);
 }
 
-// The decode kernels (gemm_fp8_decode.hpp at level avx512 and above,
-// gemm_fp8_decode_avx2.cpp at level avx2) compute each output with the
+// The decode kernels (gemm/decode_gemm_fp8.hpp at level avx512 and above,
+// gemm/decode_gemm_fp8_avx2.cpp at level avx2) compute each output with the
 // same sequence of multiply-adds whichever variant runs it: the weights
 // decoded in registers for small m, or decoded once per K block into a
 // buffer shared by the activation rows for larger m. So the first rows of

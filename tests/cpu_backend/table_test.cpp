@@ -232,7 +232,7 @@ std::size_t heap_bytes() {
 // own that is then destroyed: OpenMP's team, and oneDNN's primitive cache,
 // which keeps one entry per matmul shape it has been asked for (about 94 KB
 // for the 33 x 1024 x 1024 BF16 matmul where the FP8 GEMM engine is oneDNN's
-// BF16 matmul on AMX: isa.hpp; ONEDNN_PRIMITIVE_CACHE_CAPACITY bounds it).
+// BF16 matmul on AMX: gemm/fp8_gemm_engine.hpp; ONEDNN_PRIMITIVE_CACHE_CAPACITY bounds it).
 // The measured calls are then the first ones on this test's context, so
 // whatever a call left to its context would be counted.
 TEST_F(CpuTable, GemmReleasesItsWorkspaceBeforeReturning) {
