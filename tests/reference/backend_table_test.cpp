@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "backend_harness.hpp"
+#include "reference_table.hpp"
 
 namespace octet::test {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <random>
 
-#include "backend_harness.hpp"
 #include "octet_reference/codecs.hpp"
+#include "reference_table.hpp"
 
 namespace octet::test {
 namespace {

@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "reference_table.hpp"
 
 namespace octet::test {
 namespace {

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
@@ -63,8 +64,14 @@ uint8_t expected_code(float x, float multiplier, int32_t dtype) {
   return fp8_expected_encode(x * multiplier, spec_of(dtype), true);
 }
 
-class BlockNonFinite : public ReferenceBackendTest {
+class BlockNonFinite : public BackendTableTest {
  protected:
+  void SetUp() override {
+    BackendTableTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    OCTET_REQUIRE_ENTRY(block_quantize);
+  }
+
   struct Result {
     std::vector<uint8_t> codes, scales;
     float amax = 0.0f;
@@ -135,7 +142,7 @@ class BlockNonFinite : public ReferenceBackendTest {
 // The case: 1000s and one NaN per block. Each finite value comes
 // back as decode(q) * scale_inv within an eighth of 1000 (FP8 rounding, or
 // FLOOR's clamp to 896), the NaN as a NaN.
-TEST_F(BlockNonFinite, ThousandsWithOneNanDequantizeToThousandsAndOneNan) {
+TEST_P(BlockNonFinite, ThousandsWithOneNanDequantizeToThousandsAndOneNan) {
   const int64_t rows = 130, cols = 260;  // ragged for every block shape
   for (const Mode& m : kModes) {
     for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
@@ -173,7 +180,7 @@ TEST_F(BlockNonFinite, ThousandsWithOneNanDequantizeToThousandsAndOneNan) {
 
 // In numbers, for E4M3 1x128 without power_of_two: scale 448/1000, every
 // 1000 encodes to 448 (0x7E) and decodes to 448 * (1000/448).
-TEST_F(BlockNonFinite, Fp32BlockOfThousandsAndANanKeepsTheScaleOfTheThousands) {
+TEST_P(BlockNonFinite, Fp32BlockOfThousandsAndANanKeepsTheScaleOfTheThousands) {
   std::vector<float> x(128, 1000.0f);
   x[5] = NAN;
   const Result r = quantize_and_check(x, 1, 128, false, kModes[2], OCTET_DTYPE_E4M3, "1x128");
@@ -188,7 +195,7 @@ TEST_F(BlockNonFinite, Fp32BlockOfThousandsAndANanKeepsTheScaleOfTheThousands) {
 // Infinities: the finite values keep their scale, each infinity becomes the
 // largest finite code of its sign (counted as saturated), the tensor amax
 // is inf; a block of NaN only (or infinities only) has amax 0.
-TEST_F(BlockNonFinite, InfinitiesSaturateAndAllNonFiniteBlocksTakeTheZeroAmaxScale) {
+TEST_P(BlockNonFinite, InfinitiesSaturateAndAllNonFiniteBlocksTakeTheZeroAmaxScale) {
   const int64_t rows = 128, cols = 256;
   for (const Mode& m : kModes) {
     for (int32_t dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
@@ -217,6 +224,8 @@ TEST_F(BlockNonFinite, InfinitiesSaturateAndAllNonFiniteBlocksTakeTheZeroAmaxSca
     }
   }
 }
+
+OCTET_BACKEND_SUITE(BlockNonFinite);
 
 }  // namespace
 }  // namespace octet::test

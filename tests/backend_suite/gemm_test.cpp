@@ -14,7 +14,8 @@
 #include <random>
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
@@ -160,7 +161,14 @@ const OperandPair kHighPrecisionPairs[] = {{OCTET_DTYPE_FP32, OCTET_DTYPE_FP32},
                                            {OCTET_DTYPE_BF16, OCTET_DTYPE_FP32}};
 const int32_t kOutputs[] = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16};
 
-using ReferenceGemm = ReferenceBackendTest;
+class GemmKernels : public BackendTableTest {
+ protected:
+  void SetUp() override {
+    BackendTableTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    OCTET_REQUIRE_ENTRY(gemm);
+  }
+};
 
 // Every layout, operand pair, output dtype and shape; alpha, beta, bias and
 // scales vary from case to case.
@@ -196,17 +204,17 @@ void run_grid(const octet_backend_api* api, octet_backend_context* context,
   }
 }
 
-TEST_F(ReferenceGemm, Fp8OperandsEveryLayoutAndShape) {
+TEST_P(GemmKernels, Fp8OperandsEveryLayoutAndShape) {
   run_grid(api_, context_, kFp8Pairs, std::size(kFp8Pairs), true);
   expect_success(OCTET_STATUS_SUCCESS);
 }
 
-TEST_F(ReferenceGemm, HighPrecisionOperandsEveryLayoutAndShape) {
+TEST_P(GemmKernels, HighPrecisionOperandsEveryLayoutAndShape) {
   run_grid(api_, context_, kHighPrecisionPairs, std::size(kHighPrecisionPairs), false);
   expect_success(OCTET_STATUS_SUCCESS);
 }
 
-TEST_F(ReferenceGemm, FullRangeFp8CodesAreExactProducts) {
+TEST_P(GemmKernels, FullRangeFp8CodesAreExactProducts) {
   // Every finite code may appear: products of FP8 values are exact in FP32,
   // so the accumulation is the only rounding.
   std::mt19937 rng(23);
@@ -217,7 +225,7 @@ TEST_F(ReferenceGemm, FullRangeFp8CodesAreExactProducts) {
   expect_success(OCTET_STATUS_SUCCESS);
 }
 
-TEST_F(ReferenceGemm, GeluEpilogueFollowsTheTanhForm) {
+TEST_P(GemmKernels, GeluEpilogueFollowsTheTanhForm) {
   std::mt19937 rng(29);
   for (int32_t out : kOutputs) {
     GemmProblem p(OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3, out, {19, 23, 31}, false, false);
@@ -234,7 +242,7 @@ TEST_F(ReferenceGemm, GeluEpilogueFollowsTheTanhForm) {
   expect_success(OCTET_STATUS_SUCCESS);
 }
 
-TEST_F(ReferenceGemm, BetaZeroNeverReadsD) {
+TEST_P(GemmKernels, BetaZeroNeverReadsD) {
   // NaN in D's old contents must not leak into the result when beta == 0.
   std::mt19937 rng(31);
   GemmProblem p(OCTET_DTYPE_FP32, OCTET_DTYPE_FP32, OCTET_DTYPE_FP32, {4, 5, 6}, false, true);
@@ -250,7 +258,7 @@ TEST_F(ReferenceGemm, BetaZeroNeverReadsD) {
   }
 }
 
-TEST_F(ReferenceGemm, EmptyReductionGivesBiasOnly) {
+TEST_P(GemmKernels, EmptyReductionGivesBiasOnly) {
   GemmProblem p(OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3, OCTET_DTYPE_FP32, {3, 2, 0}, false, false);
   std::mt19937 rng(37);
   fill_finite(p.bias, rng);
@@ -268,7 +276,7 @@ TEST_F(ReferenceGemm, EmptyReductionGivesBiasOnly) {
 // heap's free top goes back to the system first, and 64 MiB is above what
 // glibc keeps untrimmed or serves from its heap, so memory the process
 // already holds (a whole test binary in one process) cannot serve it.
-TEST_F(ReferenceGemm, AllocationFailureIsOutOfMemoryWithTheBytesAsked) {
+TEST_P(GemmKernels, AllocationFailureIsOutOfMemoryWithTheBytesAsked) {
 #if defined(__SANITIZE_ADDRESS__)
   // ASan's allocator aborts when RLIMIT_AS refuses its reservations.
   GTEST_SKIP() << "RLIMIT_AS cannot model an allocation failure under AddressSanitizer";
@@ -293,6 +301,8 @@ TEST_F(ReferenceGemm, AllocationFailureIsOutOfMemoryWithTheBytesAsked) {
   expect_failure(status, OCTET_STATUS_OUT_OF_MEMORY, {"gemm", "67108864 bytes asked"});
   expect_success(api_->gemm(context_, &args));  // the limit lifted
 }
+
+OCTET_BACKEND_SUITE(GemmKernels);
 
 }  // namespace
 }  // namespace octet::test

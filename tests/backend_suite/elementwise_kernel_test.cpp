@@ -6,14 +6,16 @@
 #include <limits>
 #include <random>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
 
-using ElementwiseKernels = ReferenceBackendTest;
+class ElementwiseKernels : public BackendTableTest {};
 
-TEST_F(ElementwiseKernels, ConvertsBetweenEveryPairOfDtypes) {
+TEST_P(ElementwiseKernels, ConvertsBetweenEveryPairOfDtypes) {
+  OCTET_REQUIRE_ENTRY(convert);
   std::mt19937 rng(3);
   for (int32_t from : declared_dtypes()) {
     for (int32_t to : declared_dtypes()) {
@@ -38,7 +40,8 @@ TEST_F(ElementwiseKernels, ConvertsBetweenEveryPairOfDtypes) {
   }
 }
 
-TEST_F(ElementwiseKernels, AmaxIgnoresNanAndCountsInfinity) {
+TEST_P(ElementwiseKernels, AmaxIgnoresNanAndCountsInfinity) {
+  OCTET_REQUIRE_ENTRY(amax);
   std::mt19937 rng(5);
   for (int32_t dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
     TestMatrix in(dtype, 6, 11, 13);
@@ -70,7 +73,8 @@ TEST_F(ElementwiseKernels, AmaxIgnoresNanAndCountsInfinity) {
 // fmaxf returns NaN for a signalling NaN operand, so an amax built on
 // std::fmax alone restarts after one). The signalling NaNs sit after the
 // largest value and last, where such a restart changes the result.
-TEST_F(ElementwiseKernels, AmaxIgnoresSignallingNan) {
+TEST_P(ElementwiseKernels, AmaxIgnoresSignallingNan) {
+  OCTET_REQUIRE_ENTRY(amax);
   TestMatrix in(OCTET_DTYPE_FP32, 2, 4, 4);
   const uint32_t bits[] = {float_bits(1.5f), float_bits(-9.0f), 0x7F800001u, float_bits(2.0f),
                            0xFFA00000u,      float_bits(0.25f), float_bits(-3.0f), 0x7F812345u};
@@ -81,7 +85,8 @@ TEST_F(ElementwiseKernels, AmaxIgnoresSignallingNan) {
   EXPECT_EQ(amax, 9.0f);
 }
 
-TEST_F(ElementwiseKernels, AmaxOfEmptyOrAllNanMatrixIsZero) {
+TEST_P(ElementwiseKernels, AmaxOfEmptyOrAllNanMatrixIsZero) {
+  OCTET_REQUIRE_ENTRY(amax);
   TestMatrix in(OCTET_DTYPE_FP32, 2, 2, 2);
   for (int64_t r = 0; r < 2; ++r) {
     for (int64_t c = 0; c < 2; ++c) in.set_bits(r, c, 0x7FC00000u);
@@ -96,7 +101,8 @@ TEST_F(ElementwiseKernels, AmaxOfEmptyOrAllNanMatrixIsZero) {
   EXPECT_EQ(amax, 0.0f);
 }
 
-TEST_F(ElementwiseKernels, TransposesOneTwoAndFourByteElements) {
+TEST_P(ElementwiseKernels, TransposesOneTwoAndFourByteElements) {
+  OCTET_REQUIRE_ENTRY(transpose);
   std::mt19937 rng(9);
   for (int32_t dtype : declared_dtypes()) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {7, 13}, {64, 3}}) {
@@ -113,6 +119,8 @@ TEST_F(ElementwiseKernels, TransposesOneTwoAndFourByteElements) {
     }
   }
 }
+
+OCTET_BACKEND_SUITE(ElementwiseKernels);
 
 }  // namespace
 }  // namespace octet::test

@@ -6,12 +6,13 @@
 #include <limits>
 #include <random>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
 
-class ScalingKernels : public ReferenceBackendTest {
+class ScalingKernels : public BackendTableTest {
  protected:
   // Quantizes `in` rowwise to E4M3 (saturating) at `scale` into `rowwise`
   // and returns the amax the call reports.
@@ -37,7 +38,8 @@ struct QuantizeCase {
   float scale;
 };
 
-TEST_F(ScalingKernels, QuantizesRowwiseColumnwiseOrBoth) {
+TEST_P(ScalingKernels, QuantizesRowwiseColumnwiseOrBoth) {
+  OCTET_REQUIRE_ENTRY(quantize);
   std::mt19937 rng(11);
   const float inf = std::numeric_limits<float>::infinity();
   for (int32_t in_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
@@ -96,7 +98,8 @@ TEST_F(ScalingKernels, QuantizesRowwiseColumnwiseOrBoth) {
   }
 }
 
-TEST_F(ScalingKernels, QuantizeAmaxOfFiniteInputIsTheLargestMagnitude) {
+TEST_P(ScalingKernels, QuantizeAmaxOfFiniteInputIsTheLargestMagnitude) {
+  OCTET_REQUIRE_ENTRY(quantize);
   TestMatrix in(OCTET_DTYPE_FP32, 2, 3, 3);
   const float values[] = {1.5f, -7.25f, 3.0f, std::nanf(""), 0.5f, -2.0f};
   for (int i = 0; i < 6; ++i) in.set_bits(i / 3, i % 3, float_bits(values[i]));
@@ -106,7 +109,8 @@ TEST_F(ScalingKernels, QuantizeAmaxOfFiniteInputIsTheLargestMagnitude) {
 }
 
 // The fused amax of quantize ignores signalling NaNs too (numerics.md 6, 7).
-TEST_F(ScalingKernels, QuantizeAmaxIgnoresSignallingNan) {
+TEST_P(ScalingKernels, QuantizeAmaxIgnoresSignallingNan) {
+  OCTET_REQUIRE_ENTRY(quantize);
   TestMatrix in(OCTET_DTYPE_FP32, 1, 5, 5);
   const uint32_t bits[] = {float_bits(-6.5f), 0x7F800001u, float_bits(1.0f), float_bits(4.0f),
                            0xFF800002u};
@@ -117,7 +121,8 @@ TEST_F(ScalingKernels, QuantizeAmaxIgnoresSignallingNan) {
   EXPECT_EQ(rowwise[4], 0xFF);
 }
 
-TEST_F(ScalingKernels, DequantizesToEveryHighPrecisionDtype) {
+TEST_P(ScalingKernels, DequantizesToEveryHighPrecisionDtype) {
+  OCTET_REQUIRE_ENTRY(dequantize);
   std::mt19937 rng(13);
   for (int32_t in_dtype : {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2}) {
     for (int32_t out_dtype : {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16}) {
@@ -142,6 +147,8 @@ TEST_F(ScalingKernels, DequantizesToEveryHighPrecisionDtype) {
     }
   }
 }
+
+OCTET_BACKEND_SUITE(ScalingKernels);
 
 }  // namespace
 }  // namespace octet::test

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
@@ -44,12 +45,13 @@ const BadQuantize kBadQuantizes[] = {
     {"scale NULL", "quantize->scale", [](octet_quantize_args& q) { q.scale = nullptr; }},
 };
 
-class LayerKernelArguments : public ReferenceBackendTest {
+class LayerKernelArguments : public BackendTableTest {
  protected:
   static constexpr int64_t kRows = 6, kCols = 10, kLd = 13;
 
   void SetUp() override {
-    ReferenceBackendTest::SetUp();
+    BackendTableTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     if (api_->norm_forward == nullptr || api_->bias_gradient == nullptr ||
         api_->norm_backward == nullptr) {
       GTEST_SKIP() << "this table has no plugin ABI 1.2 layer kernels";
@@ -88,7 +90,8 @@ class LayerKernelArguments : public ReferenceBackendTest {
   float scale_ = 2.0f;
 };
 
-TEST_F(LayerKernelArguments, NormForwardChecksTheFusedQuantizeBeforeWriting) {
+TEST_P(LayerKernelArguments, NormForwardChecksTheFusedQuantizeBeforeWriting) {
+  OCTET_REQUIRE_ENTRY(norm_forward);
   for (int32_t kind : {OCTET_NORM_LAYERNORM, OCTET_NORM_RMSNORM})
     for (bool stored : {true, false})
       for (const BadQuantize& bad : kBadQuantizes) {
@@ -118,7 +121,8 @@ TEST_F(LayerKernelArguments, NormForwardChecksTheFusedQuantizeBeforeWriting) {
       }
 }
 
-TEST_F(LayerKernelArguments, BiasGradientChecksTheFusedQuantizeBeforeWriting) {
+TEST_P(LayerKernelArguments, BiasGradientChecksTheFusedQuantizeBeforeWriting) {
+  OCTET_REQUIRE_ENTRY(bias_gradient);
   for (const BadQuantize& bad : kBadQuantizes) {
     SCOPED_TRACE(bad.what);
     Sentinel sums(kCols * 4);
@@ -140,7 +144,8 @@ TEST_F(LayerKernelArguments, BiasGradientChecksTheFusedQuantizeBeforeWriting) {
 // Neither code buffer is not an error: the fused quantize does what
 // quantize() does with those arguments (octet_backend.h), which is an
 // amax-and-scale_inv-only pass. The same pass with codes gives the same amax.
-TEST_F(LayerKernelArguments, FusedQuantizeWithoutCodeBuffersWritesAmaxOnly) {
+TEST_P(LayerKernelArguments, FusedQuantizeWithoutCodeBuffersWritesAmaxOnly) {
+  OCTET_REQUIRE_ENTRY(norm_forward);
   Sentinel y(std::size_t(kRows * kLd) * 4);
   FusedOutputs with_codes, without_codes;
   for (FusedOutputs* out : {&with_codes, &without_codes}) {
@@ -167,7 +172,8 @@ TEST_F(LayerKernelArguments, FusedQuantizeWithoutCodeBuffersWritesAmaxOnly) {
 // Checks later in the argument list than the first output still come before
 // any write: a bad dgamma_out (NULL) leaves dx, and a bad gamma leaves dx and
 // dgamma/dbeta, untouched.
-TEST_F(LayerKernelArguments, NormBackwardChecksEverythingBeforeWriting) {
+TEST_P(LayerKernelArguments, NormBackwardChecksEverythingBeforeWriting) {
+  OCTET_REQUIRE_ENTRY(norm_backward);
   TestMatrix dy(OCTET_DTYPE_FP32, kRows, kCols, kCols);
   std::mt19937 rng(9);
   fill_finite(dy, rng);
@@ -207,10 +213,11 @@ TEST_F(LayerKernelArguments, NormBackwardChecksEverythingBeforeWriting) {
 
 // ---- grad_input aliasing in norm_backward (octet_norm_backward_args) ----
 
-class NormBackwardAliasing : public ReferenceBackendTest {
+class NormBackwardAliasing : public BackendTableTest {
  protected:
   void SetUp() override {
-    ReferenceBackendTest::SetUp();
+    BackendTableTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     if (api_->norm_backward == nullptr) GTEST_SKIP() << "this table has no norm_backward";
   }
 
@@ -263,7 +270,8 @@ class NormBackwardAliasing : public ReferenceBackendTest {
 // dx written over dy (the same data, dtype and ld) gives, bit for bit, the
 // dx, dgamma and dbeta of a call with separate buffers; sizes include the
 // cpu plugin's threaded paths.
-TEST_F(NormBackwardAliasing, InPlaceOverGradOutputEqualsSeparateBuffers) {
+TEST_P(NormBackwardAliasing, InPlaceOverGradOutputEqualsSeparateBuffers) {
+  OCTET_REQUIRE_ENTRY(norm_backward);
   struct Shape {
     int64_t rows, cols;
   };
@@ -294,7 +302,8 @@ TEST_F(NormBackwardAliasing, InPlaceOverGradOutputEqualsSeparateBuffers) {
 // Any other sharing of memory between dx and dy or x is refused, naming
 // both arguments, and writes nothing; views interleaved in one buffer
 // without a common element are not an overlap.
-TEST_F(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
+TEST_P(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
+  OCTET_REQUIRE_ENTRY(norm_backward);
   const int64_t rows = 6, cols = 8;
   Problem p(OCTET_NORM_LAYERNORM, OCTET_DTYPE_FP32, rows, cols, 5);
   forward(p);
@@ -360,7 +369,9 @@ TEST_F(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
 // parallel in a threaded backend; octet_activation_args): refused, naming
 // both arguments, with nothing written. Separate buffers in one allocation
 // are fine.
-TEST_F(LayerKernelArguments, ActivationOutputsMayNotOverlapInputs) {
+TEST_P(LayerKernelArguments, ActivationOutputsMayNotOverlapInputs) {
+  OCTET_REQUIRE_ENTRY(activation_backward);
+  OCTET_REQUIRE_ENTRY(activation_forward);
   if (api_->activation_forward == nullptr || api_->activation_backward == nullptr)
     GTEST_SKIP() << "this table has no activation kernels";
   const int64_t rows = 5, cols = 8;
@@ -403,6 +414,9 @@ TEST_F(LayerKernelArguments, ActivationOutputsMayNotOverlapInputs) {
     EXPECT_EQ(api_->activation_backward(context_, &a), OCTET_STATUS_SUCCESS);
   }
 }
+
+OCTET_BACKEND_SUITE(LayerKernelArguments);
+OCTET_BACKEND_SUITE(NormBackwardAliasing);
 
 }  // namespace
 }  // namespace octet::test

@@ -13,7 +13,8 @@
 #include <random>
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
@@ -95,9 +96,10 @@ const std::vector<float>& special_amaxes() {
   return values;
 }
 
-class ScaleUpdateKernels : public ReferenceBackendTest {};
+class ScaleUpdateKernels : public BackendTableTest {};
 
-TEST_F(ScaleUpdateKernels, ScaleFromAmaxFollowsTheCurrentScalingRule) {
+TEST_P(ScaleUpdateKernels, ScaleFromAmaxFollowsTheCurrentScalingRule) {
+  OCTET_REQUIRE_ENTRY(scale_from_amax);
   for (float fp8_max : {448.0f, 57344.0f})
     for (float epsilon : {0.0f, 1e-12f, 0.25f, 1000.0f})
       for (int p2 : {0, 1})
@@ -125,7 +127,8 @@ TEST_F(ScaleUpdateKernels, ScaleFromAmaxFollowsTheCurrentScalingRule) {
         }
 }
 
-TEST_F(ScaleUpdateKernels, AmaxRecordKeepsTheMaxIgnoringNaN) {
+TEST_P(ScaleUpdateKernels, AmaxRecordKeepsTheMaxIgnoringNaN) {
+  OCTET_REQUIRE_ENTRY(amax_record);
   for (float slot0 : special_amaxes())
     for (float amax : special_amaxes()) {
       float slot = slot0;
@@ -135,7 +138,8 @@ TEST_F(ScaleUpdateKernels, AmaxRecordKeepsTheMaxIgnoringNaN) {
     }
 }
 
-TEST_F(ScaleUpdateKernels, DelayedUpdateFollowsTheTransformerEngineRule) {
+TEST_P(ScaleUpdateKernels, DelayedUpdateFollowsTheTransformerEngineRule) {
+  OCTET_REQUIRE_ENTRY(delayed_scaling_update);
   std::mt19937 rng(1234);
   const std::vector<float>& specials = special_amaxes();
   std::uniform_int_distribution<size_t> pick(0, specials.size() - 1);
@@ -177,7 +181,8 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateFollowsTheTransformerEngineRule) {
   EXPECT_GT(cases, 1000);
 }
 
-TEST_F(ScaleUpdateKernels, DelayedUpdateEdgeCases) {
+TEST_P(ScaleUpdateKernels, DelayedUpdateEdgeCases) {
+  OCTET_REQUIRE_ENTRY(delayed_scaling_update);
   // Every amax in the window non-finite or 0: the scale stays, scale_inv is rewritten.
   std::vector<float> state = {2.0f, 123.0f, kNaN, kInf, 5.0f};
   octet_delayed_scaling_update_args a{};
@@ -219,7 +224,10 @@ TEST_F(ScaleUpdateKernels, DelayedUpdateEdgeCases) {
   EXPECT_EQ(state[2], 0.0f);
 }
 
-TEST_F(ScaleUpdateKernels, BadArgumentsReportAndWriteNothing) {
+TEST_P(ScaleUpdateKernels, BadArgumentsReportAndWriteNothing) {
+  OCTET_REQUIRE_ENTRY(amax_record);
+  OCTET_REQUIRE_ENTRY(delayed_scaling_update);
+  OCTET_REQUIRE_ENTRY(scale_from_amax);
   float amax = 2.0f, scale = -1.0f;
   octet_scale_from_amax_args s{};
   s.struct_size = sizeof s;
@@ -306,12 +314,14 @@ TEST_F(ScaleUpdateKernels, BadArgumentsReportAndWriteNothing) {
   EXPECT_EQ(slot, 1.0f);
 }
 
-TEST_F(ScaleUpdateKernels, TableHoldsTheEntries) {
+TEST_P(ScaleUpdateKernels, TableHoldsTheEntries) {
   ASSERT_GE(api_->struct_size, offsetof(octet_backend_api, amax_record) + sizeof(api_->amax_record));
   EXPECT_NE(api_->scale_from_amax, nullptr);
   EXPECT_NE(api_->delayed_scaling_update, nullptr);
   EXPECT_NE(api_->amax_record, nullptr);
 }
+
+OCTET_BACKEND_SUITE(ScaleUpdateKernels);
 
 }  // namespace
 }  // namespace octet::test

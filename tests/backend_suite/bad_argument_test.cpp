@@ -4,12 +4,13 @@
 
 #include <vector>
 
-#include "backend_harness.hpp"
+#include "backend_table.hpp"
+#include "test_matrix.hpp"
 
 namespace octet::test {
 namespace {
 
-class BadArguments : public ReferenceBackendTest {
+class BadArguments : public BackendTableTest {
  protected:
   octet_quantize_args quantize_args() {
     octet_quantize_args args{};
@@ -44,7 +45,8 @@ class BadArguments : public ReferenceBackendTest {
   float scale_ = 1.0f, amax_ = -1.0f;
 };
 
-TEST_F(BadArguments, ConvertRefusesNullUnknownDtypeLdAndShape) {
+TEST_P(BadArguments, ConvertRefusesNullUnknownDtypeLdAndShape) {
+  OCTET_REQUIRE_ENTRY(convert);
   TestMatrix out(OCTET_DTYPE_BF16, 4, 5, 5);
   octet_matrix_view iv = in_.view(), ov = out.view();
   expect_failure(api_->convert(context_, nullptr, &ov, 1), OCTET_STATUS_INVALID_ARGUMENT, {"input"});
@@ -68,7 +70,8 @@ TEST_F(BadArguments, ConvertRefusesNullUnknownDtypeLdAndShape) {
   EXPECT_EQ(out.bytes, std::vector<unsigned char>(out.bytes.size(), TestMatrix::kPadding));
 }
 
-TEST_F(BadArguments, AmaxRefusesFp8InputAndNullOutput) {
+TEST_P(BadArguments, AmaxRefusesFp8InputAndNullOutput) {
+  OCTET_REQUIRE_ENTRY(amax);
   octet_matrix_view codes = a_.view();
   expect_failure(api_->amax(context_, &codes, &amax_), OCTET_STATUS_INVALID_ARGUMENT,
                  {"input.dtype", "e4m3"});
@@ -77,7 +80,8 @@ TEST_F(BadArguments, AmaxRefusesFp8InputAndNullOutput) {
   EXPECT_EQ(amax_, -1.0f);
 }
 
-TEST_F(BadArguments, TransposeRefusesShapeAndDtypeMismatch) {
+TEST_P(BadArguments, TransposeRefusesShapeAndDtypeMismatch) {
+  OCTET_REQUIRE_ENTRY(transpose);
   TestMatrix out(OCTET_DTYPE_FP32, 5, 4, 4);
   octet_matrix_view iv = in_.view(), ov = out.view();
   octet_matrix_view bad = ov;
@@ -96,7 +100,8 @@ TEST_F(BadArguments, TransposeRefusesShapeAndDtypeMismatch) {
                  {"output.ld"});
 }
 
-TEST_F(BadArguments, QuantizeRefusesEachBrokenRule) {
+TEST_P(BadArguments, QuantizeRefusesEachBrokenRule) {
+  OCTET_REQUIRE_ENTRY(quantize);
   octet_quantize_args args = quantize_args();
   expect_failure(api_->quantize(context_, nullptr), OCTET_STATUS_INVALID_ARGUMENT, {"args"});
   args.struct_size = 8;
@@ -121,7 +126,8 @@ TEST_F(BadArguments, QuantizeRefusesEachBrokenRule) {
   EXPECT_EQ(amax_, -1.0f);
 }
 
-TEST_F(BadArguments, DequantizeRefusesEachBrokenRule) {
+TEST_P(BadArguments, DequantizeRefusesEachBrokenRule) {
+  OCTET_REQUIRE_ENTRY(dequantize);
   TestMatrix out(OCTET_DTYPE_FP16, 4, 5, 5);
   float scale_inv = 1;
   octet_dequantize_args args{};
@@ -148,7 +154,8 @@ TEST_F(BadArguments, DequantizeRefusesEachBrokenRule) {
   EXPECT_EQ(out.bytes, std::vector<unsigned char>(out.bytes.size(), TestMatrix::kPadding));
 }
 
-TEST_F(BadArguments, GemmRefusesShapesLdAndFlags) {
+TEST_P(BadArguments, GemmRefusesShapesLdAndFlags) {
+  OCTET_REQUIRE_ENTRY(gemm);
   octet_gemm_args args = gemm_args();
   args.k = 6;
   expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT,
@@ -185,7 +192,8 @@ TEST_F(BadArguments, GemmRefusesShapesLdAndFlags) {
   EXPECT_TRUE(d_untouched());
 }
 
-TEST_F(BadArguments, GemmAnswersUnsupportedForMixedOperandsAndFp8Output) {
+TEST_P(BadArguments, GemmAnswersUnsupportedForMixedOperandsAndFp8Output) {
+  OCTET_REQUIRE_ENTRY(gemm);
   octet_gemm_args args = gemm_args();
   TestMatrix hp_b(OCTET_DTYPE_BF16, 3, 5, 5);
   args.b = hp_b.view();
@@ -216,6 +224,8 @@ TEST_F(BadArguments, GemmAnswersUnsupportedForMixedOperandsAndFp8Output) {
   expect_failure(api_->gemm(context_, &args), OCTET_STATUS_INVALID_ARGUMENT, {"args->fast_accumulation"});
   EXPECT_TRUE(d_untouched());
 }
+
+OCTET_BACKEND_SUITE(BadArguments);
 
 }  // namespace
 }  // namespace octet::test
