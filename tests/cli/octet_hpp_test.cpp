@@ -151,6 +151,63 @@ TEST(OctetHpp, QuantizeAmaxDequantizeMatchTheFormatDefinition) {
     EXPECT_EQ(deq[i], static_cast<float>(e4m3_value(rows[i])) * 0.25f);
 }
 
+// Tensor::create in every scaling mode of octet_tensor_desc: the info the
+// core reports, and component_bytes (hence download) sized from it. The
+// expected block shapes and scale-grid sizes follow octet.h's description of
+// each mode (numerics.md sections 11, 15 and 16).
+TEST(OctetHpp, CreatesTensorsInEveryScalingMode) {
+  octet::Context ctx("reference", OCTET_PROFILE_HOPPER_LIKE);
+  const int64_t rows = 130, cols = 260;
+  const auto ceil_div = [](int64_t n, int64_t d) { return (n + d - 1) / d; };
+  struct Mode {
+    octet_dtype dtype;
+    int32_t mode;
+    int32_t block_rows, block_cols;  // of the rowwise copy
+    int32_t scale_dtype;
+    size_t scale_size;
+  };
+  const Mode modes[] = {
+      {OCTET_DTYPE_E4M3, OCTET_SCALING_MXFP8_1X32, 1, 32, OCTET_DTYPE_E8M0, 1},
+      {OCTET_DTYPE_E4M3, OCTET_SCALING_BLOCK_1X128, 1, 128, OCTET_DTYPE_FP32, 4},
+      {OCTET_DTYPE_E5M2, OCTET_SCALING_BLOCK_128X128, 128, 128, OCTET_DTYPE_FP32, 4},
+      {OCTET_DTYPE_E4M3, OCTET_SCALING_PER_ROW, 1, static_cast<int32_t>(cols), OCTET_DTYPE_FP32, 4},
+      {OCTET_DTYPE_E4M3, OCTET_SCALING_PER_COLUMN, static_cast<int32_t>(rows), 1, OCTET_DTYPE_FP32, 4},
+      {OCTET_DTYPE_E2M1, OCTET_SCALING_MXFP4_1X32, 1, 32, OCTET_DTYPE_E8M0, 1},
+      {OCTET_DTYPE_E2M1, OCTET_SCALING_NVFP4_1X16, 1, 16, OCTET_DTYPE_E4M3, 1},
+      {OCTET_DTYPE_E2M1, OCTET_SCALING_NVFP4_16X16, 16, 16, OCTET_DTYPE_E4M3, 1},
+  };
+  for (const Mode& m : modes) {
+    SCOPED_TRACE(m.mode);
+    const octet::Tensor t = octet::Tensor::create(ctx, m.dtype, {rows, cols}, OCTET_USAGE_ROWWISE, m.mode);
+    const octet_tensor_info info = t.info();
+    EXPECT_EQ(info.dtype, m.dtype);
+    EXPECT_EQ(info.usages, static_cast<uint32_t>(OCTET_USAGE_ROWWISE));
+    EXPECT_EQ(info.scaling_mode, m.mode);
+    EXPECT_EQ(info.block_rows, m.block_rows);
+    EXPECT_EQ(info.block_cols, m.block_cols);
+    EXPECT_EQ(info.scale_inv_dtype, m.scale_dtype);
+    const size_t grid = static_cast<size_t>(ceil_div(rows, m.block_rows) * ceil_div(cols, m.block_cols));
+    EXPECT_EQ(t.component_bytes(OCTET_COMPONENT_ROWWISE_SCALE_INV), grid * m.scale_size);
+    EXPECT_EQ(t.download<uint8_t>(OCTET_COMPONENT_ROWWISE_SCALE_INV).size(), grid * m.scale_size);
+    const size_t codes = m.dtype == OCTET_DTYPE_E2M1 ? rows * cols / 2 : rows * cols;  // E2M1: two per byte
+    EXPECT_EQ(t.download<uint8_t>(OCTET_COMPONENT_DATA).size(), codes);
+    if (m.mode == OCTET_SCALING_NVFP4_1X16 || m.mode == OCTET_SCALING_NVFP4_16X16)
+      EXPECT_EQ(t.download<float>(OCTET_COMPONENT_SCALE_INV).size(), 2u);  // the two tensor scales
+  }
+  // 0 and PER_TENSOR are one mode; the default argument is that mode.
+  for (int32_t mode : {0, static_cast<int32_t>(OCTET_SCALING_PER_TENSOR)}) {
+    const octet::Tensor t = octet::Tensor::create(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_BOTH, mode);
+    EXPECT_EQ(t.info().scaling_mode, static_cast<int32_t>(OCTET_SCALING_PER_TENSOR));
+    EXPECT_EQ(t.info().has_columnwise_data, 1);  // hopper-like: a transposed copy
+  }
+  EXPECT_EQ(octet::Tensor::create(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE).info().scaling_mode,
+            static_cast<int32_t>(OCTET_SCALING_PER_TENSOR));
+  // The C ABI's checks apply: an FP4 mode takes E2M1 elements.
+  EXPECT_THROW(
+      octet::Tensor::create(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP4_1X32),
+      octet::Error);
+}
+
 TEST(OctetHpp, ConvertToE5M2WithoutSaturation) {
   octet::Context ctx("reference");
   octet::Tensor in = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {3});

@@ -102,8 +102,8 @@ std::vector<float> values(size_t n, uint32_t seed, float range) {
   return v;
 }
 
-TensorPtr create(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
-                 int32_t mode = 0) {
+octet::Tensor create(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
+                     int32_t mode = 0) {
   return create_tensor_2d(ctx, dtype, rows, cols, usages, mode);
 }
 
@@ -121,8 +121,8 @@ std::vector<uint8_t> bytes_of(const octet_tensor* t, int32_t component, size_t b
 }
 
 // An FP32 tensor holding v (rows x cols).
-TensorPtr fp32_tensor(octet::Context& ctx, const std::vector<float>& v, int64_t rows, int64_t cols) {
-  TensorPtr t = create(ctx, OCTET_DTYPE_FP32, rows, cols);
+octet::Tensor fp32_tensor(octet::Context& ctx, const std::vector<float>& v, int64_t rows, int64_t cols) {
+  octet::Tensor t = create(ctx, OCTET_DTYPE_FP32, rows, cols);
   octet::check(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
   return t;
 }
@@ -209,7 +209,7 @@ constexpr int64_t kRows = 48, kCols = 256;
 
 std::string probe_dtype(octet::Context& ctx, int32_t dtype) {
   const int64_t rows = 4, cols = 64;
-  TensorPtr t = create(ctx, dtype, rows, cols);
+  octet::Tensor t = create(ctx, dtype, rows, cols);
   const size_t bytes = size_t(rows * cols) * octet_dtype_size(dtype);
   std::vector<uint8_t> in(bytes);
   for (size_t i = 0; i < bytes; ++i) in[i] = uint8_t((i * 37 + 11) & 0x7f);  // no NaN patterns
@@ -225,10 +225,10 @@ std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t dty
   std::string result;
   std::vector<float> deq[2];
   octet_quantize_stats st[2];
-  TensorPtr q[2];
+  octet::Tensor q[2];
   octet::Context* contexts[2] = {&ctx, &ref};
   reference_first([&](int c) {
-    TensorPtr x = fp32_tensor(*contexts[c], v, kRows, kCols);
+    octet::Tensor x = fp32_tensor(*contexts[c], v, kRows, kCols);
     q[c] = create(*contexts[c], dtype, kRows, kCols, usages, mode);
     if (mode == OCTET_SCALING_PER_TENSOR)
       octet::check(octet_tensor_copy_from_host(q[c].get(), OCTET_COMPONENT_SCALE, &scale, 4));
@@ -240,7 +240,7 @@ std::string probe_quantize(octet::Context& ctx, octet::Context& ref, int32_t dty
       octet::check(octet_quantize(contexts[c]->get(), x.get(), q[c].get(), &o));
     }
     if (dequantize) {
-      TensorPtr y = create(*contexts[c], OCTET_DTYPE_FP32, kRows, kCols);
+      octet::Tensor y = create(*contexts[c], OCTET_DTYPE_FP32, kRows, kCols);
       octet::check(octet_dequantize(contexts[c]->get(), q[c].get(), y.get()));
       deq[c] = fp32_of(y.get());
     }
@@ -264,9 +264,9 @@ std::string probe_convert(octet::Context& ctx, octet::Context& ref, uint32_t dty
     std::vector<float> back[2];
     octet::Context* contexts[2] = {&ctx, &ref};
     for (int c = 0; c < 2; ++c) {
-      TensorPtr x = fp32_tensor(*contexts[c], v, kRows, kCols);
-      TensorPtr y = create(*contexts[c], d, kRows, kCols);
-      TensorPtr z = create(*contexts[c], OCTET_DTYPE_FP32, kRows, kCols);
+      octet::Tensor x = fp32_tensor(*contexts[c], v, kRows, kCols);
+      octet::Tensor y = create(*contexts[c], d, kRows, kCols);
+      octet::Tensor z = create(*contexts[c], OCTET_DTYPE_FP32, kRows, kCols);
       octet::check(octet_convert(contexts[c]->get(), x.get(), y.get(), 1));
       octet::check(octet_convert(contexts[c]->get(), y.get(), z.get(), 0));
       out[c] = bytes_of(y.get(), OCTET_COMPONENT_DATA, size_t(kRows * kCols) * octet_dtype_size(d));
@@ -287,14 +287,14 @@ std::string probe_amax(octet::Context& ctx, octet::Context& ref, uint32_t dtypes
     float a[2];
     octet::Context* contexts[2] = {&ctx, &ref};
     for (int c = 0; c < 2; ++c) {
-      TensorPtr x = fp32_tensor(*contexts[c], v, kRows, kCols);
-      TensorPtr y = create(*contexts[c], d, kRows, kCols);
+      octet::Tensor x = fp32_tensor(*contexts[c], v, kRows, kCols);
+      octet::Tensor y = create(*contexts[c], d, kRows, kCols);
       if (d == OCTET_DTYPE_FP32)
         octet::check(octet_amax(contexts[c]->get(), x.get(), &a[c]));
       else {
         // The conversion is the reference's on both sides: amax alone is probed.
-        TensorPtr r = fp32_tensor(ref, v, kRows, kCols);
-        TensorPtr rd = create(ref, d, kRows, kCols);
+        octet::Tensor r = fp32_tensor(ref, v, kRows, kCols);
+        octet::Tensor rd = create(ref, d, kRows, kCols);
         octet::check(octet_convert(ref.get(), r.get(), rd.get(), 1));
         const auto raw = bytes_of(rd.get(), OCTET_COMPONENT_DATA, size_t(kRows * kCols) * 2);
         octet::check(octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size()));
@@ -328,15 +328,15 @@ std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool t
     // A quantized operand has the one usage its transpose flag reads.
     auto operand = [&](const std::vector<float>& v, int64_t rows, int64_t cols, int32_t mode, bool transposed,
                        int32_t dtype) {
-      TensorPtr x = fp32_tensor(cx, v, rows, cols);
+      octet::Tensor x = fp32_tensor(cx, v, rows, cols);
       if (mode == 0 && hp == OCTET_DTYPE_FP32) return x;
-      TensorPtr y =
+      octet::Tensor y =
           mode == 0 ? create(cx, hp, rows, cols)
                     : create(cx, dtype, rows, cols, transposed ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE, mode);
       if (mode == 0) {
         // High-precision operands come from the reference's conversion.
-        TensorPtr rx = fp32_tensor(ref, v, rows, cols);
-        TensorPtr ry = create(ref, hp, rows, cols);
+        octet::Tensor rx = fp32_tensor(ref, v, rows, cols);
+        octet::Tensor ry = create(ref, hp, rows, cols);
         octet::check(octet_convert(ref.get(), rx.get(), ry.get(), 1));
         const auto raw = bytes_of(ry.get(), OCTET_COMPONENT_DATA, size_t(rows * cols) * octet_dtype_size(hp));
         octet::check(octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_DATA, raw.data(), raw.size()));
@@ -346,17 +346,17 @@ std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool t
       }
       return y;
     };
-    TensorPtr a = ta ? operand(va, k, m, mode_a, true, fp8.a) : operand(va, m, k, mode_a, false, fp8.a);
-    TensorPtr b = tb ? operand(vb, k, n, mode_b, true, fp8.b) : operand(vb, n, k, mode_b, false, fp8.b);
-    TensorPtr out = fp8_out ? create(cx, fp8.d, m, n, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR)
-                            : create(cx, OCTET_DTYPE_FP32, m, n);
+    octet::Tensor a = ta ? operand(va, k, m, mode_a, true, fp8.a) : operand(va, m, k, mode_a, false, fp8.a);
+    octet::Tensor b = tb ? operand(vb, k, n, mode_b, true, fp8.b) : operand(vb, n, k, mode_b, false, fp8.b);
+    octet::Tensor out = fp8_out ? create(cx, fp8.d, m, n, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR)
+                                : create(cx, OCTET_DTYPE_FP32, m, n);
     octet_gemm_options o;
     octet_gemm_options_init(&o);
     o.trans_a = ta;
     o.trans_b = tb;
     octet::check(octet_gemm(cx.get(), a.get(), b.get(), out.get(), &o));
     if (fp8_out) {
-      TensorPtr y = create(cx, OCTET_DTYPE_FP32, m, n);
+      octet::Tensor y = create(cx, OCTET_DTYPE_FP32, m, n);
       octet::check(octet_dequantize(cx.get(), out.get(), y.get()));
       d[c] = fp32_of(y.get());
     } else {
@@ -395,10 +395,10 @@ std::string probe_layer(octet::Context& ctx, octet::Context& ref) {
         for (float& x : v) x += 1.0f;
       octet::check(octet_tensor_copy_from_host(p, OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
     }
-    TensorPtr x = fp32_tensor(cx, values(size_t(tokens * hidden), 19, 2.0f), tokens, hidden);
-    TensorPtr dy = fp32_tensor(cx, values(size_t(tokens * hidden), 23, 1.0f), tokens, hidden);
-    TensorPtr y = create(cx, OCTET_DTYPE_FP32, tokens, hidden);
-    TensorPtr dx = create(cx, OCTET_DTYPE_FP32, tokens, hidden);
+    octet::Tensor x = fp32_tensor(cx, values(size_t(tokens * hidden), 19, 2.0f), tokens, hidden);
+    octet::Tensor dy = fp32_tensor(cx, values(size_t(tokens * hidden), 23, 1.0f), tokens, hidden);
+    octet::Tensor y = create(cx, OCTET_DTYPE_FP32, tokens, hidden);
+    octet::Tensor dx = create(cx, OCTET_DTYPE_FP32, tokens, hidden);
     octet::Saved saved = layer.forward(octet::TensorView(x.get()), octet::TensorView(y.get()), true);
     // Twice, accumulating: the gradients' accumulate path too.
     layer.backward(saved, octet::TensorView(dy.get()), octet::TensorView(dx.get()), false);

@@ -35,16 +35,17 @@ struct Shim {
 };
 
 // Throws octet::Error; maybe() below turns UNSUPPORTED into an empty pointer.
-TensorPtr make(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0, int32_t mode = 0) {
+octet::Tensor make(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
+                   int32_t mode = 0) {
   return create_tensor_2d(ctx, dtype, rows, cols, usages, mode);
 }
 
-TensorPtr maybe(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
+octet::Tensor maybe(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
   try {
     return make(ctx, dtype, rows, cols, usages);
   } catch (const octet::Error& e) {
     if (e.status() != OCTET_STATUS_UNSUPPORTED) throw;
-    return TensorPtr();
+    return octet::Tensor();
   }
 }
 
@@ -108,11 +109,11 @@ struct Scenario {
   std::function<void()> prepare;
   std::function<octet_status()> run;
   std::function<Outputs()> outputs;
-  std::vector<const TensorPtr*> needs;  // tensors that must exist (else: unsupported here)
+  std::vector<const octet::Tensor*> needs;  // tensors that must exist (else: unsupported here)
 };
 
 void run_scenario(Section& s, octet::Context& ctx, const Shim& shim, const Scenario& sc) {
-  for (const TensorPtr* t : sc.needs)
+  for (const octet::Tensor* t : sc.needs)
     if (!*t) {
       s.add(sc.name, Outcome::Unsupported, "a tensor it needs cannot be created on this backend (see capabilities)");
       return;
@@ -242,11 +243,11 @@ void check_faults(Section& s, const std::string& plugin) {
   const int64_t m = 32, n = 48, k = 64;
 
   // Tensors the scenarios share; created outside the faults.
-  TensorPtr x = make(ctx, OCTET_DTYPE_FP32, m, k);
+  octet::Tensor x = make(ctx, OCTET_DTYPE_FP32, m, k);
   fill(x.get(), 1);
-  TensorPtr w = make(ctx, OCTET_DTYPE_FP32, n, k);
+  octet::Tensor w = make(ctx, OCTET_DTYPE_FP32, n, k);
   fill(w.get(), 2);
-  TensorPtr q, qw, y, d, h, bias;
+  octet::Tensor q, qw, y, d, h, bias;
   float amax_value = -1.0f;
   std::vector<Scenario> scenarios;
 
@@ -342,8 +343,8 @@ void check_faults(Section& s, const std::string& plugin) {
   } catch (const octet::Error& e) {
     s.add("linear layer", e.status() == OCTET_STATUS_UNSUPPORTED ? Outcome::Unsupported : Outcome::Fail, e.what());
   }
-  TensorPtr ly = make(ctx, OCTET_DTYPE_FP32, m, n), dy = make(ctx, OCTET_DTYPE_FP32, m, n),
-            dx = make(ctx, OCTET_DTYPE_FP32, m, k);
+  octet::Tensor ly = make(ctx, OCTET_DTYPE_FP32, m, n), dy = make(ctx, OCTET_DTYPE_FP32, m, n),
+                dx = make(ctx, OCTET_DTYPE_FP32, m, k);
   fill(dy.get(), 6);
   auto layer_outputs = [&] {
     Outputs out{snapshot(ly.get()), snapshot(dx.get())};

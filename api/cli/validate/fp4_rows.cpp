@@ -17,11 +17,6 @@
 namespace octet_cli {
 namespace {
 
-struct Fp4Deleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
-using Fp4Tensor = std::unique_ptr<octet_tensor, Fp4Deleter>;
-
 constexpr int64_t kRows = 48, kCols = 80;  // multiples of 16, ragged for 32
 
 struct Mode {
@@ -34,21 +29,11 @@ Mode mode_of(int32_t mode) {
   return {mode, mode == OCTET_SCALING_NVFP4_16X16 ? 16 : 1, 16, true};
 }
 
-Fp4Tensor make_fp4(octet::Context& ctx, int64_t rows, int64_t cols, int32_t mode, uint32_t usages) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = OCTET_DTYPE_E2M1;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  octet::check(octet_tensor_create(ctx.get(), &d, &t));
-  return Fp4Tensor(t);
+octet::Tensor make_fp4(octet::Context& ctx, int64_t rows, int64_t cols, int32_t mode, uint32_t usages) {
+  return octet::Tensor::create(ctx, OCTET_DTYPE_E2M1, {rows, cols}, usages, mode);
 }
 
-std::vector<uint8_t> read_bytes(const Fp4Tensor& t, int32_t component, size_t n) {
+std::vector<uint8_t> read_bytes(const octet::Tensor& t, int32_t component, size_t n) {
   std::vector<uint8_t> out(n);
   octet::check(octet_tensor_copy_to_host(t.get(), component, out.data(), n));
   return out;
@@ -60,7 +45,7 @@ struct Copy {
   float g = 1.0f;
 };
 
-Copy read_copy(const Fp4Tensor& t, const Mode& m, int64_t rows, int64_t cols, bool columnwise) {
+Copy read_copy(const octet::Tensor& t, const Mode& m, int64_t rows, int64_t cols, bool columnwise) {
   Copy c;
   c.codes = read_bytes(t, columnwise ? OCTET_COMPONENT_COLUMNWISE_DATA : OCTET_COMPONENT_DATA,
                        size_t(rows * ((cols + 1) / 2)));
@@ -117,11 +102,11 @@ void quantize_row(const ValidationRun& run, const std::string& name, int32_t mod
       o.offset = 12;
       auto quantize_on = [&](octet::Context& ctx) {
         octet::Tensor in = upload_plain(ctx, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
-        Fp4Tensor q = make_fp4(ctx, kRows, kCols, mode, OCTET_USAGE_BOTH);
+        octet::Tensor q = make_fp4(ctx, kRows, kCols, mode, OCTET_USAGE_BOTH);
         octet::check(octet_quantize(ctx.get(), in.get(), q.get(), &o));
         return q;
       };
-      Fp4Tensor got = quantize_on(*run.context), want = quantize_on(*run.reference);
+      octet::Tensor got = quantize_on(*run.context), want = quantize_on(*run.reference);
       for (bool columnwise : {false, true}) {
         const int64_t rows = columnwise ? kCols : kRows, cols = columnwise ? kRows : kCols;
         const Copy g = read_copy(got, m, rows, cols, columnwise), w = read_copy(want, m, rows, cols, columnwise);
@@ -150,7 +135,7 @@ void dequantize_row(const ValidationRun& run, const std::string& name, int32_t m
       const Mode m = mode_of(mode);
       const std::vector<float> x = test_input(run.seed + 1, kRows, kCols);
       octet::Tensor in = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
-      Fp4Tensor q = make_fp4(*run.context, kRows, kCols, mode, OCTET_USAGE_ROWWISE);
+      octet::Tensor q = make_fp4(*run.context, kRows, kCols, mode, OCTET_USAGE_ROWWISE);
       octet::check(octet_quantize(run.context->get(), in.get(), q.get(), nullptr));
       octet::Tensor out = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {kRows, kCols});
       octet::check(octet_dequantize(run.context->get(), q.get(), out.get()));
@@ -169,8 +154,8 @@ void gemm_row(const ValidationRun& run, const std::string& name, int32_t mode_a,
       const std::vector<float> xa = test_input(run.seed + 2, m, k), xb = test_input(run.seed + 3, n, k);
       octet::Tensor ha = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {m, k}, xa));
       octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {n, k}, xb));
-      Fp4Tensor qa = make_fp4(*run.context, m, k, mode_a, OCTET_USAGE_ROWWISE);
-      Fp4Tensor qb = make_fp4(*run.context, n, k, mode_b, OCTET_USAGE_ROWWISE);
+      octet::Tensor qa = make_fp4(*run.context, m, k, mode_a, OCTET_USAGE_ROWWISE);
+      octet::Tensor qb = make_fp4(*run.context, n, k, mode_b, OCTET_USAGE_ROWWISE);
       octet::check(octet_quantize(run.context->get(), ha.get(), qa.get(), nullptr));
       octet::check(octet_quantize(run.context->get(), hb.get(), qb.get(), nullptr));
       octet::Tensor d = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {m, n});

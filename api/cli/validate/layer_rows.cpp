@@ -36,11 +36,9 @@ namespace {
 struct Deleter {
   void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
   void operator()(octet_layer* l) const { octet_layer_destroy(l); }
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
 };
 using RecipePtr = std::unique_ptr<octet_recipe, Deleter>;
 using LayerPtr = std::unique_ptr<octet_layer, Deleter>;
-using TensorPtr = std::unique_ptr<octet_tensor, Deleter>;
 
 // Ragged for 32- and 128-element blocks.
 constexpr int64_t kTokens = 48, kHidden = 160;
@@ -177,16 +175,8 @@ HostArray read(const octet_tensor* t, octet_dtype dtype) {
   return a;
 }
 
-TensorPtr make_plain(octet::Context& ctx, octet_dtype dtype, int64_t rows, int64_t cols) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  octet_tensor* t = nullptr;
-  octet::check(octet_tensor_create(ctx.get(), &d, &t));
-  return TensorPtr(t);
+octet::Tensor make_plain(octet::Context& ctx, octet_dtype dtype, int64_t rows, int64_t cols) {
+  return octet::Tensor::create(ctx, dtype, {rows, cols});
 }
 
 struct StepOutputs {
@@ -250,10 +240,10 @@ StepOutputs train_step(octet::Context& ctx, const LayerCase& c, octet_recipe* re
     fill(p, params, shape, values);
   }
 
-  TensorPtr x = make_plain(ctx, params, kTokens, kHidden);
-  TensorPtr y = make_plain(ctx, params, kTokens, kHidden);
-  TensorPtr dy = make_plain(ctx, params, kTokens, kHidden);
-  TensorPtr dx = make_plain(ctx, params, kTokens, kHidden);
+  octet::Tensor x = make_plain(ctx, params, kTokens, kHidden);
+  octet::Tensor y = make_plain(ctx, params, kTokens, kHidden);
+  octet::Tensor dy = make_plain(ctx, params, kTokens, kHidden);
+  octet::Tensor dx = make_plain(ctx, params, kTokens, kHidden);
   fill(x.get(), params, {kTokens, kHidden}, short_values(size_t(kTokens * kHidden), rng, -3.0f, 3.0f));
   // One non-zero row per column of the output gradient.
   std::vector<float> g(size_t(kTokens * kHidden), 0.0f);

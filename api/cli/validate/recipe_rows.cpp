@@ -16,9 +16,7 @@ namespace {
 struct RecipeDeleter {
   void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
   void operator()(octet_quantizer* q) const { octet_quantizer_destroy(q); }
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
 };
-using TensorPtr = std::unique_ptr<octet_tensor, RecipeDeleter>;
 using RecipePtr = std::unique_ptr<octet_recipe, RecipeDeleter>;
 using QuantizerPtr = std::unique_ptr<octet_quantizer, RecipeDeleter>;
 
@@ -96,25 +94,15 @@ std::string first_difference(const std::vector<uint8_t>& got, const std::vector<
   return "";
 }
 
-std::vector<uint8_t> read_component(const TensorPtr& t, int32_t component, size_t bytes) {
+std::vector<uint8_t> read_component(const octet::Tensor& t, int32_t component, size_t bytes) {
   std::vector<uint8_t> out(bytes);
   octet::check(octet_tensor_copy_to_host(t.get(), component, out.data(), bytes));
   return out;
 }
 
-TensorPtr make_quantized(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
-                         int32_t mode) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  octet::check(octet_tensor_create(ctx.get(), &d, &t));
-  return TensorPtr(t);
+octet::Tensor make_quantized(octet::Context& ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
+                             int32_t mode) {
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages, mode);
 }
 
 std::vector<float> inputs(uint64_t seed, float spread) {
@@ -148,7 +136,7 @@ void per_tensor_row(const ValidationRun& run, const std::string& name, RecipePtr
         octet::check(octet_quantizer_get_info(q.get(), &info));
         HostArray in = encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x);
         octet::Tensor tin = upload_plain(*run.context, in);
-        TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_ROWWISE, mode);
+        octet::Tensor out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_ROWWISE, mode);
         octet_recipe_info ri{};
         ri.struct_size = sizeof(ri);
         octet::check(octet_recipe_get_info(recipe.get(), &ri));
@@ -189,7 +177,7 @@ void block_shape(int32_t mode, bool columnwise, int64_t rows, int64_t cols, int6
 
 // Compares both stored copies of `out` (quantized from x [kRows, kCols])
 // with host_blocks.
-void check_copies(RowCheck& check, const TensorPtr& out, const std::vector<float>& x, int32_t mode, int32_t dtype,
+void check_copies(RowCheck& check, const octet::Tensor& out, const std::vector<float>& x, int32_t mode, int32_t dtype,
                   bool mx, int32_t rounding, float eps, bool pow2) {
   for (bool columnwise : {false, true}) {
     std::vector<float> src = x;
@@ -220,7 +208,7 @@ void axiswise_row(const ValidationRun& run, const std::string& name, int32_t mod
     check.run_case(name, [&] {
       std::vector<float> x = inputs(run.seed + 90, 30.0f);
       octet::Tensor tin = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
-      TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
+      octet::Tensor out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
       octet::check(octet_quantize(run.context->get(), tin.get(), out.get(), nullptr));
       check_copies(check, out, x, mode, dtype, false, 0, 0.0f, false);
     });
@@ -238,7 +226,7 @@ void block_row(const ValidationRun& run, const std::string& name, RecipePtr reci
       QuantizerPtr q(raw);
       std::vector<float> x = inputs(run.seed, 30.0f);
       octet::Tensor tin = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, {kRows, kCols}, x));
-      TensorPtr out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
+      octet::Tensor out = make_quantized(*run.context, dtype, kRows, kCols, OCTET_USAGE_BOTH, mode);
       octet::check(octet_quantizer_quantize(run.context->get(), q.get(), tin.get(), out.get(), nullptr, nullptr));
       check_copies(check, out, x, mode, dtype, mx, rounding, eps, pow2);
     });
@@ -266,8 +254,8 @@ void block_gemm_row(const ValidationRun& run, const std::string& name, int32_t m
       octet::Tensor hb = upload_plain(*run.context, encode_array(OCTET_DTYPE_FP32, shape_b, xb));
       const uint32_t usage_a = ops.trans_a ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
       const uint32_t usage_b = ops.trans_b ? OCTET_USAGE_COLUMNWISE : OCTET_USAGE_ROWWISE;
-      TensorPtr qa = make_quantized(*run.context, ops.dtype_a, shape_a[0], shape_a[1], usage_a, mode_a);
-      TensorPtr qb = make_quantized(*run.context, ops.dtype_b, shape_b[0], shape_b[1], usage_b, mode_b);
+      octet::Tensor qa = make_quantized(*run.context, ops.dtype_a, shape_a[0], shape_a[1], usage_a, mode_a);
+      octet::Tensor qb = make_quantized(*run.context, ops.dtype_b, shape_b[0], shape_b[1], usage_b, mode_b);
       octet::check(octet_quantize(run.context->get(), ha.get(), qa.get(), nullptr));
       octet::check(octet_quantize(run.context->get(), hb.get(), qb.get(), nullptr));
       octet::Tensor d = octet::Tensor::create(*run.context, OCTET_DTYPE_FP32, {m, n});

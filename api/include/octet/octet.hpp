@@ -275,6 +275,14 @@ class TensorOps {
     switch (component) {
       case OCTET_COMPONENT_DATA: return static_cast<size_t>(i.rowwise_bytes);
       case OCTET_COMPONENT_COLUMNWISE_DATA: return static_cast<size_t>(i.columnwise_bytes);
+      case OCTET_COMPONENT_ROWWISE_SCALE_INV:
+        return static_cast<size_t>(i.rowwise_scale_inv_bytes);
+      case OCTET_COMPONENT_COLUMNWISE_SCALE_INV:
+        return static_cast<size_t>(i.columnwise_scale_inv_bytes);
+      case OCTET_COMPONENT_SCALE_INV:  // NVFP4: the two tensor scales, rowwise then columnwise
+        return i.scaling_mode == OCTET_SCALING_NVFP4_1X16 || i.scaling_mode == OCTET_SCALING_NVFP4_16X16
+                   ? 2 * sizeof(float)
+                   : sizeof(float);
       default: return sizeof(float);
     }
   }
@@ -337,10 +345,15 @@ class Tensor : public detail::TensorOps<Tensor> {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 
-  // usages != 0 on an FP8 dtype makes a quantized tensor (OCTET_USAGE_*).
-  static Tensor create(Context& context, octet_dtype dtype,
-                       const std::vector<int64_t>& shape, uint32_t usages = 0) {
+  // usages != 0 on an FP8 (or FP4) dtype makes a quantized tensor
+  // (OCTET_USAGE_*), scaled in scaling_mode: one OCTET_SCALING_* value
+  // (per-tensor, MXFP8_1X32, BLOCK_1X128, BLOCK_128X128, PER_ROW,
+  // PER_COLUMN; for E2M1, MXFP4_1X32, NVFP4_1X16, NVFP4_16X16), 0 meaning
+  // per-tensor, as in octet_tensor_desc.
+  static Tensor create(Context& context, octet_dtype dtype, const std::vector<int64_t>& shape, uint32_t usages = 0,
+                       int32_t scaling_mode = 0) {
     octet_tensor_desc desc = make_desc(dtype, shape, usages);
+    desc.scaling_mode = scaling_mode;
     Tensor t;
     check(octet_tensor_create(context.get(), &desc, &t.handle_));
     return t;
