@@ -202,6 +202,11 @@ TEST(OctetHpp, CreatesTensorsInEveryScalingMode) {
   }
   EXPECT_EQ(octet::Tensor::create(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE).info().scaling_mode,
             static_cast<int32_t>(OCTET_SCALING_PER_TENSOR));
+  // On a context handle from the C ABI, the same tensor.
+  const octet::Tensor from_handle =
+      octet::Tensor::create(ctx.get(), OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_ROW);
+  EXPECT_EQ(from_handle.info().scaling_mode, static_cast<int32_t>(OCTET_SCALING_PER_ROW));
+  EXPECT_EQ(from_handle.component_bytes(OCTET_COMPONENT_ROWWISE_SCALE_INV), size_t(rows) * 4);
   // The C ABI's checks apply: an FP4 mode takes E2M1 elements.
   EXPECT_THROW(
       octet::Tensor::create(ctx, OCTET_DTYPE_E4M3, {rows, cols}, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP4_1X32),

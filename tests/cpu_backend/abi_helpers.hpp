@@ -2,7 +2,7 @@
 // the users' ABI (octet.h).
 #pragma once
 
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <gtest/gtest.h>
 
@@ -26,11 +26,8 @@ namespace cpu_test {
 struct ContextDeleter {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
 };
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
 using Context = std::unique_ptr<octet_context, ContextDeleter>;
-using Tensor = std::unique_ptr<octet_tensor, TensorDeleter>;
+using Tensor = octet::Tensor;
 
 // Whether this run repeats the suites on a path other than the CPU's default
 // one: ctest sets OCTET_TEST_REPEATED_PATH=1 on the runs forced to another
@@ -88,20 +85,10 @@ inline Context context(const char* backend, int32_t profile = OCTET_PROFILE_NATI
 }
 
 // A rows x cols tensor of `dtype` with its usages and scaling mode (0: the
-// default, per-tensor).
+// default, per-tensor); a failure to create it fails the test (octet::Error).
 inline Tensor tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
                      int32_t mode = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(t);
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages, mode);
 }
 
 // A rows x cols tensor of `dtype` with a scaling mode (block-scaled FP8:

@@ -698,17 +698,7 @@ TEST(CpuBlockScaling, DequantizeWithANanScaleKeepsTheNanOfNanCodes) {
   Context ctx = context(OCTET_TEST_BACKEND);
   ASSERT_TRUE(ctx);
   const int64_t cols = 70;  // blocks 0 and 1 whole, block 2 a tail of 6
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = OCTET_DTYPE_E4M3;
-  d.ndim = 2;
-  d.shape[0] = 1;
-  d.shape[1] = cols;
-  d.usages = OCTET_USAGE_ROWWISE;
-  d.scaling_mode = OCTET_SCALING_MXFP8_1X32;
-  octet_tensor* raw = nullptr;
-  ASSERT_EQ(octet_tensor_create(ctx.get(), &d, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  Tensor q(raw);
+  Tensor q = tensor(ctx.get(), OCTET_DTYPE_E4M3, 1, cols, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
   std::vector<uint8_t> codes(cols);
   for (int64_t i = 0; i < cols; ++i) codes[std::size_t(i)] = i % 3 == 0 ? 0xFF : i % 3 == 1 ? 0x7F : 0x38;
   const uint8_t scales[3] = {0xFF, 127, 0xFF};  // NaN, 1.0, NaN

@@ -50,17 +50,7 @@ std::vector<uint8_t> read(const octet_tensor* t, int32_t component, std::size_t 
 }
 
 Tensor make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0, int32_t mode = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(t);
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages, mode);
 }
 
 // Every stored component of a quantized tensor, as bytes.

@@ -352,10 +352,15 @@ class Tensor : public detail::TensorOps<Tensor> {
   // per-tensor, as in octet_tensor_desc.
   static Tensor create(Context& context, octet_dtype dtype, const std::vector<int64_t>& shape, uint32_t usages = 0,
                        int32_t scaling_mode = 0) {
+    return create(context.get(), dtype, shape, usages, scaling_mode);
+  }
+  // The same on a context handle a C call created (not owned here).
+  static Tensor create(octet_context* context, octet_dtype dtype, const std::vector<int64_t>& shape,
+                       uint32_t usages = 0, int32_t scaling_mode = 0) {
     octet_tensor_desc desc = make_desc(dtype, shape, usages);
     desc.scaling_mode = scaling_mode;
     Tensor t;
-    check(octet_tensor_create(context.get(), &desc, &t.handle_));
+    check(octet_tensor_create(context, &desc, &t.handle_));
     return t;
   }
   // Wraps caller memory without copying; it must outlive the tensor.
