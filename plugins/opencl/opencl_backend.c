@@ -421,9 +421,7 @@ static int32_t opencl_copy_to_host(octet_backend_context* context, void* dst, co
 /* Argument checks shared by the kernels                                     */
 /* ------------------------------------------------------------------------ */
 
-static int element_size(int32_t dtype) {
-  return dtype == OCTET_DTYPE_FP32 ? 4 : (dtype == OCTET_DTYPE_BF16 || dtype == OCTET_DTYPE_FP16) ? 2 : 1;
-}
+static int element_size(int32_t dtype) { return (int)octet_dtype_element_bytes(dtype); }
 
 static const char* dtype_names(uint32_t allowed) {
   if (allowed == HIGH_PRECISION_DTYPES) return "fp32, bf16 or fp16";

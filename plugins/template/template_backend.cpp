@@ -268,12 +268,7 @@ int32_t template_dequantize(octet_backend_context* context, const octet_dequanti
 }
 
 octet_backend_api make_api() {
-  octet_backend_api api{};
-  api.struct_size = sizeof(octet_backend_api);
-  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
-  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
-  api.name = TEMPLATE_NAME;
-  api.version = TEMPLATE_VERSION;
+  octet_backend_api api = octet::plugin::api_header(TEMPLATE_NAME, TEMPLATE_VERSION);
   api.initialize = template_initialize;
   api.context_create = template_context_create;
   api.context_destroy = template_context_destroy;
@@ -295,8 +290,5 @@ const octet_backend_api template_api = make_api();
 
 int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const octet_backend_api** api_out) {
   (void)host_abi_minor; /* any minor of our major is fine: fields are only appended */
-  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
-  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
-  *api_out = &template_api;
-  return OCTET_STATUS_SUCCESS;
+  return octet::plugin::answer_entry(host_abi_major, api_out, &template_api);
 }

@@ -173,7 +173,7 @@ std::vector<uint8_t> encoded(int32_t dtype, size_t n, uint32_t dist, uint32_t se
   return out;
 }
 
-size_t dtype_bytes(int32_t dtype) { return dtype == OCTET_DTYPE_FP32 ? 4 : dtype == OCTET_DTYPE_BF16 || dtype == OCTET_DTYPE_FP16 ? 2 : 1; }
+size_t dtype_bytes(int32_t dtype) { return octet_dtype_size(static_cast<octet_dtype>(dtype)); }
 
 // ---- statuses and records -------------------------------------------------
 

@@ -53,17 +53,7 @@ inline bool fp8(int32_t dtype) {
          dtype == OCTET_DTYPE_E5M2FNUZ;
 }
 
-inline size_t element_bytes(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32:
-      return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16:
-      return 2;
-    default:
-      return 1;
-  }
-}
+inline size_t element_bytes(int32_t dtype) { return octet_dtype_size(static_cast<octet_dtype>(dtype)); }
 
 inline float widen(int32_t dtype, const uint8_t* p) {
   if (dtype == OCTET_DTYPE_FP32) {

@@ -118,6 +118,29 @@ typedef struct octet_matrix_view {
   int64_t ld;
 } octet_matrix_view;
 
+/* Bytes of one element of `dtype`: 4 for FP32, 2 for BF16 and FP16, 1 for
+ * the FP8 formats and E8M0; 0 for E2M1 (two codes a byte) and for a value
+ * that is no octet_dtype. The one table of element sizes: liboctet's
+ * octet_dtype_size, the plugin SDK's dtype_size and the C plugins read it;
+ * header-only, so that a plugin needs no liboctet for it. */
+static inline size_t octet_dtype_element_bytes(int32_t dtype) {
+  switch (dtype) {
+    case OCTET_DTYPE_FP32:
+      return 4;
+    case OCTET_DTYPE_BF16:
+    case OCTET_DTYPE_FP16:
+      return 2;
+    case OCTET_DTYPE_E4M3:
+    case OCTET_DTYPE_E5M2:
+    case OCTET_DTYPE_E4M3FNUZ:
+    case OCTET_DTYPE_E5M2FNUZ:
+    case OCTET_DTYPE_E8M0:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 /* 1 when two views share at least one byte of memory, else 0 (empty views
  * and NULL data share nothing). Exact for strided views: two views
  * interleaved in one buffer without a common element do not overlap. For
@@ -128,8 +151,11 @@ static inline int octet_matrix_views_overlap(const octet_matrix_view* a, const o
   uintptr_t pa, pb, base;
   if (a->rows <= 0 || a->cols <= 0 || b->rows <= 0 || b->cols <= 0) return 0;
   if (a->data == NULL || b->data == NULL) return 0;
-  esa = a->dtype == OCTET_DTYPE_FP32 ? 4 : (a->dtype == OCTET_DTYPE_BF16 || a->dtype == OCTET_DTYPE_FP16) ? 2 : 1;
-  esb = b->dtype == OCTET_DTYPE_FP32 ? 4 : (b->dtype == OCTET_DTYPE_BF16 || b->dtype == OCTET_DTYPE_FP16) ? 2 : 1;
+  /* An E2M1 or unknown dtype counts as one byte an element. */
+  esa = (int64_t)octet_dtype_element_bytes(a->dtype);
+  esb = (int64_t)octet_dtype_element_bytes(b->dtype);
+  if (esa == 0) esa = 1;
+  if (esb == 0) esb = 1;
   /* Byte offsets from the lower start (no pointer arithmetic across objects). */
   pa = (uintptr_t)a->data;
   pb = (uintptr_t)b->data;

@@ -24,6 +24,10 @@
 //                 body runs in the default floating-point mode
 //                 (DefaultFloatMode, <octet/octet_float_mode.hpp>), which a
 //                 backend also holds on each thread of its own it computes on.
+//   api_header()  a table with its header filled; answer_entry(): the body
+//                 of octet_backend_entry (the major check).
+//   dtypes        dtype sets (kFp8Dtypes, DtypeClass and dtype_set()),
+//                 names and element sizes.
 //   Capabilities  the dtypes, scaling modes, layouts and flags a backend
 //                 declares, in one place: answer() fills the host's caps
 //                 (within its struct_size) and declares_*() let the kernels
@@ -226,6 +230,32 @@ int32_t guard(const Host& host, const char* entry, Body&& body) noexcept {
   }
 }
 
+// ---- the table and the entry point ------------------------------------------------
+
+// A table with its header filled for this header's plugin ABI: struct_size,
+// abi_major, abi_minor, name and version; every entry NULL. A backend sets
+// the entries it has.
+inline octet_backend_api api_header(const char* name, const char* version) noexcept {
+  octet_backend_api api{};
+  api.struct_size = sizeof api;
+  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
+  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
+  api.name = name;
+  api.version = version;
+  return api;
+}
+
+// The body of octet_backend_entry: INVALID_ARGUMENT for a NULL api_out,
+// ABI_MISMATCH for another major (any minor of this major works: fields are
+// only appended), else *api_out = api (which must outlive every use).
+inline int32_t answer_entry(uint32_t host_abi_major, const octet_backend_api** api_out,
+                            const octet_backend_api* api) noexcept {
+  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
+  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
+  *api_out = api;
+  return OCTET_STATUS_SUCCESS;
+}
+
 // ---- dtypes ---------------------------------------------------------------------
 
 constexpr uint32_t dtype_bits(std::initializer_list<int32_t> dtypes) {
@@ -236,6 +266,15 @@ constexpr uint32_t dtype_bits(std::initializer_list<int32_t> dtypes) {
 inline constexpr uint32_t kHighPrecisionDtypes = dtype_bits({OCTET_DTYPE_FP32, OCTET_DTYPE_BF16, OCTET_DTYPE_FP16});
 inline constexpr uint32_t kOcpFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2});
 inline constexpr uint32_t kFnuzFp8Dtypes = dtype_bits({OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ});
+inline constexpr uint32_t kFp8Dtypes = kOcpFp8Dtypes | kFnuzFp8Dtypes;
+// Every dtype a matrix view may hold one element a byte or more of.
+inline constexpr uint32_t kStoredDtypes = kHighPrecisionDtypes | kFp8Dtypes | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
+
+// The classes of dtypes a kernel's argument accepts, and their sets.
+enum class DtypeClass { Any, Fp8, HighPrecision };  // Any: kStoredDtypes
+constexpr uint32_t dtype_set(DtypeClass c) {
+  return c == DtypeClass::Fp8 ? kFp8Dtypes : c == DtypeClass::HighPrecision ? kHighPrecisionDtypes : kStoredDtypes;
+}
 
 inline bool dtype_in(int32_t dtype, uint32_t set) noexcept {
   return dtype > 0 && dtype < 32 && (set & OCTET_DTYPE_BIT(dtype)) != 0;
@@ -269,23 +308,7 @@ inline const char* dtype_name(int32_t dtype) noexcept {
 
 // Bytes of one element; 0 for E2M1 (two codes per byte) and for a value
 // that is not an octet_dtype.
-inline std::size_t dtype_size(int32_t dtype) noexcept {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32:
-      return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16:
-      return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E4M3FNUZ:
-    case OCTET_DTYPE_E5M2FNUZ:
-    case OCTET_DTYPE_E8M0:
-      return 1;
-    default:
-      return 0;
-  }
-}
+inline std::size_t dtype_size(int32_t dtype) noexcept { return octet_dtype_element_bytes(dtype); }
 
 inline bool is_dtype(int32_t dtype) noexcept { return dtype_size(dtype) != 0 || dtype == OCTET_DTYPE_E2M1; }
 

@@ -1,28 +1,14 @@
 #include "tensor/dtype.hpp"
 
+#include <octet/octet_backend.h>
+
 #include <vector>
 
 #include "runtime/error.hpp"
 
 namespace octet::core {
 
-size_t dtype_size(octet_dtype dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32:
-      return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16:
-      return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E4M3FNUZ:
-    case OCTET_DTYPE_E5M2FNUZ:
-    case OCTET_DTYPE_E8M0:
-      return 1;
-    default:
-      return 0;  // E2M1 included: half a byte
-  }
-}
+size_t dtype_size(octet_dtype dtype) { return octet_dtype_element_bytes(dtype); }
 
 size_t dtype_bytes(octet_dtype dtype, size_t count) {
   return dtype == OCTET_DTYPE_E2M1 ? count / 2 + count % 2 : count * dtype_size(dtype);

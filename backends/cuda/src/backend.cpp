@@ -2,6 +2,7 @@
 // capabilities), contexts, memory, and the element-wise entries. GEMM is in
 // gemm.cpp, kernels in elementwise.cu / gemm_fallback.cu.
 #include <octet/octet_backend.h>
+#include <octet/octet_plugin.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -268,12 +269,7 @@ int32_t cuda_gemm(octet_backend_context* context, const octet_gemm_args* args) {
 }
 
 octet_backend_api make_api() {
-  octet_backend_api api{};
-  api.struct_size = sizeof(octet_backend_api);
-  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
-  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
-  api.name = "cuda";
-  api.version = "0.1.0";
+  octet_backend_api api = octet::plugin::api_header("cuda", "0.1.0");
   api.initialize = cuda_initialize;
   api.shutdown = nullptr;  // contexts own everything; nothing global to release
   api.context_create = cuda_context_create;
@@ -313,8 +309,5 @@ void bind(octet_backend_context* context, const char* entry) {
 
 int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t host_abi_minor, const octet_backend_api** api_out) {
   (void)host_abi_minor;  // fields are only ever appended within a major
-  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
-  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
-  *api_out = &octet_cuda::g_api;
-  return OCTET_STATUS_SUCCESS;
+  return octet::plugin::answer_entry(host_abi_major, api_out, &octet_cuda::g_api);
 }

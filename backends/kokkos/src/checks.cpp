@@ -5,8 +5,6 @@ namespace {
 
 // Written by initialize() before any kernel runs, read afterwards.
 octet::plugin::Host g_host;
-constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes | octet::plugin::kFnuzFp8Dtypes;
-constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
 
 }  // namespace
 
@@ -24,10 +22,8 @@ int32_t check_struct_size(const char* kernel, const char* name, std::size_t give
 
 int32_t check_matrix(const char* kernel, const char* name, const octet_matrix_view& view, DtypeClass accepted,
                      int32_t outside_class_status) {
-  const uint32_t set = accepted == DtypeClass::Fp8             ? kFp8
-                       : accepted == DtypeClass::HighPrecision ? octet::plugin::kHighPrecisionDtypes
-                                                               : kStored;
-  return octet::plugin::check_matrix(g_host, kernel, name, view, set, outside_class_status);
+  return octet::plugin::check_matrix(g_host, kernel, name, view, octet::plugin::dtype_set(accepted),
+                                     outside_class_status);
 }
 
 int32_t check_shape(const char* kernel, const char* name, const octet_matrix_view& view, int64_t rows,

@@ -37,7 +37,7 @@ inline bool is_high_precision(int32_t d) {
   return d == OCTET_DTYPE_FP32 || d == OCTET_DTYPE_BF16 || d == OCTET_DTYPE_FP16;
 }
 
-enum class DtypeClass { Any, Fp8, HighPrecision };
+using DtypeClass = octet::plugin::DtypeClass;  // the plugin SDK's
 
 int32_t check_not_null(const char* kernel, const char* name, const void* pointer);
 int32_t check_struct_size(const char* kernel, const char* name, std::size_t given, std::size_t required);

@@ -260,12 +260,7 @@ int32_t amax_record(octet_backend_context* c, const float* amax, float* slot) {
 }
 
 octet_backend_api make_api() {
-  octet_backend_api api{};
-  api.struct_size = sizeof api;
-  api.abi_major = OCTET_PLUGIN_ABI_MAJOR;
-  api.abi_minor = OCTET_PLUGIN_ABI_MINOR;
-  api.name = "kokkos";
-  api.version = "0.1.0";
+  octet_backend_api api = octet::plugin::api_header("kokkos", "0.1.0");
   api.initialize = initialize;
   api.shutdown = shutdown;
   api.context_create = context_create;
@@ -304,8 +299,5 @@ const octet_backend_api kApi = make_api();
 
 extern "C" OCTET_BACKEND_EXPORT int32_t octet_backend_entry(uint32_t host_abi_major, uint32_t /*any minor works*/,
                                                             const octet_backend_api** api_out) {
-  if (api_out == nullptr) return OCTET_STATUS_INVALID_ARGUMENT;
-  if (host_abi_major != OCTET_PLUGIN_ABI_MAJOR) return OCTET_STATUS_ABI_MISMATCH;
-  *api_out = &octet_kokkos::kApi;
-  return OCTET_STATUS_SUCCESS;
+  return octet::plugin::answer_entry(host_abi_major, api_out, &octet_kokkos::kApi);
 }

@@ -119,23 +119,7 @@ bool reduction(const MpiState& s, int32_t dtype, int32_t op, MPI_Datatype* type,
 }
 
 // Element size of a dtype gathered as bytes; 0 if unknown.
-int gathered_bytes(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32:
-      return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16:
-      return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E4M3FNUZ:
-    case OCTET_DTYPE_E5M2FNUZ:
-    case OCTET_DTYPE_E8M0:
-      return 1;
-    default:
-      return 0;
-  }
-}
+int gathered_bytes(int32_t dtype) { return static_cast<int>(octet_dtype_size(static_cast<octet_dtype>(dtype))); }
 
 octet_status check_count(size_t count, const char* entry) {
   if (count > size_t(INT_MAX))

@@ -7,23 +7,7 @@
 
 namespace octet_nccl {
 
-size_t element_bytes(int32_t dtype) {
-  switch (dtype) {
-    case OCTET_DTYPE_FP32:
-      return 4;
-    case OCTET_DTYPE_BF16:
-    case OCTET_DTYPE_FP16:
-      return 2;
-    case OCTET_DTYPE_E4M3:
-    case OCTET_DTYPE_E5M2:
-    case OCTET_DTYPE_E4M3FNUZ:
-    case OCTET_DTYPE_E5M2FNUZ:
-    case OCTET_DTYPE_E8M0:
-      return 1;
-    default:
-      return 0;
-  }
-}
+size_t element_bytes(int32_t dtype) { return octet_dtype_size(static_cast<octet_dtype>(dtype)); }
 
 std::string check_init(const void* id, int rank, int size, int device, const void* communicator, size_t struct_size) {
   if (communicator == nullptr) return "octet_nccl: argument 'communicator' is NULL";

@@ -229,46 +229,10 @@ constexpr int64_t kPerThreadBytes = kAPairs * 4 + kBPairs * 4 + kRowHalves * 2 +
 void blocked_range(const Fp8Operand& a, const Fp8Operand& b, int64_t k, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                    float* c, int64_t ldc, const BlockedBuffers& buf) {
   const Table ta = load_table(codes(a.dtype)), tb = load_table(codes(b.dtype));
-  for (int64_t jc = n0; jc < n1; jc += kNC) {
-    const int64_t nc = min64(kNC, n1 - jc);
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = min64(kKC, k - pc), kp = (kc + 1) / 2;
-      pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows);
-      for (int64_t ic = m0; ic < m1; ic += kMC) {
-        const int64_t mc = min64(kMC, m1 - ic);
-        pack_a(a, ta, ic, mc, pc, kc, buf.a, buf.rows);
-        for (int64_t jr = 0; jr < nc; jr += kNR) {
-          const uint32_t* bp = buf.b + (jr / kNR) * kp * kNR;
-          const int64_t w = min64(kNR, nc - jr);
-          for (int64_t ir = 0; ir < mc; ir += kMR) {
-            const uint32_t* ap = buf.a + (ir / kMR) * kp * kMR;
-            const int64_t h = min64(kMR, mc - ir);
-            float* cp = c + (ic + ir) * ldc + (jc + jr);
-            // The tile done next (a prefetch never faults, so the rows and
-            // columns an edge tile lacks may be named too).
-            const float* next = ir + kMR < mc ? cp + kMR * ldc : jr + kNR < nc ? c + ic * ldc + (jc + jr + kNR) : cp;
-            if (h == kMR && w == kNR) {
-              if (pc == 0) {
-                micro_12x32<false>(kp, ap, bp, cp, ldc, next);
-              } else {
-                micro_12x32<true>(kp, ap, bp, cp, ldc, next);
-              }
-              continue;
-            }
-            // Edge tile: through a full 12 x 32 buffer, same order of sums.
-            float* tile = buf.tile;
-            if (pc == 0) {
-              micro_12x32<false>(kp, ap, bp, tile, kNR, tile);
-            } else {
-              for (int64_t r = 0; r < h; ++r) std::memcpy(tile + r * kNR, cp + r * ldc, w * 4);
-              micro_12x32<true>(kp, ap, bp, tile, kNR, tile);
-            }
-            for (int64_t r = 0; r < h; ++r) std::memcpy(cp + r * ldc, tile + r * kNR, w * 4);
-          }
-        }
-      }
-    }
-  }
+  blocked_loop_12x32<kMC, kNC, kKC>(
+      k, m0, m1, n0, n1, c, ldc, buf.a, buf.b, buf.tile,
+      [&](int64_t ic, int64_t mc, int64_t pc, int64_t kc) { pack_a(a, ta, ic, mc, pc, kc, buf.a, buf.rows); },
+      [&](int64_t jc, int64_t nc, int64_t pc, int64_t kc) { pack_b(b, tb, jc, nc, pc, kc, buf.b, buf.rows); });
 }
 
 // Runs body(buf, extra, m0, m1, n0, n1) on every OpenMP thread for its

@@ -9,8 +9,6 @@ namespace octet_cpu {
 namespace {
 // Written once by initialize() (single-threaded, per the ABI), then read.
 octet::plugin::Host g_host;
-constexpr uint32_t kFp8 = octet::plugin::kOcpFp8Dtypes | octet::plugin::kFnuzFp8Dtypes;
-constexpr uint32_t kStored = octet::plugin::kHighPrecisionDtypes | kFp8 | OCTET_DTYPE_BIT(OCTET_DTYPE_E8M0);
 }  // namespace
 
 const octet::plugin::Host& host() { return g_host; }
@@ -27,10 +25,7 @@ int32_t require_struct_size(const char* kernel, const char* name, std::size_t gi
 
 int32_t require_matrix(const char* kernel, const char* name, const octet_matrix_view& v, Accept accept,
                        int32_t wrong_class_status) {
-  const uint32_t set = accept == Accept::Fp8             ? kFp8
-                       : accept == Accept::HighPrecision ? octet::plugin::kHighPrecisionDtypes
-                                                         : kStored;
-  return octet::plugin::check_matrix(g_host, kernel, name, v, set, wrong_class_status);
+  return octet::plugin::check_matrix(g_host, kernel, name, v, octet::plugin::dtype_set(accept), wrong_class_status);
 }
 
 int32_t require_fp8_dtype(const char* kernel, const char* name, int32_t dtype) {

@@ -11,7 +11,8 @@
 
 namespace octet_cpu {
 
-enum class Accept { Any, Fp8, HighPrecision };
+// The dtype classes a matrix argument accepts (the plugin SDK's).
+using Accept = octet::plugin::DtypeClass;
 
 using octet::plugin::dtype_name;  // the plugin SDK's
 using octet::plugin::dtype_size;
