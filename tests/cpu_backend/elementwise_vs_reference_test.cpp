@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "abi_helpers.hpp"
@@ -144,7 +146,26 @@ TEST(CpuBackend, DeviceNamesTheForcedFp8GemmEngine) {
     EXPECT_NE(device.find("FP8/FP4 GEMM vdpbf16ps"), std::string::npos) << device;
   } else if (want == "fp32") {
     EXPECT_NE(device.find("FP8/FP4 GEMM sgemm tiles"), std::string::npos) << device;
+  } else if (want == "amx") {
+    EXPECT_NE(device.find("FP8 GEMM amx tdpbf16ps"), std::string::npos) << device;
   }
+}
+
+// Whether /proc/cpuinfo's first "flags" line holds `flag` (the kernel's
+// word for a CPU feature the compiler's cpuid table may not name, such as
+// amx_tile; the kernel lists AMX only where the OS saves the tile state).
+bool cpuinfo_has(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string word;
+    while (words >> word)
+      if (word == flag) return true;
+    return false;
+  }
+  return false;
 }
 
 // The level the device string names ("isa <level>") under OCTET_CPU_ISA:
@@ -172,7 +193,8 @@ TEST(CpuBackend, DeviceNamesTheLevelInUse) {
                 {"avx512", avx512},
                 {"avx512_vbmi", avx512 && vbmi},
                 {"avx512_bf16", avx512 && bf16},
-                {"avx512_bf16_vbmi", avx512 && bf16 && vbmi}};
+                {"avx512_bf16_vbmi", avx512 && bf16 && vbmi},
+                {"amx", avx512 && bf16 && vbmi && cpuinfo_has("amx_tile") && cpuinfo_has("amx_bf16")}};
   const int top = static_cast<int>(std::size(levels)) - 1;
   const char* asked = std::getenv("OCTET_CPU_ISA");
   int level = top;

@@ -18,6 +18,7 @@ std::set<std::string> extensions_of(const std::string& level) {
   if (level == "avx512_vbmi") return {"AVX2", "AVX-512", "AVX512_VBMI"};
   if (level == "avx512_bf16") return {"AVX2", "AVX-512", "AVX512_BF16"};
   if (level == "avx512_bf16_vbmi") return {"AVX2", "AVX-512", "AVX512_BF16", "AVX512_VBMI"};
+  if (level == "amx") return {"AVX2", "AVX-512", "AVX512_BF16", "AVX512_VBMI", "AMX"};
   return {};
 }
 
@@ -85,10 +86,12 @@ std::string forced_path_missing(const std::string& device, const char* level, co
   const std::string forced_engine = engine != nullptr ? engine : "";
   const char* shown = forced_engine == "bf16"          ? "GEMM vdpbf16ps"
                       : forced_engine == "onednn_bf16" ? "GEMM oneDNN bf16 matmul"
+                      : forced_engine == "amx"         ? "GEMM amx tdpbf16ps"
                                                        : nullptr;
   if (shown != nullptr && device.find(shown) == std::string::npos) {
-    return "needs AVX512_BF16: OCTET_CPU_FP8_GEMM=" + forced_engine + ", but this CPU runs level " + running +
-           " (device: " + device + ")";
+    return std::string(forced_engine == "amx" ? "needs AMX" : "needs AVX512_BF16") +
+           ": OCTET_CPU_FP8_GEMM=" + forced_engine + ", but this CPU runs level " + running + " (device: " + device +
+           ")";
   }
   return "";
 }

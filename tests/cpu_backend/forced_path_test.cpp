@@ -24,12 +24,13 @@ TEST(ForcedPath, SkipsNameTheIsaTheCpuLacks) {
   };
   const char* tiles = "FP8/FP4 GEMM sgemm tiles (FP8 decode shapes fma)";
   const char* dot = "FP8/FP4 GEMM vdpbf16ps";
-  const char* amx = "FP8 GEMM oneDNN bf16 matmul (decode shapes fma), FP4 sgemm tiles";
+  const char* onednn = "FP8 GEMM oneDNN bf16 matmul (decode shapes fma), FP4 sgemm tiles";
+  const char* tdp = "FP8 GEMM amx tdpbf16ps, FP4 sgemm tiles";
   const Case cases[] = {
       // Nothing forced, or a level the CPU has.
       {"avx2", tiles, nullptr, nullptr, ""},
       {"avx2", tiles, "avx2", nullptr, ""},
-      {"avx512_bf16_vbmi", amx, "avx512_bf16", nullptr, ""},  // the backend names the level it was lowered to
+      {"avx512_bf16_vbmi", onednn, "avx512_bf16", nullptr, ""},  // the backend names the level it was lowered to
       {"avx512", tiles, "avx512", nullptr, ""},
       // AVX2-only CPU (and one without AVX2).
       {"avx2", tiles, "avx512", nullptr, "needs AVX-512: OCTET_CPU_ISA=avx512, but this CPU runs level avx2"},
@@ -45,9 +46,19 @@ TEST(ForcedPath, SkipsNameTheIsaTheCpuLacks) {
       // AVX512_BF16 without VBMI (Cooper Lake): asked avx512_vbmi, it runs avx512.
       {"avx512", tiles, "avx512_vbmi", nullptr, "needs AVX512_VBMI: "},
       {"avx512_bf16", dot, "avx512_bf16", "bf16", ""},
-      // Zen 4 and AMX Xeons: every forced path is there.
+      // Zen 4 (and AMX Xeons forced below level amx): every forced path but AMX is there.
       {"avx512_bf16_vbmi", dot, nullptr, "bf16", ""},
-      {"avx512_bf16_vbmi", amx, nullptr, "onednn_bf16", ""},
+      {"avx512_bf16_vbmi", onednn, nullptr, "onednn_bf16", ""},
+      {"avx512_bf16_vbmi", dot, "amx", nullptr,
+       "needs AMX: OCTET_CPU_ISA=amx, but this CPU runs level avx512_bf16_vbmi"},
+      {"avx512_bf16_vbmi", onednn, nullptr, "amx", "needs AMX: OCTET_CPU_FP8_GEMM=amx"},
+      {"avx2", tiles, "amx", nullptr, "needs AMX and AVX-512 and AVX512_BF16 and AVX512_VBMI: "},
+      // AMX Xeons at level amx.
+      {"amx", tdp, nullptr, nullptr, ""},
+      {"amx", tdp, nullptr, "amx", ""},
+      {"amx", dot, nullptr, "bf16", ""},
+      {"amx", onednn, nullptr, "onednn_bf16", ""},
+      {"amx", onednn, "avx512_bf16_vbmi", nullptr, ""},
       {"avx512_bf16", dot, "avx512_bf16", "bf16", ""},
   };
   for (const Case& c : cases) {

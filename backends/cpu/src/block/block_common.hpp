@@ -66,19 +66,16 @@ inline void write_counts(const std::vector<Counts>& parts, octet_quantize_statis
 
 inline int32_t require_block_shape(const char* kernel, int32_t br, int32_t bc) {
   if (br >= 1 && bc >= 1) return OCTET_STATUS_SUCCESS;
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": block shape " +
-                                                   std::to_string(br) + "x" + std::to_string(bc) +
-                                                   " must be at least 1x1");
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": block shape " + std::to_string(br) + "x" +
+                                                   std::to_string(bc) + " must be at least 1x1");
 }
 
 inline int32_t require_scale_dtype(const char* kernel, int32_t scale_dtype) {
   if (scale_dtype == OCTET_DTYPE_E8M0 || scale_dtype == OCTET_DTYPE_FP32) {
     return OCTET_STATUS_SUCCESS;
   }
-  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": scale_dtype is " +
-                                                   dtype_name(scale_dtype) + " (" +
-                                                   std::to_string(scale_dtype) +
-                                                   "); it must be e8m0 or fp32");
+  return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": scale_dtype is " + dtype_name(scale_dtype) +
+                                                   " (" + std::to_string(scale_dtype) + "); it must be e8m0 or fp32");
 }
 
 inline float scale_value(const void* grid, int32_t scale_dtype, std::size_t index) {

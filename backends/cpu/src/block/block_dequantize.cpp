@@ -10,35 +10,34 @@
 #include <string>
 #include <vector>
 
-#include "elementwise/activation_rows.hpp"
-#include "gemm/block_gemm_folded.hpp"
+#include "block/block_common.hpp"
 #include "block/block_rows.hpp"
 #include "block/block_scales.hpp"
-#include "plugin/checks.hpp"
-#include "plugin/errors.hpp"
-#include "gemm/gemm_fp8.hpp"
+#include "codecs/scalar_codecs.hpp"
 #include "codecs/widen_fp8_avx512.hpp"
 #include "dispatch/isa.hpp"
-#include "plugin/kernels.hpp"
 #include "dispatch/parallel_policy.hpp"
+#include "elementwise/activation_rows.hpp"
 #include "elementwise/row_kernels.hpp"
-#include "codecs/scalar_codecs.hpp"
-#include "block/block_common.hpp"
+#include "gemm/block_gemm_folded.hpp"
+#include "gemm/gemm_fp8.hpp"
+#include "plugin/checks.hpp"
+#include "plugin/errors.hpp"
+#include "plugin/kernels.hpp"
 
 namespace octet_cpu {
 int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
   const char* kernel = "block_dequantize";
   if (int32_t s = require_pointer(kernel, "args", args)) return s;
-  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
-                                      sizeof(octet_block_dequantize_args))) {
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_dequantize_args))) {
     return s;
   }
   if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::Fp8)) return s;
   if (int32_t s = require_matrix(kernel, "args->output", args->output, Accept::HighPrecision)) {
     return s;
   }
-  if (int32_t s = require_shape(kernel, "args->output", args->output, args->input.rows,
-                                args->input.cols, "the rows x cols of args->input")) {
+  if (int32_t s = require_shape(kernel, "args->output", args->output, args->input.rows, args->input.cols,
+                                "the rows x cols of args->input")) {
     return s;
   }
   if (int32_t s = require_block_shape(kernel, args->block_rows, args->block_cols)) return s;
@@ -63,8 +62,8 @@ int32_t block_dequantize_kernel(const octet_block_dequantize_args* args) {
       for (int64_t j = 0; j < w;) {
         const int64_t c = c0 + j;
         const int64_t len = std::min(w - j, bc - c % bc);
-        const float s = scale_value(args->scale_inv, args->scale_dtype,
-                                    static_cast<std::size_t>((r / br) * grid_cols + c / bc));
+        const float s =
+            scale_value(args->scale_inv, args->scale_dtype, static_cast<std::size_t>((r / br) * grid_cols + c / bc));
         // decode(q) * scale_inv with numerics.md section 13's NaN: a NaN
         // scale (E8M0 0xFF) gives its NaN, except where the code is NaN
         // too, whose NaN comes first (k.scale keeps that order).

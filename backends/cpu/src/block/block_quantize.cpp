@@ -22,20 +22,20 @@
 #include <string>
 #include <vector>
 
-#include "elementwise/activation_rows.hpp"
-#include "gemm/block_gemm_folded.hpp"
+#include "block/block_common.hpp"
 #include "block/block_rows.hpp"
 #include "block/block_scales.hpp"
-#include "plugin/checks.hpp"
-#include "plugin/errors.hpp"
-#include "gemm/gemm_fp8.hpp"
+#include "codecs/scalar_codecs.hpp"
 #include "codecs/widen_fp8_avx512.hpp"
 #include "dispatch/isa.hpp"
-#include "plugin/kernels.hpp"
 #include "dispatch/parallel_policy.hpp"
+#include "elementwise/activation_rows.hpp"
 #include "elementwise/row_kernels.hpp"
-#include "codecs/scalar_codecs.hpp"
-#include "block/block_common.hpp"
+#include "gemm/block_gemm_folded.hpp"
+#include "gemm/gemm_fp8.hpp"
+#include "plugin/checks.hpp"
+#include "plugin/errors.hpp"
+#include "plugin/kernels.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -178,8 +178,7 @@ int32_t whole_column_quantize(const octet_block_quantize_args* args) {
 int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   const char* kernel = "block_quantize";
   if (int32_t s = require_pointer(kernel, "args", args)) return s;
-  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
-                                      sizeof(octet_block_quantize_args))) {
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_quantize_args))) {
     return s;
   }
   if (int32_t s = require_matrix(kernel, "args->input", args->input, Accept::HighPrecision)) {
@@ -190,9 +189,9 @@ int32_t block_quantize_kernel(const octet_block_quantize_args* args) {
   if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
   const bool mx = args->scale_dtype == OCTET_DTYPE_E8M0;
   if (mx && args->e8m0_rounding != 0 && args->e8m0_rounding != 1) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->e8m0_rounding is " +
-                      std::to_string(args->e8m0_rounding) + "; it must be 0 (RCEIL) or 1 (FLOOR)");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->e8m0_rounding is " +
+                                                     std::to_string(args->e8m0_rounding) +
+                                                     "; it must be 0 (RCEIL) or 1 (FLOOR)");
   }
   if (int32_t s = require_pointer(kernel, "args->out", args->out)) return s;
   if (int32_t s = require_pointer(kernel, "args->scale_inv_out", args->scale_inv_out)) return s;

@@ -5,6 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define OCTET_CPU_X86 1
@@ -63,6 +68,23 @@ CpuFeatures detect() {
   return f;
 }
 
+// Linux hands the 8 KiB of tile data to a process only after it asks
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18); until then
+// the first tile instruction raises SIGILL. Asked once, for the process
+// (every thread of it, present and future), when level amx is first
+// considered; a kernel that refuses (or another OS) leaves the level out.
+bool amx_permitted() {
+  static const bool permitted = [] {
+#if defined(__linux__) && defined(OCTET_CPU_X86)
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return permitted;
+}
+
 // Whether the CPU has everything level `isa` uses.
 bool supports(const CpuFeatures& f, Isa isa) {
   const bool avx2 = f.avx2 && f.f16c && f.fma;
@@ -80,6 +102,8 @@ bool supports(const CpuFeatures& f, Isa isa) {
       return avx512 && f.avx512_bf16;
     case Isa::Avx512Bf16Vbmi:
       return avx512 && f.avx512_bf16 && f.avx512_vbmi;
+    case Isa::Amx:
+      return avx512 && f.avx512_bf16 && f.avx512_vbmi && f.amx_tile && f.amx_bf16 && amx_permitted();
   }
   return false;
 }
@@ -91,7 +115,7 @@ Isa best_at_or_below(const CpuFeatures& f, Isa isa) {
   return static_cast<Isa>(level);
 }
 
-Isa level_of(const CpuFeatures& f) { return best_at_or_below(f, Isa::Avx512Bf16Vbmi); }
+Isa level_of(const CpuFeatures& f) { return best_at_or_below(f, Isa::Amx); }
 
 bool parse_isa(const char* s, Isa* out) {
   static const struct {
@@ -104,7 +128,8 @@ bool parse_isa(const char* s, Isa* out) {
                {"avx512_bf16", Isa::Avx512Bf16},
                {"avx512bf16", Isa::Avx512Bf16},
                {"avx512_bf16_vbmi", Isa::Avx512Bf16Vbmi},
-               {"best", Isa::Avx512Bf16Vbmi}};
+               {"amx", Isa::Amx},
+               {"best", Isa::Amx}};
   for (const auto& n : names) {
     if (std::strcmp(s, n.name) == 0) {
       *out = n.isa;
@@ -152,6 +177,8 @@ const char* isa_name(Isa isa) {
     case Isa::Avx512Bf16: return "avx512_bf16";
     case Isa::Avx512Bf16Vbmi:
       return "avx512_bf16_vbmi";
+    case Isa::Amx:
+      return "amx";
   }
   return "?";
 }

@@ -19,10 +19,11 @@ enum class Isa : int {
   Avx512Vbmi = 3,      // avx512 + AVX512_VBMI, no AVX512_BF16 (Ice Lake): the FP8 decode on FMAs
   Avx512Bf16 = 4,      // avx512 + AVX512_BF16 (VDPBF16PS)
   Avx512Bf16Vbmi = 5,  // + AVX512_VBMI (VPERMI2B: the FP8 GEMM's 64-code decode)
+  Amx = 6,             // + AMX-TILE and AMX-BF16 with the OS's tile state and this process's permission (TDPBF16PS)
 };
 
 // True for the levels that include AVX512_VBMI.
-inline bool has_vbmi(Isa isa) { return isa == Isa::Avx512Vbmi || isa == Isa::Avx512Bf16Vbmi; }
+constexpr bool has_vbmi(Isa isa) { return isa == Isa::Avx512Vbmi || isa == Isa::Avx512Bf16Vbmi || isa == Isa::Amx; }
 
 struct CpuFeatures {
   bool avx2 = false, f16c = false, fma = false;
@@ -40,7 +41,7 @@ Isa best_isa();
 
 // The level in use: best_isa(), lowered by the environment:
 //   OCTET_CPU_ISA=portable|avx2|avx512|avx512_vbmi|avx512_bf16|
-//     avx512_bf16_vbmi forces that level (or the best one below it that the
+//     avx512_bf16_vbmi|amx forces that level (or the best one below it that the
 //     CPU has, e.g. avx512 for avx512_vbmi on a CPU with AVX512_BF16 but no
 //     VBMI: never a higher one);
 //   OCTET_CPU_DISABLE_SIMD set to a non-empty value other than "0" forces

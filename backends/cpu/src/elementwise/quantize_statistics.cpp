@@ -11,24 +11,23 @@
 #include <string>
 #include <vector>
 
-#include "elementwise/activation_rows.hpp"
-#include "gemm/block_gemm_folded.hpp"
+#include "block/block_common.hpp"
 #include "block/block_rows.hpp"
 #include "block/block_scales.hpp"
-#include "plugin/checks.hpp"
-#include "plugin/errors.hpp"
-#include "gemm/gemm_fp8.hpp"
+#include "codecs/scalar_codecs.hpp"
 #include "codecs/widen_fp8_avx512.hpp"
 #include "dispatch/isa.hpp"
-#include "plugin/kernels.hpp"
 #include "dispatch/parallel_policy.hpp"
+#include "elementwise/activation_rows.hpp"
 #include "elementwise/row_kernels.hpp"
-#include "codecs/scalar_codecs.hpp"
-#include "block/block_common.hpp"
+#include "gemm/block_gemm_folded.hpp"
+#include "gemm/gemm_fp8.hpp"
+#include "plugin/checks.hpp"
+#include "plugin/errors.hpp"
+#include "plugin/kernels.hpp"
 
 namespace octet_cpu {
-int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
-                                        octet_quantize_statistics* stats_out) {
+int32_t quantize_with_statistics_kernel(const octet_quantize_args* args, octet_quantize_statistics* stats_out) {
   const char* kernel = "quantize_with_statistics";
   if (int32_t s = require_pointer(kernel, "stats_out", stats_out)) return s;
   if (int32_t s = quantize_kernel(args)) return s;

@@ -26,22 +26,22 @@
 #include <string>
 #include <vector>
 
-#include "elementwise/activation_rows.hpp"
-#include "gemm/block_gemm_folded.hpp"
+#include "block/block_common.hpp"
 #include "block/block_rows.hpp"
 #include "block/block_scales.hpp"
-#include "plugin/checks.hpp"
-#include "plugin/errors.hpp"
-#include "gemm/gemm_fp8.hpp"
+#include "codecs/scalar_codecs.hpp"
 #include "codecs/widen_fp8_avx512.hpp"
 #include "dispatch/implementation_list.hpp"
 #include "dispatch/isa.hpp"
-#include "gemm/fp8_gemm_engine.hpp"
-#include "plugin/kernels.hpp"
 #include "dispatch/parallel_policy.hpp"
+#include "elementwise/activation_rows.hpp"
 #include "elementwise/row_kernels.hpp"
-#include "codecs/scalar_codecs.hpp"
-#include "block/block_common.hpp"
+#include "gemm/block_gemm_folded.hpp"
+#include "gemm/fp8_gemm_engine.hpp"
+#include "gemm/gemm_fp8.hpp"
+#include "plugin/checks.hpp"
+#include "plugin/errors.hpp"
+#include "plugin/kernels.hpp"
 
 namespace octet_cpu {
 namespace {
@@ -49,35 +49,31 @@ namespace {
 int32_t check_block_gemm(const octet_block_gemm_args* args) {
   const char* kernel = "block_gemm";
   if (int32_t s = require_pointer(kernel, "args", args)) return s;
-  if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
-                                      sizeof(octet_block_gemm_args))) {
+  if (int32_t s = require_struct_size(kernel, "args", args->struct_size, sizeof(octet_block_gemm_args))) {
     return s;
   }
   if (args->m < 0 || args->n < 0 || args->k < 0) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->m, args->n, args->k are " +
-                      std::to_string(args->m) + ", " + std::to_string(args->n) + ", " +
-                      std::to_string(args->k) + "; none may be negative");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->m, args->n, args->k are " +
+                                                     std::to_string(args->m) + ", " + std::to_string(args->n) + ", " +
+                                                     std::to_string(args->k) + "; none may be negative");
   }
   if (int32_t s = require_matrix(kernel, "args->a", args->a, Accept::Fp8)) return s;
   if (int32_t s = require_matrix(kernel, "args->b", args->b, Accept::Fp8)) return s;
   if (int32_t s = require_shape(kernel, "args->a", args->a, args->m, args->k, "[m,k]")) return s;
   if (int32_t s = require_shape(kernel, "args->b", args->b, args->n, args->k, "[n,k]")) return s;
   if (int32_t s = require_scale_dtype(kernel, args->scale_dtype)) return s;
-  if (args->a_block_rows < 1 || args->a_block_cols < 1 || args->b_block_rows < 1 ||
-      args->b_block_cols < 1 || args->a_block_cols != args->b_block_cols) {
+  if (args->a_block_rows < 1 || args->a_block_cols < 1 || args->b_block_rows < 1 || args->b_block_cols < 1 ||
+      args->a_block_cols != args->b_block_cols) {
     return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": block shapes " + std::to_string(args->a_block_rows) +
-                      "x" + std::to_string(args->a_block_cols) + " and " +
-                      std::to_string(args->b_block_rows) + "x" +
+                  std::string(kernel) + ": block shapes " + std::to_string(args->a_block_rows) + "x" +
+                      std::to_string(args->a_block_cols) + " and " + std::to_string(args->b_block_rows) + "x" +
                       std::to_string(args->b_block_cols) +
                       " must be at least 1x1 and cover the same extent of k "
                       "(a_block_cols == b_block_cols)");
   }
   if (int32_t s = require_pointer(kernel, "args->a_scale_inv", args->a_scale_inv)) return s;
   if (int32_t s = require_pointer(kernel, "args->b_scale_inv", args->b_scale_inv)) return s;
-  if (int32_t s = require_matrix(kernel, "args->d", args->d, Accept::HighPrecision,
-                                 OCTET_STATUS_UNSUPPORTED)) {
+  if (int32_t s = require_matrix(kernel, "args->d", args->d, Accept::HighPrecision, OCTET_STATUS_UNSUPPORTED)) {
     return s;
   }
   if (int32_t s = require_shape(kernel, "args->d", args->d, args->m, args->n, "[m,n]")) return s;
@@ -85,15 +81,14 @@ int32_t check_block_gemm(const octet_block_gemm_args* args) {
     if (int32_t s = require_matrix(kernel, "args->bias", args->bias, Accept::HighPrecision)) {
       return s;
     }
-    if (int32_t s = require_shape(kernel, "args->bias", args->bias, 1, args->n,
-                                  "one row of n elements")) {
+    if (int32_t s = require_shape(kernel, "args->bias", args->bias, 1, args->n, "one row of n elements")) {
       return s;
     }
   }
   if (args->epilogue != OCTET_EPILOGUE_NONE && args->epilogue != OCTET_EPILOGUE_GELU) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kernel) + ": args->epilogue is " + std::to_string(args->epilogue) +
-                      "; it must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kernel) + ": args->epilogue is " +
+                                                     std::to_string(args->epilogue) +
+                                                     "; it must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
   }
   return OCTET_STATUS_SUCCESS;
 }
@@ -246,7 +241,6 @@ int32_t per_row_gemm(const octet_block_gemm_args* args) {
   return OCTET_STATUS_SUCCESS;
 }
 
-
 // The smallest k-block the FP32 engine takes (see kBlockGemmList).
 constexpr int64_t kFp32EngineMinBlockK = 128;
 
@@ -297,8 +291,7 @@ constexpr BlockGemmCandidate kBlockGemmList[] = {
     {"per_row_gemm (per-tensor GEMM sums, scales in the epilogue)", Isa::Portable, nullptr,
      [](const BlockGemmProblem& p) {
        const octet_block_gemm_args* a = p.args;
-       return p.k_blocks == 1 && a->a_block_rows == 1 && a->b_block_rows == 1 &&
-              a->scale_dtype == OCTET_DTYPE_FP32;
+       return p.k_blocks == 1 && a->a_block_rows == 1 && a->b_block_rows == 1 && a->scale_dtype == OCTET_DTYPE_FP32;
      },
      [](const octet_block_gemm_args* args, GemmWorkspace&) { return per_row_gemm(args); }},
     {"block_gemm_bf16 (VDPBF16PS per k-block)", Isa::Avx512Bf16, fp8_gemm_bf16_built,
@@ -415,8 +408,7 @@ int32_t block_gemm_fp32_blocks(const octet_block_gemm_args* args, GemmWorkspace&
   }
   if (failure != 0) {
     return report(OCTET_STATUS_BACKEND_ERROR,
-                  std::string("block_gemm: oneDNN dnnl_sgemm failed with status ") +
-                      std::to_string(failure));
+                  std::string("block_gemm: oneDNN dnnl_sgemm failed with status ") + std::to_string(failure));
   }
   return OCTET_STATUS_SUCCESS;
 }

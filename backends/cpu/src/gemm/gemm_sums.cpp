@@ -2,6 +2,9 @@
 // candidate of the per-tensor GEMM's implementation list
 // (dispatch/implementation_list.hpp) that runs at the level in use and
 // serves the problem:
+// - every FP8 shape on TDPBF16PS tiles at level amx, engine amx
+//   (gemm/gemm_fp8_amx.hpp), but decode shapes of fewer than
+//   kAmxMinDecodeRows rows;
 // - the FP8 decode kernels (m <= 32 rows, B' rows contiguous: the weights
 //   stream once, decoded in registers), one per level;
 // - the blocked VDPBF16PS kernel where the FP8 GEMM engine is Bf16Dot;
@@ -25,12 +28,13 @@
 #include "codecs/widen_fp8_avx512.hpp"
 #include "dispatch/implementation_list.hpp"
 #include "dispatch/isa.hpp"
-#include "gemm/fp8_gemm_engine.hpp"
 #include "gemm/bf16_matmul_tiles.hpp"
 #include "gemm/decode_gemm_fp8_avx2.hpp"
 #include "gemm/decode_gemm_fp8_avx512.hpp"
 #include "gemm/decode_gemm_fp8_avx512_bf16_vbmi.hpp"
+#include "gemm/fp8_gemm_engine.hpp"
 #include "gemm/gemm_fp8.hpp"
+#include "gemm/gemm_fp8_amx.hpp"
 #include "gemm/sgemm_tiles.hpp"
 #include "plugin/checks.hpp"
 #include "plugin/kernels.hpp"
@@ -106,6 +110,12 @@ bool decodes_nan_free(const GemmProblem& p) { return p.decode_shape() && p.nan_f
 bool engine_is(Fp8GemmEngine e) { return fp8_gemm_engine() == e; }
 
 constexpr GemmCandidate kGemmSumsList[] = {
+    {"gemm_fp8_amx (TDPBF16PS tiles)", Isa::Amx, [] { return fp8_gemm_amx_built() && engine_is(Fp8GemmEngine::Amx); },
+     [](const GemmProblem& p) { return p.fp8 && !(p.decode_shape() && p.m < kAmxMinDecodeRows) && p.nan_free(); },
+     [](const GemmProblem& p, float* acc, int64_t ldc) {
+       fp8_gemm_amx(p.a, p.b, p.m, p.n, p.k, acc, ldc);
+       return int32_t{OCTET_STATUS_SUCCESS};
+     }},
     {"decode_gemm_fp8_avx512_bf16_vbmi (VPERMI2B decoding)", Isa::Avx512Bf16Vbmi, fp8_decode_vbmi_built,
      decodes_nan_free,
      [](const GemmProblem& p, float* acc, int64_t ldc) {
@@ -167,7 +177,16 @@ int32_t gemm_sums(const char* kernel, const octet_matrix_view& av, bool trans_a,
     for (int64_t i = 0; i < m; ++i) std::fill(acc + i * ldc, acc + i * ldc + n, 0.0f);
     return OCTET_STATUS_SUCCESS;
   }
-  const GemmProblem problem{kernel, av, bv, trans_a, trans_b, m, n, k, operand(av, trans_a), operand(bv, trans_b),
+  const GemmProblem problem{kernel,
+                            av,
+                            bv,
+                            trans_a,
+                            trans_b,
+                            m,
+                            n,
+                            k,
+                            operand(av, trans_a),
+                            operand(bv, trans_b),
                             is_fp8(av.dtype) && is_fp8(bv.dtype)};
   return choose(kGemmSumsList, cpu_isa(), problem)->impl(problem, acc, ldc);
 }

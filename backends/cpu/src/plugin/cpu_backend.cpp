@@ -15,6 +15,7 @@
 #include "gemm/decode_gemm_fp8_avx512.hpp"
 #include "gemm/fp8_gemm_engine.hpp"
 #include "gemm/gemm_fp8.hpp"
+#include "gemm/gemm_fp8_amx.hpp"
 #include "layers/layer_kernels.hpp"
 #include "plugin/checks.hpp"
 #include "plugin/errors.hpp"
@@ -46,6 +47,8 @@ const char* gemm_paths() {
     return decodes ? "FP8/FP4 GEMM sgemm tiles (FP8 decode shapes fma)" : "FP8/FP4 GEMM sgemm tiles";
   }
   switch (fp8_gemm_engine()) {
+    case Fp8GemmEngine::Amx:
+      return "FP8 GEMM amx tdpbf16ps, FP4 sgemm tiles";
     case Fp8GemmEngine::Bf16Dot:
       return "FP8/FP4 GEMM vdpbf16ps";
     case Fp8GemmEngine::OnednnBf16:
