@@ -54,11 +54,11 @@
 namespace octet_cpu {
 namespace {
 
-constexpr int64_t kTileK = 32;   // BF16 values in a tile row
-constexpr int64_t kChunk = 64;   // codes a decoder step: two tile k-steps
-constexpr int64_t kNC = 256;     // columns per B' block
-constexpr int64_t kKC = 2048;    // k per panel (a multiple of kChunk)
-constexpr int64_t kMB = 32;      // rows per A' block: two row tiles
+constexpr int64_t kTileK = 32;               // BF16 values in a tile row
+constexpr int64_t kChunk = 64;               // codes a decoder step: two tile k-steps
+constexpr int64_t kNC = 256;                 // columns per B' block
+constexpr int64_t kKC = 2048;                // k per panel (a multiple of kChunk)
+constexpr int64_t kMB = 32;                  // rows per A' block: two row tiles
 constexpr int64_t kTileElems = 16 * kTileK;  // BF16 values in one tile (1 KiB)
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -277,7 +277,8 @@ void sum_block(const uint16_t* a, int64_t a_stride, const uint16_t* b, int64_t k
       _tile_zero(0);
       _tile_zero(1);
     } else {
-      for (int o = 0; o < kOut; ++o) tile_in(c_at(mi_of(o), ni_of(o)), ldc, rows_of(mi_of(o)), cols_of(ni_of(o)), edge + o * 256);
+      for (int o = 0; o < kOut; ++o)
+        tile_in(c_at(mi_of(o), ni_of(o)), ldc, rows_of(mi_of(o)), cols_of(ni_of(o)), edge + o * 256);
       _tile_loadd(0, edge, 64);
       if (kOut == 2) _tile_loadd(1, edge + 256, 64);
     }
@@ -376,7 +377,8 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = memory.get() + kScratchBytes * static_cast<std::size_t>(t);
     const Scratch s{reinterpret_cast<uint16_t*>(base), reinterpret_cast<uint16_t*>(base + kBTileBytes),
-                    base + kBTileBytes + kARowBytes, reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes)};
+                    base + kBTileBytes + kARowBytes,
+                    reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes)};
     const int64_t units = split_n ? n_units : m_units;
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
     if (u0 < u1) {
@@ -393,8 +395,7 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
 
 }  // namespace
 
-void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                  int64_t ldc) {
+void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc) {
   // Build both code tables before any thread needs them.
   (void)fp8_bf16_codes(a.dtype);
   (void)fp8_bf16_codes(b.dtype);

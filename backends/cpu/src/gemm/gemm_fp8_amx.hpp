@@ -17,12 +17,13 @@ namespace octet_cpu {
 // m <= 16) over the block's k. acc is added to across 2048-k panels, so the
 // order of the FP32 additions is the tiles' (numerics.md section 8: the
 // FP8 products are exact, only their summation order differs from the
-// reference's). Either operand may be stored transposed. Neither may hold
+// reference's). Either operand may be stored transposed (A' is then
+// byte-transposed again for every 256 columns: gemm/gemm_sums.cpp sends
+// such shapes to oneDNN's BF16 matmul instead). Neither may hold
 // an FNUZ NaN code (fp8_operand_has_fnuz_nan). Call only when cpu_isa() is
 // Isa::Amx. Throws OutOfMemory (plugin/errors.hpp) before any work when its
 // buffers cannot be allocated.
-void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                  int64_t ldc);
+void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc);
 
 // Decode shapes (gemm/gemm_fp8.hpp's fp8_gemm_bf16_decodes) of at most
 // this many rows take the VPERMI2B decode kernel instead: for so few rows
