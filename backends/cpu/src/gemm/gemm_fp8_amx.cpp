@@ -118,6 +118,8 @@ struct Scratch {
   uint16_t* a_rows;   // kMB rows of kKC BF16
   uint8_t* codes;     // kMB rows of kKC codes: a transposed operand's rows
   float* edge;        // 4 tiles of 16 x 16 FP32
+  uint8_t* a_panel;   // A' stored transposed: the thread's rows' codes of one panel (row stride kKC), else null
+  int64_t a_first;    // the row a_panel starts at
 };
 
 constexpr std::size_t kBTileBytes = (kNC / 16) * (kKC / kTileK) * kTileElems * 2;
@@ -179,7 +181,11 @@ void pack_b(const Fp8Operand& b, const VbmiDecoder::Tab& tab, int64_t j0, int64_
 void decode_a(const Fp8Operand& a, const VbmiDecoder::Tab& tab, int64_t i0, int64_t h, int64_t rows_out, int64_t pc,
               int64_t kc, int64_t kcp, const Scratch& s) {
   const uint8_t* rows[kMB];
-  row_pointers(a, i0, h, pc, kc, s.codes, rows);
+  if (s.a_panel != nullptr) {
+    for (int64_t r = 0; r < h; ++r) rows[r] = s.a_panel + (i0 - s.a_first + r) * kKC;
+  } else {
+    row_pointers(a, i0, h, pc, kc, s.codes, rows);
+  }
   for (int64_t r = 0; r < rows_out; ++r) {
     uint16_t* out = s.a_rows + r * row_stride(kcp);
     for (int64_t c = 0; c * kChunk < kcp; ++c) {
@@ -334,10 +340,13 @@ void sum_block(const uint16_t* a, int64_t a_stride, const uint16_t* b, int64_t k
 // acc rows [m0, m1) x columns [n0, n1) on this thread (tiles configured).
 void gemm_range(const Fp8Operand& a, const Fp8Operand& b, const VbmiDecoder::Tab& ta, const VbmiDecoder::Tab& tb,
                 int64_t k, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* acc, int64_t ldc, const Scratch& s) {
-  for (int64_t j0 = n0; j0 < n1; j0 += kNC) {
-    const int64_t nc = std::min(kNC, n1 - j0), groups = (nc + 15) / 16;
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = std::min(kKC, k - pc), kcp = round_up(kc, kChunk), kt = kcp / kTileK;
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    const int64_t kc = std::min(kKC, k - pc), kcp = round_up(kc, kChunk), kt = kcp / kTileK;
+    // A transposed A' panel is byte-transposed once into rows, not once per
+    // block of B' columns.
+    if (s.a_panel != nullptr) row_kernels().transpose_bytes(a.data + pc * a.ld + m0, a.ld, kc, m1 - m0, s.a_panel, kKC);
+    for (int64_t j0 = n0; j0 < n1; j0 += kNC) {
+      const int64_t nc = std::min(kNC, n1 - j0), groups = (nc + 15) / 16;
       pack_b(b, tb, j0, nc, pc, kc, kcp, s);
       for (int64_t i0 = m0; i0 < m1; i0 += kMB) {
         const int64_t h = std::min(kMB, m1 - i0);
@@ -369,6 +378,11 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
   const int64_t n_units = (n + 31) / 32, m_units = (m + kMB - 1) / kMB;
   const bool split_n = n_units >= threads || n_units >= m_units;
   Buffer<unsigned char> memory(kScratchBytes * static_cast<std::size_t>(threads));
+  // A' stored transposed: each thread's panel of row codes (at most all m
+  // rows of one 2048-k panel).
+  const std::size_t panel_bytes = a.trans ? element_count(m, kKC) : 0;
+  Buffer<uint8_t> panels;
+  if (a.trans) panels.reset(panel_bytes * static_cast<std::size_t>(threads));
   const VbmiDecoder::Tab ta = VbmiDecoder::load(a.dtype), tb = VbmiDecoder::load(b.dtype);
   (void)row_kernels();  // chosen before the threads need it
 #pragma omp parallel num_threads(threads)
@@ -376,11 +390,14 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
     const octet::DefaultFloatMode float_mode;  // this thread, for the region (dispatch/parallel_policy.hpp)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     unsigned char* base = memory.get() + kScratchBytes * static_cast<std::size_t>(t);
-    const Scratch s{reinterpret_cast<uint16_t*>(base), reinterpret_cast<uint16_t*>(base + kBTileBytes),
-                    base + kBTileBytes + kARowBytes,
-                    reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes)};
     const int64_t units = split_n ? n_units : m_units;
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    const Scratch s{reinterpret_cast<uint16_t*>(base),
+                    reinterpret_cast<uint16_t*>(base + kBTileBytes),
+                    base + kBTileBytes + kARowBytes,
+                    reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes),
+                    a.trans ? panels.get() + panel_bytes * static_cast<std::size_t>(t) : nullptr,
+                    split_n ? 0 : u0 * kMB};
     if (u0 < u1) {
       configure_tiles();
       if (split_n) {

@@ -17,9 +17,9 @@ namespace octet_cpu {
 // m <= 16) over the block's k. acc is added to across 2048-k panels, so the
 // order of the FP32 additions is the tiles' (numerics.md section 8: the
 // FP8 products are exact, only their summation order differs from the
-// reference's). Either operand may be stored transposed (A' is then
-// byte-transposed again for every 256 columns: gemm/gemm_sums.cpp sends
-// such shapes to oneDNN's BF16 matmul instead). Neither may hold
+// reference's). Either operand may be stored transposed: a transposed A'
+// is byte-transposed into rows once per 2048-k panel (each thread's rows'
+// codes, at most m x 2048 bytes), a transposed B' 16 columns at a time. Neither may hold
 // an FNUZ NaN code (fp8_operand_has_fnuz_nan). Call only when cpu_isa() is
 // Isa::Amx. Throws OutOfMemory (plugin/errors.hpp) before any work when its
 // buffers cannot be allocated.

@@ -2,15 +2,15 @@
 // candidate of the per-tensor GEMM's implementation list
 // (dispatch/implementation_list.hpp) that runs at the level in use and
 // serves the problem:
-// - FP8 shapes with A' rows contiguous on TDPBF16PS tiles at level amx,
-//   engine amx (gemm/gemm_fp8_amx.hpp), but decode shapes of fewer than
+// - FP8 shapes on TDPBF16PS tiles at level amx, engine amx
+//   (gemm/gemm_fp8_amx.hpp), but decode shapes of fewer than
 //   kAmxMinDecodeRows rows;
 // - the FP8 decode kernels (m <= 32 rows, B' rows contiguous: the weights
 //   stream once, decoded in registers), one per level;
 // - the blocked VDPBF16PS kernel where the FP8 GEMM engine is Bf16Dot;
 // - oneDNN's BF16 matmul on BF16 blocks widened in cache where the engine
-//   is OnednnBf16, or Amx for what the AMX kernel leaves (bf16_matmul_tiles:
-//   AMX tiles where the CPU has them);
+//   is OnednnBf16, or Amx for the FP8 operands the AMX kernel leaves (FNUZ
+//   NaN codes): bf16_matmul_tiles, AMX tiles where the CPU has them;
 // - everything else (high precision operands, FNUZ operands that hold
 //   their NaN code, the Fp32Fma engine's compute-bound shapes): oneDNN's
 //   sgemm on FP32 blocks widened in cache (sgemm_tiles): acc is cut into
@@ -112,9 +112,7 @@ bool engine_is(Fp8GemmEngine e) { return fp8_gemm_engine() == e; }
 
 constexpr GemmCandidate kGemmSumsList[] = {
     {"gemm_fp8_amx (TDPBF16PS tiles)", Isa::Amx, [] { return fp8_gemm_amx_built() && engine_is(Fp8GemmEngine::Amx); },
-     [](const GemmProblem& p) {
-       return p.fp8 && !p.trans_a && !(p.decode_shape() && p.m < kAmxMinDecodeRows) && p.nan_free();
-     },
+     [](const GemmProblem& p) { return p.fp8 && !(p.decode_shape() && p.m < kAmxMinDecodeRows) && p.nan_free(); },
      [](const GemmProblem& p, float* acc, int64_t ldc) {
        fp8_gemm_amx(p.a, p.b, p.m, p.n, p.k, acc, ldc);
        return int32_t{OCTET_STATUS_SUCCESS};
