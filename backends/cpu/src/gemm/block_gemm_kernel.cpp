@@ -39,6 +39,7 @@
 #include "gemm/block_gemm_folded.hpp"
 #include "gemm/fp8_gemm_engine.hpp"
 #include "gemm/gemm_fp8.hpp"
+#include "gemm/gemm_fp8_amx.hpp"
 #include "plugin/checks.hpp"
 #include "plugin/errors.hpp"
 #include "plugin/kernels.hpp"
@@ -153,7 +154,12 @@ int32_t finish_block_gemm(const octet_block_gemm_args* args, float* acc, int64_t
 // The block GEMM on BF16 dot products: FP32 scale tables, the m x n sums
 // from fp8_block_gemm_bf16 (in D itself when D is FP32 and beta is 0, else
 // in a workspace), then the epilogue of section 8 row by row.
-int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+using BlockSums = void (*)(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                           const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc);
+
+// The block GEMM on a kernel that takes the decoded scale tables
+// (fp8_block_gemm_bf16, fp8_block_gemm_amx), then the epilogue.
+int32_t block_gemm_with_tables(const octet_block_gemm_args* args, GemmWorkspace& ws, BlockSums sums) {
   const int64_t m = args->m, n = args->n, k = args->k;
   const int64_t bk = args->a_block_cols, k_blocks = ceil_div(k, bk);
   const int64_t bra = args->a_block_rows, brb = args->b_block_rows;
@@ -173,9 +179,16 @@ int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   const int64_t ldc = direct ? args->d.ld : n;
   const Fp8Operand a{static_cast<const uint8_t*>(args->a.data), args->a.ld, false, args->a.dtype};
   const Fp8Operand b{static_cast<const uint8_t*>(args->b.data), args->b.ld, false, args->b.dtype};
-  fp8_block_gemm_bf16(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc,
-                      ldc);
+  sums(a, b, m, n, k, bk, BlockScaleTable{sa, bra, k_blocks}, BlockScaleTable{sb, brb, k_blocks}, acc, ldc);
   return finish_block_gemm(args, acc, ldc);
+}
+
+int32_t block_gemm_bf16(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  return block_gemm_with_tables(args, ws, fp8_block_gemm_bf16);
+}
+
+int32_t block_gemm_amx(const octet_block_gemm_args* args, GemmWorkspace& ws) {
+  return block_gemm_with_tables(args, ws, fp8_block_gemm_amx);
 }
 
 // The block GEMM with its scales folded into the operands
@@ -283,6 +296,15 @@ using BlockGemmCandidate = Candidate<BlockGemmProblem, BlockGemmRun>;
 // (its own implementation list: gemm/gemm_sums.cpp) are the block's
 // partial sums and the scales go into the epilogue.
 constexpr BlockGemmCandidate kBlockGemmList[] = {
+    {"block_gemm_amx (TDPBF16PS per k-block)", Isa::Amx,
+     [] { return fp8_gemm_amx_built() && fp8_gemm_engine() == Fp8GemmEngine::Amx; },
+     [](const BlockGemmProblem& p) {
+       const octet_block_gemm_args* a = p.args;
+       const bool per_row =
+           p.k_blocks == 1 && a->a_block_rows == 1 && a->b_block_rows == 1 && a->scale_dtype == OCTET_DTYPE_FP32;
+       return !per_row && fp8_block_gemm_amx_takes(a->a_block_cols) && a->m >= kAmxMinDecodeRows && p.bf16_able();
+     },
+     block_gemm_amx},
     {"block_gemm_folded (scales folded, sgemm_tiles)", Isa::Portable, nullptr,
      [](const BlockGemmProblem& p) {
        return p.k_blocks > 1 && (p.engine_fp32() || !p.bf16_able()) && block_scales_fold(p.args);

@@ -372,6 +372,90 @@ void gemm_range(const Fp8Operand& a, const Fp8Operand& b, const VbmiDecoder::Tab
   }
 }
 
+// The block-scaled GEMM's partial sums over tile steps [t0, t0 + steps)
+// of one k-block, for the kMT x kNT tiles of a 32 x 32 output block, from
+// zero, stored into edge (tile (mi, ni) at edge + (mi * 2 + ni) * 256).
+template <int kMT, int kNT>
+void block_partials(const uint16_t* a, int64_t a_stride, const uint16_t* b, int64_t kt, int64_t t0, int64_t steps,
+                    float* edge) {
+  const int64_t a_bytes = a_stride * 2;
+  const uint16_t* b1 = b + kt * kTileElems;
+  _tile_zero(0);
+  if (kNT == 2) _tile_zero(1);
+  if (kMT == 2) _tile_zero(2);
+  if (kMT == 2 && kNT == 2) _tile_zero(3);
+  for (int64_t t = t0; t < t0 + steps; ++t) {
+    _tile_loadd(4, a + t * kTileK, a_bytes);
+    _tile_loadd(6, b + t * kTileElems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (kNT == 2) {
+      _tile_loadd(7, b1 + t * kTileElems, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if (kMT == 2) {
+      _tile_loadd(5, a + 16 * a_stride + t * kTileK, a_bytes);
+      _tile_dpbf16ps(2, 5, 6);
+      if (kNT == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, edge, 64);
+  if (kNT == 2) _tile_stored(1, edge + 256, 64);
+  if (kMT == 2) _tile_stored(2, edge + 512, 64);
+  if (kMT == 2 && kNT == 2) _tile_stored(3, edge + 768, 64);
+}
+
+// acc rows [m0, m1) x columns [n0, n1) of the block-scaled GEMM on this
+// thread: for each 32 x 32 output block and k-block kb in ascending
+// order, acc = acc + P_kb * (sa(i, kb) * sb(j, kb)) element by element
+// (numerics.md section 12), acc starting from +0 at the first k-block.
+void block_range(const Fp8Operand& a, const Fp8Operand& b, const VbmiDecoder::Tab& ta, const VbmiDecoder::Tab& tb,
+                 int64_t k, int64_t bk, const BlockScaleTable& sa, const BlockScaleTable& sb, int64_t m0, int64_t m1,
+                 int64_t n0, int64_t n1, float* acc, int64_t ldc, const Scratch& s) {
+  const int64_t steps = bk / kTileK;
+  for (int64_t pc = 0; pc < k; pc += kKC) {
+    const int64_t kc = std::min(kKC, k - pc), kcp = round_up(kc, kChunk), kt = kcp / kTileK;
+    for (int64_t j0 = n0; j0 < n1; j0 += kNC) {
+      const int64_t nc = std::min(kNC, n1 - j0), groups = (nc + 15) / 16;
+      pack_b(b, tb, j0, nc, pc, kc, kcp, s);
+      for (int64_t i0 = m0; i0 < m1; i0 += kMB) {
+        const int64_t h = std::min(kMB, m1 - i0);
+        const bool two_rows = h > 16;
+        decode_a(a, ta, i0, h, two_rows ? 32 : 16, pc, kc, kcp, s);
+        for (int64_t g = 0; g < groups; g += 2) {
+          const bool two_cols = g + 1 < groups;
+          const int64_t w = std::min<int64_t>(32, nc - g * 16), jb = j0 + g * 16;
+          const uint16_t* bt = s.b_tiles + g * kt * kTileElems;
+          for (int64_t t0 = 0; t0 * kTileK < kc; t0 += steps) {
+            const int64_t kb = (pc + t0 * kTileK) / bk;
+            const int64_t ts = std::min(steps, kt - t0);
+            if (two_rows && two_cols) {
+              block_partials<2, 2>(s.a_rows, row_stride(kcp), bt, kt, t0, ts, s.edge);
+            } else if (two_rows) {
+              block_partials<2, 1>(s.a_rows, row_stride(kcp), bt, kt, t0, ts, s.edge);
+            } else if (two_cols) {
+              block_partials<1, 2>(s.a_rows, row_stride(kcp), bt, kt, t0, ts, s.edge);
+            } else {
+              block_partials<1, 1>(s.a_rows, row_stride(kcp), bt, kt, t0, ts, s.edge);
+            }
+            const bool first = kb == 0;
+            float sb_row[32];
+            for (int64_t c = 0; c < w; ++c) sb_row[c] = sb.at(jb + c, kb);
+            for (int64_t r = 0; r < h; ++r) {
+              const float s_a = sa.at(i0 + r, kb);
+              const float* p = s.edge + (r / 16) * 512 + (r % 16) * 16;
+              float* out = acc + (i0 + r) * ldc + jb;
+              for (int64_t c = 0; c < w; ++c) {
+                const float v = (c < 16 ? p[c] : p[256 + c - 16]) * (s_a * sb_row[c]);
+                out[c] = (first ? 0.0f : out[c]) + v;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
                        int64_t ldc) {
   const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
@@ -410,6 +494,39 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
   }
 }
 
+void fp8_block_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                             const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
+  const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
+  const int64_t n_units = (n + 31) / 32, m_units = (m + kMB - 1) / kMB;
+  const bool split_n = n_units >= threads || n_units >= m_units;
+  Buffer<unsigned char> memory(kScratchBytes * static_cast<std::size_t>(threads));
+  const VbmiDecoder::Tab ta = VbmiDecoder::load(a.dtype), tb = VbmiDecoder::load(b.dtype);
+  (void)row_kernels();
+#pragma omp parallel num_threads(threads)
+  {
+    const octet::DefaultFloatMode float_mode;  // this thread, for the region (dispatch/parallel_policy.hpp)
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    unsigned char* base = memory.get() + kScratchBytes * static_cast<std::size_t>(t);
+    const int64_t units = split_n ? n_units : m_units;
+    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    const Scratch s{reinterpret_cast<uint16_t*>(base),
+                    reinterpret_cast<uint16_t*>(base + kBTileBytes),
+                    base + kBTileBytes + kARowBytes,
+                    reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes),
+                    nullptr,
+                    0};
+    if (u0 < u1) {
+      configure_tiles();
+      if (split_n) {
+        block_range(a, b, ta, tb, k, bk, sa, sb, 0, m, u0 * 32, std::min(n, u1 * 32), acc, ldc, s);
+      } else {
+        block_range(a, b, ta, tb, k, bk, sa, sb, u0 * kMB, std::min(m, u1 * kMB), 0, n, acc, ldc, s);
+      }
+      _tile_release();
+    }
+  }
+}
+
 }  // namespace
 
 void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc) {
@@ -417,6 +534,13 @@ void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n
   (void)fp8_bf16_codes(a.dtype);
   (void)fp8_bf16_codes(b.dtype);
   fp8_gemm_amx_impl(a, b, m, n, k, acc, ldc);
+}
+
+void fp8_block_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                        const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
+  (void)fp8_bf16_codes(a.dtype);
+  (void)fp8_bf16_codes(b.dtype);
+  fp8_block_gemm_amx_impl(a, b, m, n, k, bk, sa, sb, acc, ldc);
 }
 
 }  // namespace octet_cpu
@@ -436,6 +560,8 @@ bool fp8_gemm_amx_built() {
 
 #if !defined(OCTET_CPU_HAVE_AMX_PATH)
 void fp8_gemm_amx(const Fp8Operand&, const Fp8Operand&, int64_t, int64_t, int64_t, float*, int64_t) {}
+void fp8_block_gemm_amx(const Fp8Operand&, const Fp8Operand&, int64_t, int64_t, int64_t, int64_t,
+                        const BlockScaleTable&, const BlockScaleTable&, float*, int64_t) {}
 #endif
 
 }  // namespace octet_cpu

@@ -25,6 +25,20 @@ namespace octet_cpu {
 // buffers cannot be allocated.
 void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc, int64_t ldc);
 
+// The block-scaled GEMM of fp8_block_gemm_bf16 (gemm/gemm_fp8.hpp: the
+// same arguments, rows contiguous, bk one fp8_block_gemm_amx_takes) on
+// the tiles: each k-block's partial sums P_kb of a 32 x 32 output block
+// come from TDPBF16PS from zero, then acc = acc + P_kb * (sa * sb) element
+// by element in ascending kb (numerics.md section 12). Call only when
+// cpu_isa() is Isa::Amx.
+void fp8_block_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
+                        const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc);
+
+// The k-blocks fp8_block_gemm_amx takes: 64, 128 and 256 (1x128 and
+// 128x128 blocks). The decoder's 64-code chunks put codes of two 32-wide
+// k-blocks in each tile step, so MXFP8's 32 stays on the other kernels.
+inline bool fp8_block_gemm_amx_takes(int64_t bk) { return bk == 64 || bk == 128 || bk == 256; }
+
 // Decode shapes (gemm/gemm_fp8.hpp's fp8_gemm_bf16_decodes) of at most
 // this many rows take the VPERMI2B decode kernel instead: for so few rows
 // the 16 x 16 transposes that pair B' cost more than the FMAs they save
