@@ -49,10 +49,25 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include "codecs/decode_fp8_avx512.hpp"
 #include "codecs/decode_fp8_avx512_vbmi.hpp"
 
 namespace octet_cpu {
 namespace {
+
+// 64 codes as two vectors of 32 BF16 in their order (VPERMI2W,
+// Perm16Decoder): the decoder of the block-scaled GEMM's 32-wide k-blocks,
+// whose tile steps must each hold one k-block's codes. VbmiDecoder's
+// interface.
+struct InOrderDecoder {
+  static constexpr int64_t kChunk = 64;
+  using Tab = Table;
+  static Tab load(int32_t dtype) { return load_table(fp8_bf16_codes(dtype)); }
+  static void chunk(const uint8_t* p, int64_t count, const Tab& t, __m512i* out) {
+    out[0] = decode32(load_bytes(p, count), t);
+    out[1] = decode32(load_bytes(p + 32, count - 32), t);
+  }
+};
 
 constexpr int64_t kTileK = 32;               // BF16 values in a tile row
 constexpr int64_t kChunk = 64;               // codes a decoder step: two tile k-steps
@@ -144,7 +159,8 @@ void row_pointers(const Fp8Operand& x, int64_t r0, int64_t rows, int64_t pc, int
 // B' columns [j0, j0 + nc) x k [pc, pc + kc) as pair tiles: tile (g, t)
 // at b_tiles + (g * kt + t) * kTileElems holds columns j0 + 16g .. + 15 and
 // k-step t (kt = kcp / kTileK).
-void pack_b(const Fp8Operand& b, const VbmiDecoder::Tab& tab, int64_t j0, int64_t nc, int64_t pc, int64_t kc,
+template <class Decoder>
+void pack_b(const Fp8Operand& b, const typename Decoder::Tab& tab, int64_t j0, int64_t nc, int64_t pc, int64_t kc,
             int64_t kcp, const Scratch& s) {
   const int64_t kt = kcp / kTileK;
   const uint8_t* rows[16];
@@ -157,7 +173,7 @@ void pack_b(const Fp8Operand& b, const VbmiDecoder::Tab& tab, int64_t j0, int64_
       for (int64_t r = 0; r < 16; ++r) {
         if (r < h) {
           __m512i v[2];
-          VbmiDecoder::chunk(rows[r] + c * kChunk, count, tab, v);
+          Decoder::chunk(rows[r] + c * kChunk, count, tab, v);
           lo[r] = v[0];
           hi[r] = v[1];
         } else {
@@ -178,8 +194,9 @@ void pack_b(const Fp8Operand& b, const VbmiDecoder::Tab& tab, int64_t j0, int64_
 
 // A' rows [i0, i0 + h) x k [pc, pc + kc) decoded into a_rows (row stride
 // row_stride(kcp)), rows h .. rows_out - 1 zero.
-void decode_a(const Fp8Operand& a, const VbmiDecoder::Tab& tab, int64_t i0, int64_t h, int64_t rows_out, int64_t pc,
-              int64_t kc, int64_t kcp, const Scratch& s) {
+template <class Decoder>
+void decode_a(const Fp8Operand& a, const typename Decoder::Tab& tab, int64_t i0, int64_t h, int64_t rows_out,
+              int64_t pc, int64_t kc, int64_t kcp, const Scratch& s) {
   const uint8_t* rows[kMB];
   if (s.a_panel != nullptr) {
     for (int64_t r = 0; r < h; ++r) rows[r] = s.a_panel + (i0 - s.a_first + r) * kKC;
@@ -190,7 +207,7 @@ void decode_a(const Fp8Operand& a, const VbmiDecoder::Tab& tab, int64_t i0, int6
     uint16_t* out = s.a_rows + r * row_stride(kcp);
     for (int64_t c = 0; c * kChunk < kcp; ++c) {
       __m512i v[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-      if (r < h) VbmiDecoder::chunk(rows[r] + c * kChunk, std::min(kChunk, kc - c * kChunk), tab, v);
+      if (r < h) Decoder::chunk(rows[r] + c * kChunk, std::min(kChunk, kc - c * kChunk), tab, v);
       _mm512_store_si512(out + c * kChunk, v[0]);
       _mm512_store_si512(out + c * kChunk + kTileK, v[1]);
     }
@@ -347,11 +364,11 @@ void gemm_range(const Fp8Operand& a, const Fp8Operand& b, const VbmiDecoder::Tab
     if (s.a_panel != nullptr) row_kernels().transpose_bytes(a.data + pc * a.ld + m0, a.ld, kc, m1 - m0, s.a_panel, kKC);
     for (int64_t j0 = n0; j0 < n1; j0 += kNC) {
       const int64_t nc = std::min(kNC, n1 - j0), groups = (nc + 15) / 16;
-      pack_b(b, tb, j0, nc, pc, kc, kcp, s);
+      pack_b<VbmiDecoder>(b, tb, j0, nc, pc, kc, kcp, s);
       for (int64_t i0 = m0; i0 < m1; i0 += kMB) {
         const int64_t h = std::min(kMB, m1 - i0);
         const bool two_rows = h > 16;
-        decode_a(a, ta, i0, h, two_rows ? 32 : 16, pc, kc, kcp, s);
+        decode_a<VbmiDecoder>(a, ta, i0, h, two_rows ? 32 : 16, pc, kc, kcp, s);
         for (int64_t g = 0; g < groups; g += 2) {
           const bool two_cols = g + 1 < groups;
           const int64_t w = std::min<int64_t>(32, nc - g * 16);
@@ -408,19 +425,21 @@ void block_partials(const uint16_t* a, int64_t a_stride, const uint16_t* b, int6
 // thread: for each 32 x 32 output block and k-block kb in ascending
 // order, acc = acc + P_kb * (sa(i, kb) * sb(j, kb)) element by element
 // (numerics.md section 12), acc starting from +0 at the first k-block.
-void block_range(const Fp8Operand& a, const Fp8Operand& b, const VbmiDecoder::Tab& ta, const VbmiDecoder::Tab& tb,
-                 int64_t k, int64_t bk, const BlockScaleTable& sa, const BlockScaleTable& sb, int64_t m0, int64_t m1,
-                 int64_t n0, int64_t n1, float* acc, int64_t ldc, const Scratch& s) {
+template <class Decoder>
+void block_range(const Fp8Operand& a, const Fp8Operand& b, const typename Decoder::Tab& ta,
+                 const typename Decoder::Tab& tb, int64_t k, int64_t bk, const BlockScaleTable& sa,
+                 const BlockScaleTable& sb, int64_t m0, int64_t m1, int64_t n0, int64_t n1, float* acc, int64_t ldc,
+                 const Scratch& s) {
   const int64_t steps = bk / kTileK;
   for (int64_t pc = 0; pc < k; pc += kKC) {
     const int64_t kc = std::min(kKC, k - pc), kcp = round_up(kc, kChunk), kt = kcp / kTileK;
     for (int64_t j0 = n0; j0 < n1; j0 += kNC) {
       const int64_t nc = std::min(kNC, n1 - j0), groups = (nc + 15) / 16;
-      pack_b(b, tb, j0, nc, pc, kc, kcp, s);
+      pack_b<Decoder>(b, tb, j0, nc, pc, kc, kcp, s);
       for (int64_t i0 = m0; i0 < m1; i0 += kMB) {
         const int64_t h = std::min(kMB, m1 - i0);
         const bool two_rows = h > 16;
-        decode_a(a, ta, i0, h, two_rows ? 32 : 16, pc, kc, kcp, s);
+        decode_a<Decoder>(a, ta, i0, h, two_rows ? 32 : 16, pc, kc, kcp, s);
         for (int64_t g = 0; g < groups; g += 2) {
           const bool two_cols = g + 1 < groups;
           const int64_t w = std::min<int64_t>(32, nc - g * 16), jb = j0 + g * 16;
@@ -494,13 +513,14 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
   }
 }
 
+template <class Decoder>
 void fp8_block_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
                              const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
   const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
   const int64_t n_units = (n + 31) / 32, m_units = (m + kMB - 1) / kMB;
   const bool split_n = n_units >= threads || n_units >= m_units;
   Buffer<unsigned char> memory(kScratchBytes * static_cast<std::size_t>(threads));
-  const VbmiDecoder::Tab ta = VbmiDecoder::load(a.dtype), tb = VbmiDecoder::load(b.dtype);
+  const typename Decoder::Tab ta = Decoder::load(a.dtype), tb = Decoder::load(b.dtype);
   (void)row_kernels();
 #pragma omp parallel num_threads(threads)
   {
@@ -518,9 +538,9 @@ void fp8_block_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m
     if (u0 < u1) {
       configure_tiles();
       if (split_n) {
-        block_range(a, b, ta, tb, k, bk, sa, sb, 0, m, u0 * 32, std::min(n, u1 * 32), acc, ldc, s);
+        block_range<Decoder>(a, b, ta, tb, k, bk, sa, sb, 0, m, u0 * 32, std::min(n, u1 * 32), acc, ldc, s);
       } else {
-        block_range(a, b, ta, tb, k, bk, sa, sb, u0 * kMB, std::min(m, u1 * kMB), 0, n, acc, ldc, s);
+        block_range<Decoder>(a, b, ta, tb, k, bk, sa, sb, u0 * kMB, std::min(m, u1 * kMB), 0, n, acc, ldc, s);
       }
       _tile_release();
     }
@@ -540,7 +560,13 @@ void fp8_block_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int
                         const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
   (void)fp8_bf16_codes(a.dtype);
   (void)fp8_bf16_codes(b.dtype);
-  fp8_block_gemm_amx_impl(a, b, m, n, k, bk, sa, sb, acc, ldc);
+  // 32-wide k-blocks need each tile step's codes in order; wider ones take
+  // the faster VPERMI2B decoder (its 64-code chunks stay inside a block).
+  if (bk == 32) {
+    fp8_block_gemm_amx_impl<InOrderDecoder>(a, b, m, n, k, bk, sa, sb, acc, ldc);
+  } else {
+    fp8_block_gemm_amx_impl<VbmiDecoder>(a, b, m, n, k, bk, sa, sb, acc, ldc);
+  }
 }
 
 }  // namespace octet_cpu

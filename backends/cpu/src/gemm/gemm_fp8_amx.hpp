@@ -34,10 +34,10 @@ void fp8_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n
 void fp8_block_gemm_amx(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
                         const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc);
 
-// The k-blocks fp8_block_gemm_amx takes: 64, 128 and 256 (1x128 and
-// 128x128 blocks). The decoder's 64-code chunks put codes of two 32-wide
-// k-blocks in each tile step, so MXFP8's 32 stays on the other kernels.
-inline bool fp8_block_gemm_amx_takes(int64_t bk) { return bk == 64 || bk == 128 || bk == 256; }
+// The k-blocks fp8_block_gemm_amx takes: 32 (MXFP8, decoded in order by
+// VPERMI2W, so that each 32-k tile step holds one k-block), 64, 128 and
+// 256 (1x128, 128x128; VPERMI2B's 64-code chunks stay inside a block).
+inline bool fp8_block_gemm_amx_takes(int64_t bk) { return bk == 32 || bk == 64 || bk == 128 || bk == 256; }
 
 // Decode shapes (gemm/gemm_fp8.hpp's fp8_gemm_bf16_decodes) of at most
 // this many rows take the VPERMI2B decode kernel instead: for so few rows
