@@ -76,8 +76,9 @@ TEST(Collectives, BadArgumentsNameTheArgumentAndSendNothing) {
   EXPECT_EQ(octet_reduce_scatter(ctx.get(), a.get(), b.get(), -1), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(last().find("argument 'op' (-1)"), std::string::npos) << last();
   // A destroyed tensor.
-  octet_tensor* gone = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {2, 3}).release();
-  octet_tensor_destroy(gone);
+  TensorPtr destroyed = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {2, 3});
+  octet_tensor* gone = destroyed.get();
+  destroyed = TensorPtr();  // octet_tensor_destroy
   EXPECT_EQ(octet_allgather(ctx.get(), gone, b.get()), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(world.starts, 0);
 

@@ -16,9 +16,10 @@ std::string last() { return octet_last_error_message(); }
 TEST(DestroyedHandles, TensorUsedAfterDestroyIsRefused) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   ASSERT_TRUE(ctx);
-  octet_tensor* t = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {4, 4}).release();
-  octet_tensor* out = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {4, 4}, OCTET_USAGE_ROWWISE).release();
-  octet_tensor_destroy(t);
+  TensorPtr owned = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {4, 4});
+  TensorPtr out = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {4, 4}, OCTET_USAGE_ROWWISE);
+  octet_tensor* t = owned.get();
+  owned = TensorPtr();  // octet_tensor_destroy(t)
   octet_tensor_info info{};
   info.struct_size = sizeof(info);
   EXPECT_EQ(octet_tensor_get_info(t, &info), OCTET_STATUS_INVALID_ARGUMENT);
@@ -26,12 +27,11 @@ TEST(DestroyedHandles, TensorUsedAfterDestroyIsRefused) {
   EXPECT_THAT(last(), HasSubstr("destroyed"));
   float v[16] = {};
   EXPECT_EQ(octet_tensor_copy_from_host(t, OCTET_COMPONENT_DATA, v, sizeof(v)), OCTET_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(octet_quantize(ctx.get(), t, out, nullptr), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_quantize(ctx.get(), t, out.get(), nullptr), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(last(), HasSubstr("argument 'input'"));
   octet_tensor_destroy(t);  // twice: refused, not a use-after-free
   EXPECT_THAT(last(), HasSubstr("octet_tensor_destroy"));
   EXPECT_THAT(last(), HasSubstr("destroyed"));
-  octet_tensor_destroy(out);
 }
 
 TEST(DestroyedHandles, ContextRecipeQuantizerLayerAndSavedDestroyedTwiceAreRefused) {
@@ -77,9 +77,9 @@ TEST(DestroyedHandles, ContextRecipeQuantizerLayerAndSavedDestroyedTwiceAreRefus
   EXPECT_THAT(last(), HasSubstr("octet_recipe_destroy: argument 'recipe'"));
   EXPECT_EQ(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &q), OCTET_STATUS_INVALID_ARGUMENT);
 
-  x.reset();
-  y.reset();
-  dy.reset();
+  x = TensorPtr();
+  y = TensorPtr();
+  dy = TensorPtr();
   octet_context_destroy(ctx);
   octet_context_destroy(ctx);
   EXPECT_THAT(last(), HasSubstr("octet_context_destroy: argument 'context'"));

@@ -354,7 +354,7 @@ TEST_F(DLPack, ExportRoundTripSharesMemoryAndOutlivesTheTensor) {
   shared[0] = -7.0f;  // the consumer writes; Octet sees it
   EXPECT_EQ(read<float>(t.get(), OCTET_COMPONENT_DATA, 6)[0], -7.0f);
   // The tensor goes first: the export keeps the memory (still counted).
-  t.reset();
+  t = TensorPtr();
   EXPECT_EQ(user_bytes(), bytes);
   EXPECT_EQ(shared[5], 6.0f);
   shared[5] = 0.0f;
@@ -375,7 +375,7 @@ TEST_F(DLPack, ExportReleasedBeforeTheTensorLeavesItIntact) {
   ASSERT_EQ(octet_tensor_to_dlpack(t.get(), OCTET_COMPONENT_DATA, &b), 0);
   EXPECT_EQ(a->dl_tensor.data, b->dl_tensor.data);
   a->deleter(a);
-  t.reset();
+  t = TensorPtr();
   EXPECT_EQ(static_cast<float*>(b->dl_tensor.data)[3], 4.0f);
   b->deleter(b);
   EXPECT_EQ(user_bytes(), 0u);
@@ -393,7 +393,7 @@ TEST_F(DLPack, OctetToOctetInBothOrdersOfRelease) {
     ASSERT_EQ(octet_tensor_copy_from_host(imported, OCTET_COMPONENT_DATA, four.data(), 16), 0);
     EXPECT_EQ(read<float>(source.get(), OCTET_COMPONENT_DATA, 4), four);
     if (tensor_first) {
-      source.reset();
+      source = TensorPtr();
       ctx.reset();
       EXPECT_EQ(read<float>(imported, OCTET_COMPONENT_DATA, 4), four);
       octet_tensor_destroy(imported);
@@ -431,35 +431,27 @@ TEST_F(DLPack, QuantizedTensorsExportCodesAndScalesSeparately) {
     EXPECT_EQ(value, read<float>(q.get(), c, 1)[0]) << "component " << c;
     s->deleter(s);
   }
-  q.reset();  // the exports keep the codes
+  q = TensorPtr();  // the exports keep the codes
   EXPECT_EQ(static_cast<uint8_t*>(columnwise->dl_tensor.data)[0], static_cast<uint8_t*>(data->dl_tensor.data)[0]);
   data->deleter(data);
   columnwise->deleter(columnwise);
 
   // Block scaling: the scale grid, E8M0 codes for MXFP8.
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof(desc);
-  desc.dtype = OCTET_DTYPE_E4M3;
-  desc.ndim = 2;
-  desc.shape[0] = 4;
-  desc.shape[1] = 64;
-  desc.usages = OCTET_USAGE_ROWWISE;
-  desc.scaling_mode = OCTET_SCALING_MXFP8_1X32;
-  octet_tensor* mx = nullptr;
-  ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &mx), 0) << octet_last_error_message();
+  TensorPtr mx = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {4, 64}, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
   Versioned* grid = nullptr;
-  ASSERT_EQ(octet_tensor_to_dlpack(mx, OCTET_COMPONENT_ROWWISE_SCALE_INV, &grid), 0) << octet_last_error_message();
+  ASSERT_EQ(octet_tensor_to_dlpack(mx.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, &grid), 0)
+      << octet_last_error_message();
   EXPECT_EQ(grid->dl_tensor.dtype.code, OCTET_DLPACK_CODE_FLOAT8_E8M0FNU);
   EXPECT_EQ(grid->dl_tensor.shape[0], 4);
   EXPECT_EQ(grid->dl_tensor.shape[1], 2);
   Versioned* untouched = reinterpret_cast<Versioned*>(uintptr_t(0x5eed));
-  EXPECT_EQ(octet_tensor_to_dlpack(mx, OCTET_COMPONENT_SCALE_INV, &untouched), OCTET_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(octet_tensor_to_dlpack(mx.get(), OCTET_COMPONENT_SCALE_INV, &untouched), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(octet_last_error_message(), HasSubstr("per block"));
-  EXPECT_EQ(octet_tensor_to_dlpack(mx, OCTET_COMPONENT_COLUMNWISE_SCALE_INV, &untouched),
+  EXPECT_EQ(octet_tensor_to_dlpack(mx.get(), OCTET_COMPONENT_COLUMNWISE_SCALE_INV, &untouched),
             OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(octet_last_error_message(), HasSubstr("no columnwise usage"));
   EXPECT_EQ(untouched, reinterpret_cast<Versioned*>(uintptr_t(0x5eed)));
-  octet_tensor_destroy(mx);
+  mx = TensorPtr();  // destroyed before the export is released
   grid->deleter(grid);
 }
 

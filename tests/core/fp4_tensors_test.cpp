@@ -20,16 +20,7 @@ using testing::HasSubstr;
 std::string last_error() { return octet_last_error_message(); }
 
 TensorPtr make_fp4(octet_context* ctx, std::vector<int64_t> shape, int32_t mode, uint32_t usages) {
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof(desc);
-  desc.dtype = OCTET_DTYPE_E2M1;
-  desc.ndim = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) desc.shape[i] = shape[i];
-  desc.usages = usages;
-  desc.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &desc, &t), OCTET_STATUS_SUCCESS) << last_error();
-  return TensorPtr(t);
+  return make_tensor(ctx, OCTET_DTYPE_E2M1, shape, usages, mode);
 }
 
 octet_tensor_info info_of(const octet_tensor* t) {

@@ -210,17 +210,7 @@ TEST(NarrowDtypeReference, BlockScaledFnuzTensorsUseTheFormatsOwnMaximum) {
   TensorPtr src = make_fp32(ctx.get(), rows, cols, x);
   for (int32_t dtype : {OCTET_DTYPE_E4M3FNUZ, OCTET_DTYPE_E5M2FNUZ}) {
     const float top = dtype == OCTET_DTYPE_E4M3FNUZ ? 240.0f : 57344.0f;
-    octet_tensor_desc desc{};
-    desc.struct_size = sizeof(desc);
-    desc.dtype = dtype;
-    desc.ndim = 2;
-    desc.shape[0] = rows;
-    desc.shape[1] = cols;
-    desc.usages = OCTET_USAGE_ROWWISE;
-    desc.scaling_mode = OCTET_SCALING_BLOCK_1X128;
-    octet_tensor* raw = nullptr;
-    ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &raw), OCTET_STATUS_SUCCESS) << last_error();
-    TensorPtr q(raw);
+    TensorPtr q = make_tensor(ctx.get(), dtype, {rows, cols}, OCTET_USAGE_ROWWISE, OCTET_SCALING_BLOCK_1X128);
     ASSERT_EQ(octet_quantize(ctx.get(), src.get(), q.get(), nullptr), OCTET_STATUS_SUCCESS) << last_error();
     const auto codes = read<uint8_t>(q.get(), OCTET_COMPONENT_DATA, size_t(rows * cols));
     const auto grid = read<float>(q.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, 4);

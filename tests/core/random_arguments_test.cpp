@@ -78,9 +78,9 @@ TensorPtr random_tensor(octet_context* ctx, Draw& d, int iteration, int64_t rows
   expect_reported(s, "octet_tensor_create", iteration);
   if (s != OCTET_STATUS_SUCCESS) {
     EXPECT_EQ(t, nullptr) << "a failed create wrote its output (iteration " << iteration << ")";
-    return nullptr;
+    return TensorPtr();
   }
-  return TensorPtr(t);
+  return TensorPtr::adopt(t);
 }
 
 // A plain tensor, or null where the shape is refused (no expectation).
@@ -92,7 +92,7 @@ TensorPtr try_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t co
   desc.shape[0] = rows;
   desc.shape[1] = cols;
   octet_tensor* t = nullptr;
-  return octet_tensor_create(ctx, &desc, &t) == OCTET_STATUS_SUCCESS ? TensorPtr(t) : nullptr;
+  return octet_tensor_create(ctx, &desc, &t) == OCTET_STATUS_SUCCESS ? TensorPtr::adopt(t) : TensorPtr();
 }
 
 class RandomArguments : public BackendTest {};
@@ -180,7 +180,7 @@ TEST_P(RandomArguments, EveryCallReturnsAStatusWithAMessage) {
         o.epilogue = d.pick<int32_t>({0, 0, 1, 7});
         o.fast_accumulation = d.pick<int32_t>({0, 1, 3});
         o.saturate_output = d.pick<int32_t>({0, 1, 5});
-        TensorPtr bias = d.coin() ? random_tensor(ctx.get(), d, it, 1, rows) : nullptr;
+        TensorPtr bias = d.coin() ? random_tensor(ctx.get(), d, it, 1, rows) : TensorPtr();
         o.bias = bias.get();
         s = octet_gemm(ctx.get(), a.get(), b.get(), c.get(), &o);
         break;
@@ -336,7 +336,7 @@ TEST_P(RandomArguments, LayersWithRandomOptionsRecipesAndTensors) {
     s = octet_layer_forward(layer.get(), x.get(), y.get(), training, d.rng() % 10 == 0 ? nullptr : &saved);
     expect_reported(s, "octet_layer_forward", it);
     if (s == OCTET_STATUS_SUCCESS && saved != nullptr) {
-      TensorPtr dx = d.coin() ? try_tensor(ctx.get(), dt, rows, in_cols) : nullptr;
+      TensorPtr dx = d.coin() ? try_tensor(ctx.get(), dt, rows, in_cols) : TensorPtr();
       s = octet_layer_backward(layer.get(), &saved, y.get(), dx.get(), d.pick<int32_t>({0, 1, 2}));
       expect_reported(s, "octet_layer_backward", it);
       if (s == OCTET_STATUS_SUCCESS) ++trained;

@@ -82,17 +82,7 @@ TEST(ScaleRules, QuantizerSetScaleFollowsTheSameRule) {
 TEST(ScaleRules, Fp32BlockGridEntriesFollowTheRuleE8m0CodesAreAllAllowed) {
   ContextPtr ctx = make_context("reference", OCTET_PROFILE_NATIVE);
   ASSERT_TRUE(ctx);
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof(desc);
-  desc.dtype = OCTET_DTYPE_E4M3;
-  desc.ndim = 2;
-  desc.shape[0] = 2;
-  desc.shape[1] = 256;
-  desc.usages = OCTET_USAGE_ROWWISE;
-  desc.scaling_mode = OCTET_SCALING_BLOCK_1X128;
-  octet_tensor* raw = nullptr;
-  ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &raw), OCTET_STATUS_SUCCESS);
-  TensorPtr block(raw);
+  TensorPtr block = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {2, 256}, OCTET_USAGE_ROWWISE, OCTET_SCALING_BLOCK_1X128);
   for (float bad : kBad) {
     float grid[4] = {1.0f, 2.0f, bad, 0.5f};
     EXPECT_EQ(octet_tensor_copy_from_host(block.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, grid, sizeof(grid)),
@@ -104,9 +94,7 @@ TEST(ScaleRules, Fp32BlockGridEntriesFollowTheRuleE8m0CodesAreAllAllowed) {
   EXPECT_EQ(octet_tensor_copy_from_host(block.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, good, sizeof(good)),
             OCTET_STATUS_SUCCESS);
 
-  desc.scaling_mode = OCTET_SCALING_MXFP8_1X32;
-  ASSERT_EQ(octet_tensor_create(ctx.get(), &desc, &raw), OCTET_STATUS_SUCCESS);
-  TensorPtr mx(raw);
+  TensorPtr mx = make_tensor(ctx.get(), OCTET_DTYPE_E4M3, {2, 256}, OCTET_USAGE_ROWWISE, OCTET_SCALING_MXFP8_1X32);
   std::vector<uint8_t> codes(16, 0xFF);  // the NaN code: every element of the block NaN (numerics.md 11)
   codes[0] = 0x00;
   EXPECT_EQ(octet_tensor_copy_from_host(mx.get(), OCTET_COMPONENT_ROWWISE_SCALE_INV, codes.data(), codes.size()),

@@ -54,7 +54,7 @@ TEST_P(Tensor, WrappedMemoryIsUsedInPlace) {
   d.shape[1] = 16;
   octet_tensor* raw = nullptr;
   ASSERT_EQ(octet_tensor_wrap(ctx.get(), &d, storage, &raw), 0) << octet_last_error_message();
-  TensorPtr t(raw);
+  TensorPtr t = TensorPtr::adopt(raw);
   float amax = -1;
   ASSERT_EQ(octet_amax(ctx.get(), t.get(), &amax), 0);
   EXPECT_EQ(amax, max_abs_ignoring_nan(std::vector<float>(storage, storage + 64)));

@@ -15,16 +15,9 @@ ContextPtr make_context(const char* backend, int32_t profile) {
   return ContextPtr(ctx);
 }
 
-TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages) {
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof(desc);
-  desc.dtype = dtype;
-  desc.ndim = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) desc.shape[i] = shape[i];
-  desc.usages = usages;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &desc, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return TensorPtr(t);
+TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages,
+                      int32_t scaling_mode) {
+  return octet::Tensor::create(ctx, dtype, shape, usages, scaling_mode);
 }
 
 TensorPtr make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values) {

@@ -2,7 +2,7 @@
 // double-precision GEMM to compare against.
 #pragma once
 
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,14 +17,17 @@ namespace octet_test {
 struct ContextDeleter {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
 };
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
 using ContextPtr = std::unique_ptr<octet_context, ContextDeleter>;
-using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
+// An owned tensor: octet::Tensor (get() for the C calls, adopt() for a handle
+// a C call created; assigning TensorPtr() destroys it).
+using TensorPtr = octet::Tensor;
 
 ContextPtr make_context(const char* backend, int32_t profile);
-TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0);
+// A tensor through octet::Tensor::create: usages != 0 makes a quantized one,
+// in scaling_mode (0: per-tensor); a failure to create it fails the test
+// (octet::Error).
+TensorPtr make_tensor(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0,
+                      int32_t scaling_mode = 0);
 TensorPtr make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values);
 std::vector<float> random_values(size_t n, float scale, uint32_t seed);
 // Quantizes `values` ([rows, cols]) with `scale` into a new per-tensor FP8 tensor.
