@@ -416,7 +416,7 @@ TEST(Capabilities, TemplatePluginRefusesBlockModesButRunsRecipes) {
   d.struct_size = offsetof(octet_tensor_desc, scaling_mode);
   octet_tensor* t = nullptr;
   ASSERT_EQ(octet_tensor_create(ctx.get(), &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  Tensor old(t);
+  Tensor old = Tensor::adopt(t);
   // Per-tensor recipes run on it (current scaling computes the scale in the core).
   octet_recipe* raw = nullptr;
   octet_current_scaling_options co;

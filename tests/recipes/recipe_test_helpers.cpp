@@ -16,17 +16,7 @@ Context make_context(const char* backend) {
 
 Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages,
                    int32_t scaling_mode) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = scaling_mode;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(t);
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages, scaling_mode);
 }
 
 Tensor make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values) {

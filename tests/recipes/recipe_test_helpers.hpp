@@ -4,7 +4,7 @@
 // never the library's code.
 #pragma once
 
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <gtest/gtest.h>
 
@@ -16,16 +16,19 @@ namespace recipes_test {
 
 struct Del {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
   void operator()(octet_recipe* r) const { octet_recipe_destroy(r); }
   void operator()(octet_quantizer* q) const { octet_quantizer_destroy(q); }
 };
 using Context = std::unique_ptr<octet_context, Del>;
-using Tensor = std::unique_ptr<octet_tensor, Del>;
+// An owned tensor: get() for the C calls, adopt() for a handle a C call
+// created.
+using Tensor = octet::Tensor;
 using Recipe = std::unique_ptr<octet_recipe, Del>;
 using Quantizer = std::unique_ptr<octet_quantizer, Del>;
 
 Context make_context(const char* backend = "reference");
+// A rows x cols tensor through octet::Tensor::create (scaling_mode 0:
+// per-tensor); a failure to create it fails the test (octet::Error).
 Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0,
                    int32_t scaling_mode = 0);
 Tensor make_fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& values);
