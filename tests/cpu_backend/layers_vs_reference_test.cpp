@@ -117,23 +117,23 @@ LayerRun run(const char* backend, const Case& c, int32_t dtype, const octet_reci
     upload(p, v);
     r.params[name] = download(p);
   }
-  octet_tensor* tx = make_tensor(ctx, dtype, c.rows, c.hidden);
-  octet_tensor* ty = make_tensor(ctx, dtype, c.rows, c.out());
-  octet_tensor* tdy = make_tensor(ctx, dtype, c.rows, c.out());
-  octet_tensor* tdx = make_tensor(ctx, dtype, c.rows, c.hidden);
+  octet::Tensor tx = make_tensor(ctx, dtype, c.rows, c.hidden);
+  octet::Tensor ty = make_tensor(ctx, dtype, c.rows, c.out());
+  octet::Tensor tdy = make_tensor(ctx, dtype, c.rows, c.out());
+  octet::Tensor tdx = make_tensor(ctx, dtype, c.rows, c.hidden);
   Vec x = random_vec(size_t(c.rows * c.hidden), 7, 2.0);
   for (size_t i = 0; i < x.size(); ++i) x[i] += 0.25 * double((i / size_t(c.hidden)) % 4);
-  upload(tx, x);
-  upload(tdy, random_vec(size_t(c.rows * c.out()), 8, 0.5));
-  r.x = download(tx);
-  r.dy = download(tdy);
+  upload(tx.get(), x);
+  upload(tdy.get(), random_vec(size_t(c.rows * c.out()), 8, 0.5));
+  r.x = download(tx.get());
+  r.dy = download(tdy.get());
   octet_saved* saved = nullptr;
-  EXPECT_OK(octet_layer_forward(layer, tx, ty, 1, &saved));
-  EXPECT_OK(octet_layer_backward(layer, &saved, tdy, tdx, 0));
-  r.y = download(ty);
-  r.dx = download(tdx);
+  EXPECT_OK(octet_layer_forward(layer, tx.get(), ty.get(), 1, &saved));
+  EXPECT_OK(octet_layer_backward(layer, &saved, tdy.get(), tdx.get(), 0));
+  r.y = download(ty.get());
+  r.dx = download(tdx.get());
   for (const std::string& n : names) r.grads[n] = download(grad(layer, n.c_str()));
-  for (octet_tensor* t : {tx, ty, tdy, tdx}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&tx, &ty, &tdy, &tdx}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
   octet_context_destroy(ctx);
   return r;

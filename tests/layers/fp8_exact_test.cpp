@@ -475,7 +475,7 @@ Vec to_vec(const Fvec& f) { return Vec(f.begin(), f.end()); }
 struct Rig {
   octet_context* ctx = nullptr;
   octet_layer* layer = nullptr;
-  std::vector<octet_tensor*> tensors;
+  std::vector<octet::Tensor> tensors;
   Rig(const Spec& s, const octet_recipe* recipe, const Options& opt, const Params& p) {
     ctx = make_context("reference", opt.profile);
     EXPECT_NE(ctx, nullptr) << octet_last_error_message();
@@ -498,11 +498,11 @@ struct Rig {
   }
   octet_tensor* tensor(int64_t rows, int64_t cols) {
     tensors.push_back(make_tensor(ctx, OCTET_DTYPE_FP32, rows, cols));
-    return tensors.back();
+    return tensors.back().get();
   }
   ~Rig() {
     octet_layer_destroy(layer);
-    for (octet_tensor* t : tensors) octet_tensor_destroy(t);
+    tensors.clear();  // after the layer, before the context, as they came
     octet_context_destroy(ctx);
   }
 };
@@ -997,13 +997,13 @@ TEST(LayersFp8Exact, Fp8OnlyWeightsWithEveryRecipe) {
     lo.weight_storage = OCTET_WEIGHTS_FP8_ONLY;
     octet_layer* layer = nullptr;
     OK(octet_layer_create_linear(ctx, &lo, &layer));
-    octet_tensor* w = make_tensor(ctx, OCTET_DTYPE_FP32, s.ffn, s.hidden);
-    octet_tensor* tx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
-    octet_tensor* ty = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.ffn);
-    upload(w, to_vec(p.at("weight")));
-    upload(tx, to_vec(x));
+    octet::Tensor w = make_tensor(ctx, OCTET_DTYPE_FP32, s.ffn, s.hidden);
+    octet::Tensor tx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet::Tensor ty = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.ffn);
+    upload(w.get(), to_vec(p.at("weight")));
+    upload(tx.get(), to_vec(x));
     upload(param(layer, "bias"), to_vec(p.at("bias")));
-    EXPECT_OK(octet_layer_load_weight(layer, 0, w));
+    EXPECT_OK(octet_layer_load_weight(layer, 0, w.get()));
     octet_tensor_info info{};
     info.struct_size = sizeof(info);
     EXPECT_OK(octet_tensor_get_info(param(layer, "weight"), &info));
@@ -1011,10 +1011,10 @@ TEST(LayersFp8Exact, Fp8OnlyWeightsWithEveryRecipe) {
     EXPECT_OK(octet_recipe_tensor_format(c.recipe, OCTET_ROLE_WEIGHT, &dtype, &mode));
     EXPECT_EQ(info.dtype, dtype);
     EXPECT_EQ(info.scaling_mode, mode);
-    EXPECT_OK(octet_layer_forward(layer, tx, ty, 0, nullptr));
+    EXPECT_OK(octet_layer_forward(layer, tx.get(), ty.get(), 0, nullptr));
     Out want = reference(s, c.rule, true, p, x, dy);
-    expect_within(download(ty), to_vec(want.y), want.bounds.at("y"), std::string(c.rule.name) + " y");
-    for (octet_tensor* t : {w, tx, ty}) octet_tensor_destroy(t);
+    expect_within(download(ty.get()), to_vec(want.y), want.bounds.at("y"), std::string(c.rule.name) + " y");
+    for (octet::Tensor* t : {&w, &tx, &ty}) *t = octet::Tensor();  // before the layer
     octet_layer_destroy(layer);
     octet_context_destroy(ctx);
   }

@@ -173,19 +173,19 @@ LayerRun run_layer(const Shape& s, const Params& p, const Vec& x, const Vec& dy,
   EXPECT_OK(octet_layer_parameter_count(layer, &count));
   EXPECT_EQ(count, p.size());
   for (const auto& [name, v] : p) upload(param(layer, name.c_str()), v);
-  octet_tensor* tx = make_tensor(ctx, dtype, s.rows, s.hidden);
-  octet_tensor* ty = make_tensor(ctx, dtype, s.rows, s.out());
-  octet_tensor* tdy = make_tensor(ctx, dtype, s.rows, s.out());
-  octet_tensor* tdx = make_tensor(ctx, dtype, s.rows, s.hidden);
-  upload(tx, x);
-  upload(tdy, dy);
+  octet::Tensor tx = make_tensor(ctx, dtype, s.rows, s.hidden);
+  octet::Tensor ty = make_tensor(ctx, dtype, s.rows, s.out());
+  octet::Tensor tdy = make_tensor(ctx, dtype, s.rows, s.out());
+  octet::Tensor tdx = make_tensor(ctx, dtype, s.rows, s.hidden);
+  upload(tx.get(), x);
+  upload(tdy.get(), dy);
   octet_saved* saved = nullptr;
-  EXPECT_OK(octet_layer_forward(layer, tx, ty, 1, &saved));
-  EXPECT_OK(octet_layer_backward(layer, &saved, tdy, tdx, 0));
-  r.y = download(ty);
-  r.dx = download(tdx);
+  EXPECT_OK(octet_layer_forward(layer, tx.get(), ty.get(), 1, &saved));
+  EXPECT_OK(octet_layer_backward(layer, &saved, tdy.get(), tdx.get(), 0));
+  r.y = download(ty.get());
+  r.dx = download(tdx.get());
   for (const auto& [name, v] : p) r.grads[name] = download(grad(layer, name.c_str()));
-  for (octet_tensor* t : {tx, ty, tdy, tdx}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&tx, &ty, &tdy, &tdx}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
   octet_context_destroy(ctx);
   return r;
@@ -324,22 +324,22 @@ TEST(FusedLayersFp8, BackwardFailingInTheCommunicatorWritesNoGradient) {
     octet_layer* layer = nullptr;
     OK(octet_layer_create_layernorm_mlp(ctx, &o, &layer));
     for (const auto& [name, v] : p) upload(param(layer, name.c_str()), v);
-    octet_tensor* x = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
-    octet_tensor* y = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
-    octet_tensor* dy = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
-    octet_tensor* dx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
-    upload(x, random_vec(size_t(s.rows * s.hidden), 61, 2.0));
-    upload(dy, random_vec(size_t(s.rows * s.hidden), 62));
-    upload(dx, random_vec(size_t(s.rows * s.hidden), 63));
+    octet::Tensor x = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet::Tensor y = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet::Tensor dy = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    octet::Tensor dx = make_tensor(ctx, OCTET_DTYPE_FP32, s.rows, s.hidden);
+    upload(x.get(), random_vec(size_t(s.rows * s.hidden), 61, 2.0));
+    upload(dy.get(), random_vec(size_t(s.rows * s.hidden), 62));
+    upload(dx.get(), random_vec(size_t(s.rows * s.hidden), 63));
     // One step with no communicator: every gradient exists and is non-zero.
     octet_saved* saved = nullptr;
-    OK(octet_layer_forward(layer, x, y, 1, &saved));
-    OK(octet_layer_backward(layer, &saved, dy, nullptr, 0));
+    OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
+    OK(octet_layer_backward(layer, &saved, dy.get(), nullptr, 0));
     std::map<std::string, Vec> before;
     for (const auto& [name, v] : p) before[name] = download(grad(layer, name.c_str()));
-    const Vec dx_before = download(dx);
+    const Vec dx_before = download(dx.get());
 
-    OK(octet_layer_forward(layer, x, y, 1, &saved));
+    OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
     FailingCommunicator fc;
     fc.fail_at = fail_at;
     octet_communicator c{};
@@ -347,22 +347,22 @@ TEST(FusedLayersFp8, BackwardFailingInTheCommunicatorWritesNoGradient) {
     c.allreduce_max = allreduce_failing_at;
     c.user_data = &fc;
     OK(octet_context_set_communicator(ctx, &c));
-    EXPECT_EQ(octet_layer_backward(layer, &saved, dy, dx, 1), OCTET_STATUS_UNAVAILABLE);
+    EXPECT_EQ(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 1), OCTET_STATUS_UNAVAILABLE);
     EXPECT_STRNE(octet_last_error_message(), "");
     EXPECT_EQ(fc.calls, fail_at);
     EXPECT_EQ(saved, nullptr);  // consumed: the checks had passed
     for (const auto& [name, v] : before) expect_identical(download(grad(layer, name.c_str())), v, name);
-    expect_identical(download(dx), dx_before, "grad_input");
+    expect_identical(download(dx.get()), dx_before, "grad_input");
 
     // The same backward with a working communicator adds to the gradients.
     OK(octet_context_set_communicator(ctx, nullptr));
-    OK(octet_layer_forward(layer, x, y, 1, &saved));
+    OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
     fc = FailingCommunicator{};
     OK(octet_context_set_communicator(ctx, &c));
-    OK(octet_layer_backward(layer, &saved, dy, dx, 1));
+    OK(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 1));
     EXPECT_EQ(fc.calls, 2);
     EXPECT_NE(download(grad(layer, "fc2_weight")), before["fc2_weight"]);
-    for (octet_tensor* t : {x, y, dy, dx}) octet_tensor_destroy(t);
+    for (octet::Tensor* t : {&x, &y, &dy, &dx}) *t = octet::Tensor();  // before the layer
     octet_layer_destroy(layer);
     octet_context_destroy(ctx);
   }

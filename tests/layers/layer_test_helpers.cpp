@@ -15,16 +15,8 @@ octet_context* make_context(const char* backend, int32_t profile) {
   return ctx;
 }
 
-octet_tensor* make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  octet_tensor* t = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &d, &t), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return t;
+octet::Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols) {
+  return octet::Tensor::create(ctx, dtype, {rows, cols});
 }
 
 static size_t numel(const octet_tensor* t, int32_t* dtype) {

@@ -2,7 +2,7 @@
 // references and the quantizing reference of numerics.md.
 #pragma once
 
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,9 @@ using Vec = std::vector<double>;
 #define EXPECT_OK(call) EXPECT_EQ((call), OCTET_STATUS_SUCCESS) << octet_last_error_message()
 
 octet_context* make_context(const char* backend, int32_t profile);
-octet_tensor* make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols);
+// A rows x cols tensor through octet::Tensor::create (get() for the C calls);
+// a failure to create it fails the test (octet::Error).
+octet::Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols);
 void upload(octet_tensor* t, const Vec& values);   // rounds to the tensor's dtype
 Vec download(const octet_tensor* t);
 Vec random_vec(size_t n, uint32_t seed, double scale = 1.0);

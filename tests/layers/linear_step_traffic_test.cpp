@@ -166,17 +166,17 @@ Step run_steps(const Options& opt) {
   octet_layer* layer = nullptr;
   EXPECT_OK(octet_layer_create_linear(ctx, &lo, &layer));
 
-  octet_tensor* w = make_tensor(ctx, OCTET_DTYPE_BF16, N, K);
-  octet_tensor* x = make_tensor(ctx, OCTET_DTYPE_BF16, M, K);
-  octet_tensor* dy = make_tensor(ctx, OCTET_DTYPE_BF16, M, N);
-  octet_tensor* y = make_tensor(ctx, OCTET_DTYPE_BF16, M, N);
-  octet_tensor* dx = make_tensor(ctx, OCTET_DTYPE_BF16, M, K);
-  upload(w, random_vec(size_t(kNK), 1, 0.02));
-  upload(x, random_vec(size_t(kMK), 2));
-  upload(dy, random_vec(size_t(kMN), 3, 0.01));
+  octet::Tensor w = make_tensor(ctx, OCTET_DTYPE_BF16, N, K);
+  octet::Tensor x = make_tensor(ctx, OCTET_DTYPE_BF16, M, K);
+  octet::Tensor dy = make_tensor(ctx, OCTET_DTYPE_BF16, M, N);
+  octet::Tensor y = make_tensor(ctx, OCTET_DTYPE_BF16, M, N);
+  octet::Tensor dx = make_tensor(ctx, OCTET_DTYPE_BF16, M, K);
+  upload(w.get(), random_vec(size_t(kNK), 1, 0.02));
+  upload(x.get(), random_vec(size_t(kMK), 2));
+  upload(dy.get(), random_vec(size_t(kMN), 3, 0.01));
   size_t index = 0;
   EXPECT_OK(octet_layer_find_parameter(layer, "weight", &index));
-  EXPECT_OK(octet_layer_set_weight(layer, index, w));
+  EXPECT_OK(octet_layer_set_weight(layer, index, w.get()));
 
   for (int step = 0; step < 3; ++step) {
     trace.clear();
@@ -188,8 +188,8 @@ Step run_steps(const Options& opt) {
     }
     for (int micro_batch = 0; micro_batch < opt.micro_batches; ++micro_batch) {
       octet_saved* saved = nullptr;
-      EXPECT_OK(octet_layer_forward(layer, x, y, 1, &saved));
-      EXPECT_OK(octet_layer_backward(layer, &saved, dy, dx, 0));
+      EXPECT_OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
+      EXPECT_OK(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0));
       octet_saved_destroy(saved);  // NULL once consumed
     }
     if (autocast) {
@@ -198,7 +198,7 @@ Step run_steps(const Options& opt) {
     result = summarize(trace);
   }
 
-  for (octet_tensor* t : {w, x, dy, y, dx}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&w, &x, &dy, &y, &dx}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
   octet_recipe_destroy(recipe);
   octet_context_destroy(ctx);

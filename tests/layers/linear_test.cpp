@@ -47,35 +47,35 @@ Result run_linear(const Config& s, std::string* unsupported = nullptr) {
   o.skip_weight_allocation = s.skip;
   octet_layer* layer = nullptr;
   EXPECT_EQ(octet_layer_create_linear(ctx, &o, &layer), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  octet_tensor* w_user = nullptr;
+  octet::Tensor w_user;
   if (s.skip) {
     w_user = make_tensor(ctx, s.dtype, s.out, s.in);
-    upload(w_user, data_w(s));
-    EXPECT_OK(octet_layer_set_weight(layer, 0, w_user));
+    upload(w_user.get(), data_w(s));
+    EXPECT_OK(octet_layer_set_weight(layer, 0, w_user.get()));
   } else {
     upload(param(layer, "weight"), data_w(s));
   }
   if (s.bias) upload(param(layer, "bias"), data_b(s));
-  octet_tensor* x = make_tensor(ctx, s.dtype, s.rows, s.in);
-  octet_tensor* y = make_tensor(ctx, s.dtype, s.rows, s.out);
-  octet_tensor* dy = make_tensor(ctx, s.dtype, s.rows, s.out);
-  octet_tensor* dx = make_tensor(ctx, s.dtype, s.rows, s.in);
-  upload(x, data_x(s));
-  upload(dy, data_dy(s));
+  octet::Tensor x = make_tensor(ctx, s.dtype, s.rows, s.in);
+  octet::Tensor y = make_tensor(ctx, s.dtype, s.rows, s.out);
+  octet::Tensor dy = make_tensor(ctx, s.dtype, s.rows, s.out);
+  octet::Tensor dx = make_tensor(ctx, s.dtype, s.rows, s.in);
+  upload(x.get(), data_x(s));
+  upload(dy.get(), data_dy(s));
   octet_saved* saved = nullptr;
-  EXPECT_OK(octet_layer_forward(layer, x, y, 1, &saved));
-  octet_status st = octet_layer_backward(layer, &saved, dy, dx, 0);
+  EXPECT_OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
+  octet_status st = octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0);
   if (st == OCTET_STATUS_UNSUPPORTED && unsupported != nullptr) {
     *unsupported = octet_last_error_message();
   } else {
     EXPECT_EQ(st, OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    r.y = download(y);
-    r.dx = download(dx);
+    r.y = download(y.get());
+    r.dx = download(dx.get());
     r.dw = download(grad(layer, "weight"));
     if (s.bias) r.db = download(grad(layer, "bias"));
   }
   octet_saved_destroy(saved);
-  for (octet_tensor* t : {x, y, dy, dx, w_user}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&x, &y, &dy, &dx, &w_user}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
   octet_context_destroy(ctx);
   return r;
@@ -268,19 +268,19 @@ TEST(LinearOptions, OverrideLinearPrecisionFromTheRecipe) {
 struct Rig {
   octet_context* ctx = nullptr;
   octet_layer* layer = nullptr;
-  std::vector<octet_tensor*> tensors;
+  std::vector<octet::Tensor> tensors;
   explicit Rig(const octet_linear_options& o, int32_t profile = OCTET_PROFILE_NATIVE) {
     ctx = make_context("reference", profile);
     EXPECT_EQ(octet_layer_create_linear(ctx, &o, &layer), OCTET_STATUS_SUCCESS) << octet_last_error_message();
   }
   octet_tensor* tensor(int32_t dtype, int64_t rows, int64_t cols, const Vec* values = nullptr) {
-    octet_tensor* t = make_tensor(ctx, dtype, rows, cols);
+    tensors.push_back(make_tensor(ctx, dtype, rows, cols));
+    octet_tensor* t = tensors.back().get();
     if (values) upload(t, *values);
-    tensors.push_back(t);
     return t;
   }
   ~Rig() {
-    for (octet_tensor* t : tensors) octet_tensor_destroy(t);
+    tensors.clear();  // before the layer, as they came
     octet_layer_destroy(layer);
     octet_context_destroy(ctx);
   }

@@ -50,36 +50,33 @@ Numbers run(const Scenario& s, bool residual) {
   EXPECT_OK(octet_layer_create_linear(ctx, &o, &layer));
   const Vec w = random_vec(size_t(N * N), 1, 0.05);
   if (s.storage == OCTET_WEIGHTS_FP8_ONLY) {
-    octet_tensor* hp = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
-    upload(hp, w);
-    EXPECT_OK(octet_layer_load_weight(layer, 0, hp));
-    octet_tensor_destroy(hp);
+    octet::Tensor hp = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
+    upload(hp.get(), w);
+    EXPECT_OK(octet_layer_load_weight(layer, 0, hp.get()));
   } else {
     upload(param(layer, "weight"), w);
   }
-  octet_tensor* x = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
-  upload(x, random_vec(size_t(N * N), 2));
-  octet_tensor* y = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
+  octet::Tensor x = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
+  upload(x.get(), random_vec(size_t(N * N), 2));
+  octet::Tensor y = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
   octet_saved* saved = nullptr;
-  EXPECT_OK(octet_layer_forward(layer, x, y, s.training ? 1 : 0, s.training ? &saved : nullptr));
+  EXPECT_OK(octet_layer_forward(layer, x.get(), y.get(), s.training ? 1 : 0, s.training ? &saved : nullptr));
   n.after_forward = current_total(ctx);  // residual: the caller's x still counted
   if (!residual) {
-    octet_tensor_destroy(x);
-    x = nullptr;
+    x = octet::Tensor();  // destroyed
     n.after_forward = current_total(ctx);
     for (int32_t c = 0; c < OCTET_MEMORY_CATEGORY_COUNT; ++c) n.by_category[c] = current_of(ctx, c);
   } else {
-    octet_tensor* dy = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
-    upload(dy, random_vec(size_t(N * N), 3, 0.01));
-    octet_tensor* dx = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
-    EXPECT_OK(octet_layer_backward(layer, &saved, dy, dx, 0));
-    octet_tensor_destroy(dy);
-    octet_tensor_destroy(dx);
+    octet::Tensor dy = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
+    upload(dy.get(), random_vec(size_t(N * N), 3, 0.01));
+    octet::Tensor dx = make_tensor(ctx, OCTET_DTYPE_BF16, N, N);
+    EXPECT_OK(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0));
+    dy = octet::Tensor();  // dy, then dx
   }
   n.peak = peak_total(ctx);
   octet_saved_destroy(saved);
-  octet_tensor_destroy(x);
-  octet_tensor_destroy(y);
+  x = octet::Tensor();
+  y = octet::Tensor();
   octet_layer_destroy(layer);
   octet_context_destroy(ctx);
   return n;
