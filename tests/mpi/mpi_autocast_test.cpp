@@ -15,7 +15,7 @@
 // Each rank generates every rank's data deterministically, so expectations
 // need no communication. Exit status 0 on every rank means success.
 #include <mpi.h>
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -122,25 +122,25 @@ struct Tracked {
   std::vector<float> expected_amaxes;  // per step: global max (reduced) or local
 };
 
+// A kRows x kCols tensor through octet::Tensor::create; a failure aborts
+// the job as OK does.
+octet::Tensor tensor(octet_context* ctx, int32_t dtype, uint32_t usages) {
+  try {
+    return octet::Tensor::create(ctx, dtype, {kRows, kCols}, usages);
+  } catch (const octet::Error& e) {
+    std::fprintf(stderr, "[rank %d] %s:%d: octet::Tensor::create -> %s\n", g_rank, __FILE__, __LINE__, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return octet::Tensor();
+}
+
 float quantize(octet_context* ctx, Tracked& t, const std::vector<float>& x) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = OCTET_DTYPE_FP32;
-  d.ndim = 2;
-  d.shape[0] = kRows;
-  d.shape[1] = kCols;
-  octet_tensor* in = nullptr;
-  OK(octet_tensor_create(ctx, &d, &in));
-  OK(octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * sizeof(float)));
-  d.dtype = t.dtype();
-  d.usages = OCTET_USAGE_ROWWISE;
-  octet_tensor* out = nullptr;
-  OK(octet_tensor_create(ctx, &d, &out));
-  OK(octet_quantizer_quantize(ctx, t.q, in, out, nullptr, nullptr));
+  octet::Tensor in = tensor(ctx, OCTET_DTYPE_FP32, 0);
+  OK(octet_tensor_copy_from_host(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * sizeof(float)));
+  octet::Tensor out = tensor(ctx, t.dtype(), OCTET_USAGE_ROWWISE);
+  OK(octet_quantizer_quantize(ctx, t.q, in.get(), out.get(), nullptr, nullptr));
   float scale_used = 0.0f;
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_SCALE, &scale_used, sizeof(scale_used)));
-  octet_tensor_destroy(out);
-  octet_tensor_destroy(in);
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_SCALE, &scale_used, sizeof(scale_used)));
   return scale_used;
 }
 

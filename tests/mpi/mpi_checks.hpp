@@ -4,9 +4,11 @@
 #pragma once
 
 #include <mpi.h>
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 inline int g_rank = 0, g_size = 0, g_failures = 0;
 
@@ -29,3 +31,16 @@ inline int g_rank = 0, g_size = 0, g_failures = 0;
       MPI_Abort(MPI_COMM_WORLD, 2);                                                              \
     }                                                                                            \
   } while (0)
+
+// A tensor through octet::Tensor::create (usages != 0: quantized, in
+// scaling_mode, 0 meaning per-tensor); a failure ends every rank as OK does.
+inline octet::Tensor make_tensor(octet_context* ctx, int32_t dtype, const std::vector<int64_t>& shape,
+                                 uint32_t usages = 0, int32_t scaling_mode = 0) {
+  try {
+    return octet::Tensor::create(ctx, dtype, shape, usages, scaling_mode);
+  } catch (const octet::Error& e) {
+    std::fprintf(stderr, "[rank %d] octet::Tensor::create -> %s\n", g_rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return octet::Tensor();
+}

@@ -49,16 +49,8 @@ std::vector<float> values(int rank, int tag, size_t n) {
   return v;
 }
 
-octet_tensor* make(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) d.shape[i] = shape[i];
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  OK(octet_tensor_create(ctx, &d, &t));
-  return t;
+octet::Tensor make(octet_context* ctx, int32_t dtype, std::vector<int64_t> shape, uint32_t usages = 0) {
+  return make_tensor(ctx, dtype, shape, usages);
 }
 
 size_t numel(const std::vector<int64_t>& shape) {
@@ -101,8 +93,10 @@ void test_allreduce(octet_context* ctx) {
   for (int32_t dtype : kReducible) {
     for (int32_t op : {OCTET_REDUCE_SUM, OCTET_REDUCE_MAX}) {
       for (int in_place = 0; in_place <= 1; ++in_place, ++tag) {
-        octet_tensor* in = make(ctx, dtype, shape);
-        octet_tensor* out = in_place ? in : make(ctx, dtype, shape);
+        octet::Tensor in_tensor = make(ctx, dtype, shape);
+        octet::Tensor out_tensor = in_place ? octet::Tensor() : make(ctx, dtype, shape);
+        octet_tensor* in = in_tensor.get();
+        octet_tensor* out = in_place ? in : out_tensor.get();
         put(in, dtype, values(g_rank, tag, n));
         OK(octet_allreduce(ctx, in, out, op));
         const std::vector<float> got = get(out, dtype, n);
@@ -116,9 +110,9 @@ void test_allreduce(octet_context* ctx) {
         if (!in_place) {  // the input is left as it was
           const std::vector<float> kept = get(in, dtype, n), mine = values(g_rank, tag, n);
           CHECK(kept == mine, "allreduce %s: the input changed", octet_dtype_name(dtype));
-          octet_tensor_destroy(out);
+          out_tensor = octet::Tensor();
         }
-        octet_tensor_destroy(in);
+        in_tensor = octet::Tensor();
       }
     }
   }
@@ -130,11 +124,11 @@ void test_reduce_scatter(octet_context* ctx) {
   for (int32_t dtype : kReducible) {
     for (int32_t op : {OCTET_REDUCE_SUM, OCTET_REDUCE_MAX}) {
       const size_t n_in = size_t(g_size * rows * cols), n_out = size_t(rows * cols);
-      octet_tensor* in = make(ctx, dtype, {g_size * rows, cols});
-      octet_tensor* out = make(ctx, dtype, {rows, cols});
-      put(in, dtype, values(g_rank, tag, n_in));
-      OK(octet_reduce_scatter(ctx, in, out, op));
-      const std::vector<float> got = get(out, dtype, n_out);
+      octet::Tensor in = make(ctx, dtype, {g_size * rows, cols});
+      octet::Tensor out = make(ctx, dtype, {rows, cols});
+      put(in.get(), dtype, values(g_rank, tag, n_in));
+      OK(octet_reduce_scatter(ctx, in.get(), out.get(), op));
+      const std::vector<float> got = get(out.get(), dtype, n_out);
       for (size_t i = 0; i < n_out; ++i) {
         const size_t at = size_t(g_rank) * n_out + i;  // this rank's rows of every rank's input
         float want = op == OCTET_REDUCE_SUM ? 0.0f : -INFINITY;
@@ -143,8 +137,8 @@ void test_reduce_scatter(octet_context* ctx) {
         CHECK(got[i] == want, "reduce_scatter %s op %d [%zu]: %g, expected %g", octet_dtype_name(dtype), op, i,
               double(got[i]), double(want));
       }
-      octet_tensor_destroy(in);
-      octet_tensor_destroy(out);
+      in = octet::Tensor();
+      out = octet::Tensor();
       ++tag;
     }
   }
@@ -155,48 +149,48 @@ void test_allgather_plain(octet_context* ctx) {
   int tag = 300;
   for (int32_t dtype : kReducible) {
     const size_t n = size_t(rows * cols);
-    octet_tensor* in = make(ctx, dtype, {rows, 1, cols});
-    octet_tensor* out = make(ctx, dtype, {g_size * rows, 1, cols});
-    put(in, dtype, values(g_rank, tag, n));
-    OK(octet_allgather(ctx, in, out));
-    const std::vector<float> got = get(out, dtype, n * size_t(g_size));
+    octet::Tensor in = make(ctx, dtype, {rows, 1, cols});
+    octet::Tensor out = make(ctx, dtype, {g_size * rows, 1, cols});
+    put(in.get(), dtype, values(g_rank, tag, n));
+    OK(octet_allgather(ctx, in.get(), out.get()));
+    const std::vector<float> got = get(out.get(), dtype, n * size_t(g_size));
     for (int r = 0; r < g_size; ++r)
       for (size_t i = 0; i < n; ++i)
         CHECK(got[size_t(r) * n + i] == value(r, tag, i), "allgather %s: rank %d's element %zu is %g",
               octet_dtype_name(dtype), r, i, double(got[size_t(r) * n + i]));
-    octet_tensor_destroy(in);
-    octet_tensor_destroy(out);
+    in = octet::Tensor();
+    out = octet::Tensor();
     ++tag;
   }
   // Plain FP8 codes (usages 0): bytes, every code value.
   const size_t n = 64;
-  octet_tensor* in = make(ctx, OCTET_DTYPE_E5M2, {4, 16});
-  octet_tensor* out = make(ctx, OCTET_DTYPE_E5M2, {4 * g_size, 16});
+  octet::Tensor in = make(ctx, OCTET_DTYPE_E5M2, {4, 16});
+  octet::Tensor out = make(ctx, OCTET_DTYPE_E5M2, {4 * g_size, 16});
   std::vector<uint8_t> codes(n);
   for (size_t i = 0; i < n; ++i) codes[i] = uint8_t(i * 4 + size_t(g_rank));
-  OK(octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, codes.data(), n));
-  OK(octet_allgather(ctx, in, out));
+  OK(octet_tensor_copy_from_host(in.get(), OCTET_COMPONENT_DATA, codes.data(), n));
+  OK(octet_allgather(ctx, in.get(), out.get()));
   std::vector<uint8_t> got(n * size_t(g_size));
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_DATA, got.data(), got.size()));
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_DATA, got.data(), got.size()));
   for (int r = 0; r < g_size; ++r)
     for (size_t i = 0; i < n; ++i)
       CHECK(got[size_t(r) * n + i] == uint8_t(i * 4 + size_t(r)), "allgather E5M2 codes: rank %d's code %zu", r, i);
-  octet_tensor_destroy(in);
-  octet_tensor_destroy(out);
+  in = octet::Tensor();
+  out = octet::Tensor();
 }
 
 // A shard quantized with `scale` (written by the caller).
-octet_tensor* quantized_shard(octet_context* ctx, const std::vector<float>& x, int64_t rows, int64_t cols, float scale,
+octet::Tensor quantized_shard(octet_context* ctx, const std::vector<float>& x, int64_t rows, int64_t cols, float scale,
                               int32_t dtype = OCTET_DTYPE_E4M3) {
-  octet_tensor* hp = make(ctx, OCTET_DTYPE_FP32, {rows, cols});
-  OK(octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4));
-  octet_tensor* q = make(ctx, dtype, {rows, cols}, OCTET_USAGE_ROWWISE);
-  OK(octet_tensor_copy_from_host(q, OCTET_COMPONENT_SCALE, &scale, sizeof scale));
+  octet::Tensor hp = make(ctx, OCTET_DTYPE_FP32, {rows, cols});
+  OK(octet_tensor_copy_from_host(hp.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4));
+  octet::Tensor q = make(ctx, dtype, {rows, cols}, OCTET_USAGE_ROWWISE);
+  OK(octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &scale, sizeof scale));
   octet_quantize_options o;
   OK(octet_quantize_options_init(&o));
   o.usages = OCTET_USAGE_ROWWISE;
-  OK(octet_quantize(ctx, hp, q, &o));
-  octet_tensor_destroy(hp);
+  OK(octet_quantize(ctx, hp.get(), q.get(), &o));
+  hp = octet::Tensor();
   return q;
 }
 
@@ -206,15 +200,15 @@ void test_allgather_quantized_in(octet_context* ctx, int32_t dtype) {
   const size_t n = size_t(rows * cols);
   const int tag = 400;
   const float scale = 16.0f;  // the same on every rank
-  octet_tensor* q = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, scale, dtype);
-  octet_tensor* out = make(ctx, dtype, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
-  OK(octet_allgather(ctx, q, out));
+  octet::Tensor q = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, scale, dtype);
+  octet::Tensor out = make(ctx, dtype, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
+  OK(octet_allgather(ctx, q.get(), out.get()));
   std::vector<uint8_t> codes(n * size_t(g_size));
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_DATA, codes.data(), codes.size()));
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_DATA, codes.data(), codes.size()));
   float scalars[3];
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_SCALE, &scalars[0], 4));
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_SCALE_INV, &scalars[1], 4));
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_AMAX, &scalars[2], 4));
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_SCALE, &scalars[0], 4));
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_SCALE_INV, &scalars[1], 4));
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_AMAX, &scalars[2], 4));
   float global_amax = 0.0f;
   for (int r = 0; r < g_size; ++r)
     for (size_t i = 0; i < n; ++i) {
@@ -228,8 +222,8 @@ void test_allgather_quantized_in(octet_context* ctx, int32_t dtype) {
         double(scalars[0]), double(scalars[1]));
   CHECK(scalars[2] == global_amax, "quantized allgather: AMAX %g, expected the max over ranks %g", double(scalars[2]),
         double(global_amax));
-  octet_tensor_destroy(out);
-  octet_tensor_destroy(q);
+  out = octet::Tensor();
+  q = octet::Tensor();
 }
 
 void test_allgather_quantized(octet_context* ctx) {
@@ -241,27 +235,27 @@ void test_allgather_quantized(octet_context* ctx) {
 
   // Different scales on the ranks: every rank refuses (one allreduce_max
   // told them all), and the output is unchanged.
-  octet_tensor* odd = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, 4.0f * float(1 + g_rank % 2));
-  octet_tensor* kept = make(ctx, OCTET_DTYPE_E4M3, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
+  octet::Tensor odd = quantized_shard(ctx, values(g_rank, tag, n), rows, cols, 4.0f * float(1 + g_rank % 2));
+  octet::Tensor kept = make(ctx, OCTET_DTYPE_E4M3, {g_size * rows, cols}, OCTET_USAGE_ROWWISE);
   std::vector<uint8_t> before(n * size_t(g_size), 0x5a);
-  OK(octet_tensor_copy_from_host(kept, OCTET_COMPONENT_DATA, before.data(), before.size()));
-  EXPECT_FAIL(octet_allgather(ctx, odd, kept), OCTET_STATUS_INVALID_ARGUMENT, "different scales");
+  OK(octet_tensor_copy_from_host(kept.get(), OCTET_COMPONENT_DATA, before.data(), before.size()));
+  EXPECT_FAIL(octet_allgather(ctx, odd.get(), kept.get()), OCTET_STATUS_INVALID_ARGUMENT, "different scales");
   std::vector<uint8_t> after(before.size());
-  OK(octet_tensor_copy_to_host(kept, OCTET_COMPONENT_DATA, after.data(), after.size()));
+  OK(octet_tensor_copy_to_host(kept.get(), OCTET_COMPONENT_DATA, after.data(), after.size()));
   CHECK(after == before, "a refused quantized allgather wrote the output");
-  octet_tensor_destroy(kept);
-  octet_tensor_destroy(odd);
+  kept = octet::Tensor();
+  odd = octet::Tensor();
 }
 
 void test_statistics(octet_context* ctx) {
   OK(octet_context_reset_communication_stats(ctx));
-  octet_tensor* a = make(ctx, OCTET_DTYPE_BF16, {5, 7});
-  octet_tensor* g = make(ctx, OCTET_DTYPE_BF16, {5 * g_size, 7});
-  put(a, OCTET_DTYPE_BF16, values(g_rank, 500, 35));
-  OK(octet_allgather(ctx, a, g));
-  OK(octet_allgather(ctx, a, g));
-  OK(octet_allreduce(ctx, a, a, OCTET_REDUCE_MAX));
-  OK(octet_reduce_scatter(ctx, g, a, OCTET_REDUCE_SUM));
+  octet::Tensor a = make(ctx, OCTET_DTYPE_BF16, {5, 7});
+  octet::Tensor g = make(ctx, OCTET_DTYPE_BF16, {5 * g_size, 7});
+  put(a.get(), OCTET_DTYPE_BF16, values(g_rank, 500, 35));
+  OK(octet_allgather(ctx, a.get(), g.get()));
+  OK(octet_allgather(ctx, a.get(), g.get()));
+  OK(octet_allreduce(ctx, a.get(), a.get(), OCTET_REDUCE_MAX));
+  OK(octet_reduce_scatter(ctx, g.get(), a.get(), OCTET_REDUCE_SUM));
   octet_communication_stats s{};
   s.struct_size = sizeof(s);
   OK(octet_context_get_communication_stats(ctx, &s));
@@ -273,8 +267,8 @@ void test_statistics(octet_context* ctx) {
             s.bytes_sent[OCTET_COLLECTIVE_REDUCE_SCATTER] == uint64_t(70 * g_size),
         "reduce_scatter stats");
   CHECK(s.calls[OCTET_COLLECTIVE_AMAX] == 0, "no amax reduction was made");
-  octet_tensor_destroy(a);
-  octet_tensor_destroy(g);
+  a = octet::Tensor();
+  g = octet::Tensor();
 }
 
 // ---- error cases: each is decided on the calling rank alone ----
@@ -299,19 +293,21 @@ void test_errors(const octet_communicator& mpi) {
   co.backend = "reference";
   octet_context* ctx = nullptr;
   OK(octet_context_create(&co, &ctx));
-  octet_tensor* a = make(ctx, OCTET_DTYPE_FP32, {2, 3});
-  octet_tensor* b = make(ctx, OCTET_DTYPE_FP32, {2, 3});
+  octet::Tensor a = make(ctx, OCTET_DTYPE_FP32, {2, 3});
+  octet::Tensor b = make(ctx, OCTET_DTYPE_FP32, {2, 3});
 
-  EXPECT_FAIL(octet_allreduce(ctx, a, b, OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "needs a communicator");
-  EXPECT_FAIL(octet_allgather(ctx, a, b), OCTET_STATUS_UNSUPPORTED, "needs a communicator");
+  EXPECT_FAIL(octet_allreduce(ctx, a.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED,
+              "needs a communicator");
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), b.get()), OCTET_STATUS_UNSUPPORTED, "needs a communicator");
 
   // A users' ABI 1.6 struct: allreduce_max only.
   octet_communicator old{};
   old.struct_size = offsetof(octet_communicator, rank);
   old.allreduce_max = fake_max;
   OK(octet_context_set_communicator(ctx, &old));
-  EXPECT_FAIL(octet_allreduce(ctx, a, b, OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "allreduce entry");
-  EXPECT_FAIL(octet_reduce_scatter(ctx, a, b, OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "reduce_scatter entry");
+  EXPECT_FAIL(octet_allreduce(ctx, a.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "allreduce entry");
+  EXPECT_FAIL(octet_reduce_scatter(ctx, a.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED,
+              "reduce_scatter entry");
 
   // Bad fields of a 1.7 struct.
   octet_communicator c = mpi;
@@ -329,30 +325,33 @@ void test_errors(const octet_communicator& mpi) {
   c = mpi;
   c.memory_kinds = OCTET_COMM_DEVICE_MEMORY;  // a device-only communicator on a host backend
   OK(octet_context_set_communicator(ctx, &c));
-  EXPECT_FAIL(octet_allreduce(ctx, a, b, OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "host memory");
+  EXPECT_FAIL(octet_allreduce(ctx, a.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_UNSUPPORTED, "host memory");
 
   OK(octet_context_set_communicator(ctx, &mpi));
   // Shapes, dtypes, ops.
-  octet_tensor* wide = make(ctx, OCTET_DTYPE_FP32, {2, 4});
-  EXPECT_FAIL(octet_allreduce(ctx, a, wide, OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT, "shape");
-  EXPECT_FAIL(octet_allreduce(ctx, a, b, 7), OCTET_STATUS_INVALID_ARGUMENT, "argument 'op' (7)");
-  octet_tensor* gathered_wrong = make(ctx, OCTET_DTYPE_FP32, {2 * g_size + 1, 3});
-  EXPECT_FAIL(octet_allgather(ctx, a, gathered_wrong), OCTET_STATUS_INVALID_ARGUMENT, "first dimension times");
-  octet_tensor* gathered_cols = make(ctx, OCTET_DTYPE_FP32, {2 * g_size, 4});
-  EXPECT_FAIL(octet_allgather(ctx, a, gathered_cols), OCTET_STATUS_INVALID_ARGUMENT, "same trailing dims");
-  octet_tensor* bf = make(ctx, OCTET_DTYPE_BF16, {2 * g_size, 3});
-  EXPECT_FAIL(octet_allgather(ctx, a, bf), OCTET_STATUS_INVALID_ARGUMENT, "does not convert");
-  EXPECT_FAIL(octet_reduce_scatter(ctx, bf, a, OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT, "does not convert");
-  EXPECT_FAIL(octet_reduce_scatter(ctx, a, b, OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT,
+  octet::Tensor wide = make(ctx, OCTET_DTYPE_FP32, {2, 4});
+  EXPECT_FAIL(octet_allreduce(ctx, a.get(), wide.get(), OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT, "shape");
+  EXPECT_FAIL(octet_allreduce(ctx, a.get(), b.get(), 7), OCTET_STATUS_INVALID_ARGUMENT, "argument 'op' (7)");
+  octet::Tensor gathered_wrong = make(ctx, OCTET_DTYPE_FP32, {2 * g_size + 1, 3});
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), gathered_wrong.get()), OCTET_STATUS_INVALID_ARGUMENT,
+              "first dimension times");
+  octet::Tensor gathered_cols = make(ctx, OCTET_DTYPE_FP32, {2 * g_size, 4});
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), gathered_cols.get()), OCTET_STATUS_INVALID_ARGUMENT, "same trailing dims");
+  octet::Tensor bf = make(ctx, OCTET_DTYPE_BF16, {2 * g_size, 3});
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), bf.get()), OCTET_STATUS_INVALID_ARGUMENT, "does not convert");
+  EXPECT_FAIL(octet_reduce_scatter(ctx, bf.get(), a.get(), OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT,
+              "does not convert");
+  EXPECT_FAIL(octet_reduce_scatter(ctx, a.get(), b.get(), OCTET_REDUCE_SUM), OCTET_STATUS_INVALID_ARGUMENT,
               g_size == 1 ? "same tensor" : "first dimension times");
-  EXPECT_FAIL(octet_allgather(ctx, a, a), OCTET_STATUS_INVALID_ARGUMENT, "same tensor");
-  octet_tensor* q = make(ctx, OCTET_DTYPE_E4M3, {2, 3}, OCTET_USAGE_ROWWISE);
-  octet_tensor* q2 = make(ctx, OCTET_DTYPE_E4M3, {2, 3}, OCTET_USAGE_ROWWISE);
-  EXPECT_FAIL(octet_allreduce(ctx, q, q2, OCTET_REDUCE_MAX), OCTET_STATUS_INVALID_ARGUMENT, "FP8 codes are not summed");
-  octet_tensor* codes = make(ctx, OCTET_DTYPE_E4M3, {2 * g_size, 3});
-  EXPECT_FAIL(octet_allgather(ctx, q, codes), OCTET_STATUS_INVALID_ARGUMENT, "'output' is plain");
-  octet_tensor* both = make(ctx, OCTET_DTYPE_E4M3, {2 * g_size, 3}, OCTET_USAGE_ROWWISE | OCTET_USAGE_COLUMNWISE);
-  EXPECT_FAIL(octet_allgather(ctx, q, both), OCTET_STATUS_INVALID_ARGUMENT, "OCTET_USAGE_ROWWISE only");
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), a.get()), OCTET_STATUS_INVALID_ARGUMENT, "same tensor");
+  octet::Tensor q = make(ctx, OCTET_DTYPE_E4M3, {2, 3}, OCTET_USAGE_ROWWISE);
+  octet::Tensor q2 = make(ctx, OCTET_DTYPE_E4M3, {2, 3}, OCTET_USAGE_ROWWISE);
+  EXPECT_FAIL(octet_allreduce(ctx, q.get(), q2.get(), OCTET_REDUCE_MAX), OCTET_STATUS_INVALID_ARGUMENT,
+              "FP8 codes are not summed");
+  octet::Tensor codes = make(ctx, OCTET_DTYPE_E4M3, {2 * g_size, 3});
+  EXPECT_FAIL(octet_allgather(ctx, q.get(), codes.get()), OCTET_STATUS_INVALID_ARGUMENT, "'output' is plain");
+  octet::Tensor both = make(ctx, OCTET_DTYPE_E4M3, {2 * g_size, 3}, OCTET_USAGE_ROWWISE | OCTET_USAGE_COLUMNWISE);
+  EXPECT_FAIL(octet_allgather(ctx, q.get(), both.get()), OCTET_STATUS_INVALID_ARGUMENT, "OCTET_USAGE_ROWWISE only");
 
   // A communicator whose start fails, and one whose wait fails: the status
   // comes back naming the entry; a failed start is never waited on.
@@ -366,11 +365,12 @@ void test_errors(const octet_communicator& mpi) {
   f.wait = fake_wait_fails;
   OK(octet_context_set_communicator(ctx, &f));
   g_waits = 0;
-  EXPECT_FAIL(octet_allgather(ctx, a, b), OCTET_STATUS_BACKEND_ERROR, "allgather returned OCTET_STATUS_BACKEND_ERROR");
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), b.get()), OCTET_STATUS_BACKEND_ERROR,
+              "allgather returned OCTET_STATUS_BACKEND_ERROR");
   CHECK(g_waits == 0, "a failed start was waited on");
   f.allgather = fake_gather_ok;
   OK(octet_context_set_communicator(ctx, &f));
-  EXPECT_FAIL(octet_allgather(ctx, a, b), OCTET_STATUS_UNAVAILABLE,
+  EXPECT_FAIL(octet_allgather(ctx, a.get(), b.get()), OCTET_STATUS_UNAVAILABLE,
               "wait (for its allgather) returned OCTET_STATUS_UNAVAILABLE");
   CHECK(g_waits == 1, "the started allgather was waited on %d times", g_waits);
 
@@ -384,7 +384,8 @@ void test_errors(const octet_communicator& mpi) {
   CHECK(octet_mpi_communicator_init_sized(MPI_COMM_WORLD, nullptr, sizeof small) == OCTET_STATUS_INVALID_ARGUMENT,
         "octet_mpi init with NULL");
 
-  for (octet_tensor* t : {a, b, wide, gathered_wrong, gathered_cols, bf, q, q2, codes, both}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&a, &b, &wide, &gathered_wrong, &gathered_cols, &bf, &q, &q2, &codes, &both})
+    *t = octet::Tensor();  // before the context
   octet_context_destroy(ctx);
 }
 

@@ -69,16 +69,9 @@ float global_amax(int tag, size_t n) {
   return m;
 }
 
-octet_tensor* fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& v) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = OCTET_DTYPE_FP32;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  octet_tensor* t = nullptr;
-  OK(octet_tensor_create(ctx, &d, &t));
-  if (!v.empty()) OK(octet_tensor_copy_from_host(t, OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
+octet::Tensor fp32(octet_context* ctx, int64_t rows, int64_t cols, const std::vector<float>& v) {
+  octet::Tensor t = make_tensor(ctx, OCTET_DTYPE_FP32, {rows, cols});
+  if (!v.empty()) OK(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
   return t;
 }
 
@@ -136,17 +129,17 @@ void test_linear(octet_context* ctx, Counting& counting, const octet_recipe* rec
   OK(octet_layer_create_linear(ctx, &lo, &layer));
   fill(layer, 10);  // the weight: tag 10
   const size_t nx = size_t(rows * in), nw = size_t(out * in), ny = size_t(rows * out);
-  octet_tensor* x = fp32(ctx, rows, in, data(g_rank, 20, nx));
-  octet_tensor* y = fp32(ctx, rows, out, {});
-  octet_tensor* dy = fp32(ctx, rows, out, data(g_rank, 30, ny));
-  octet_tensor* dx = fp32(ctx, rows, in, {});
+  octet::Tensor x = fp32(ctx, rows, in, data(g_rank, 20, nx));
+  octet::Tensor y = fp32(ctx, rows, out, {});
+  octet::Tensor dy = fp32(ctx, rows, out, data(g_rank, 30, ny));
+  octet::Tensor dx = fp32(ctx, rows, in, {});
 
   counting.counts.clear();
   octet_saved* saved = nullptr;
-  OK(octet_layer_forward(layer, x, y, 1, &saved));
+  OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
   CHECK(counting.counts == std::vector<size_t>{2u}, "Linear forward: %zu calls, the first of count %zu",
         counting.counts.size(), counting.counts.empty() ? size_t(0) : counting.counts[0]);
-  OK(octet_layer_backward(layer, &saved, dy, dx, 0));
+  OK(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0));
   CHECK((counting.counts == std::vector<size_t>{2u, 1u}), "Linear backward: %zu calls in all", counting.counts.size());
 
   const struct {
@@ -174,7 +167,7 @@ void test_linear(octet_context* ctx, Counting& counting, const octet_recipe* rec
   MPI_Allreduce(&local_differs, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   CHECK(any > 0, "test data: every rank's own amaxes give the global scale");
 
-  for (octet_tensor* t : {x, y, dy, dx}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&x, &y, &dy, &dx}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
 }
 
@@ -192,15 +185,15 @@ void test_mlp(octet_context* ctx, Counting& counting, const octet_recipe* recipe
   OK(octet_layer_create_layernorm_mlp(ctx, &mo, &layer));
   fill(layer, 40);
   const size_t n = size_t(rows * hidden);
-  octet_tensor* x = fp32(ctx, rows, hidden, data(g_rank, 60, n));
-  octet_tensor* y = fp32(ctx, rows, hidden, {});
-  octet_tensor* dy = fp32(ctx, rows, hidden, data(g_rank, 61, n));
-  octet_tensor* dx = fp32(ctx, rows, hidden, {});
+  octet::Tensor x = fp32(ctx, rows, hidden, data(g_rank, 60, n));
+  octet::Tensor y = fp32(ctx, rows, hidden, {});
+  octet::Tensor dy = fp32(ctx, rows, hidden, data(g_rank, 61, n));
+  octet::Tensor dx = fp32(ctx, rows, hidden, {});
   counting.counts.clear();
   octet_saved* saved = nullptr;
-  OK(octet_layer_forward(layer, x, y, 1, &saved));
+  OK(octet_layer_forward(layer, x.get(), y.get(), 1, &saved));
   CHECK((counting.counts == std::vector<size_t>{3u, 1u}), "LayerNormMLP forward: %zu calls", counting.counts.size());
-  OK(octet_layer_backward(layer, &saved, dy, dx, 0));
+  OK(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0));
   CHECK((counting.counts == std::vector<size_t>{3u, 1u, 1u, 1u}), "LayerNormMLP backward: %zu calls in all",
         counting.counts.size());
   std::vector<float> mine;
@@ -214,7 +207,7 @@ void test_mlp(octet_context* ctx, Counting& counting, const octet_recipe* recipe
   OK(octet_layer_find_parameter(layer, "fc2_weight", &w2));
   CHECK(mine[1] == 448.0f / global_amax(40 + int(w1), size_t(ffn * hidden)), "FC1 weight scale %.9g", double(mine[1]));
   CHECK(mine[4] == 448.0f / global_amax(40 + int(w2), size_t(ffn * hidden)), "FC2 weight scale %.9g", double(mine[4]));
-  for (octet_tensor* t : {x, y, dy, dx}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&x, &y, &dy, &dx}) *t = octet::Tensor();  // before the layer
   octet_layer_destroy(layer);
 }
 

@@ -56,22 +56,13 @@ std::vector<float> master_weight() {
   return w;
 }
 
-octet_tensor* make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  OK(octet_tensor_create(ctx, &d, &t));
-  return t;
+octet::Tensor make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
+  return make_tensor(ctx, dtype, {rows, cols}, usages);
 }
 
-octet_tensor* fp32(octet_context* ctx, int64_t rows, int64_t cols, const float* v) {
-  octet_tensor* t = make(ctx, OCTET_DTYPE_FP32, rows, cols);
-  OK(octet_tensor_copy_from_host(t, OCTET_COMPONENT_DATA, v, size_t(rows * cols) * 4));
+octet::Tensor fp32(octet_context* ctx, int64_t rows, int64_t cols, const float* v) {
+  octet::Tensor t = make(ctx, OCTET_DTYPE_FP32, rows, cols);
+  OK(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, v, size_t(rows * cols) * 4));
   return t;
 }
 
@@ -106,13 +97,13 @@ octet_tensor* stored_weight(octet_layer* layer) {
 }
 
 std::vector<float> forward(octet_context* ctx, octet_layer* layer, const std::vector<float>& x) {
-  octet_tensor* in = fp32(ctx, kBatch, kIn, x.data());
-  octet_tensor* out = make(ctx, OCTET_DTYPE_FP32, kBatch, g_size * kShardRows);
-  OK(octet_layer_forward(layer, in, out, 0, nullptr));
+  octet::Tensor in = fp32(ctx, kBatch, kIn, x.data());
+  octet::Tensor out = make(ctx, OCTET_DTYPE_FP32, kBatch, g_size * kShardRows);
+  OK(octet_layer_forward(layer, in.get(), out.get(), 0, nullptr));
   std::vector<float> y(size_t(kBatch * g_size * kShardRows));
-  OK(octet_tensor_copy_to_host(out, OCTET_COMPONENT_DATA, y.data(), y.size() * 4));
-  octet_tensor_destroy(in);
-  octet_tensor_destroy(out);
+  OK(octet_tensor_copy_to_host(out.get(), OCTET_COMPONENT_DATA, y.data(), y.size() * 4));
+  in = octet::Tensor();
+  out = octet::Tensor();
   return y;
 }
 
@@ -152,11 +143,11 @@ int main(int argc, char** argv) {
   // 1. The shard, quantized with the scale of the whole weight.
   octet_quantizer* q = nullptr;
   OK(octet_quantizer_create(recipe, OCTET_ROLE_WEIGHT, &q));
-  octet_tensor* shard_hp = fp32(ctx, kShardRows, kIn, shard);
-  octet_tensor* shard_q = make(ctx, OCTET_DTYPE_E4M3, kShardRows, kIn, OCTET_USAGE_ROWWISE);
-  OK(octet_quantizer_quantize(ctx, q, shard_hp, shard_q, nullptr, nullptr));
+  octet::Tensor shard_hp = fp32(ctx, kShardRows, kIn, shard);
+  octet::Tensor shard_q = make(ctx, OCTET_DTYPE_E4M3, kShardRows, kIn, OCTET_USAGE_ROWWISE);
+  OK(octet_quantizer_quantize(ctx, q, shard_hp.get(), shard_q.get(), nullptr, nullptr));
   float shard_scale = 0.0f;
-  OK(octet_tensor_copy_to_host(shard_q, OCTET_COMPONENT_SCALE, &shard_scale, 4));
+  OK(octet_tensor_copy_to_host(shard_q.get(), OCTET_COMPONENT_SCALE, &shard_scale, 4));
   CHECK(shard_scale == scale, "the shard's scale %.9g, expected 448 / max|W| = %.9g", double(shard_scale),
         double(scale));
 
@@ -164,7 +155,7 @@ int main(int argc, char** argv) {
   octet_layer* layer = fp8_only_linear(ctx, recipe);
   octet_tensor* weight = stored_weight(layer);
   OK(octet_context_reset_communication_stats(ctx));
-  OK(octet_allgather(ctx, shard_q, weight));
+  OK(octet_allgather(ctx, shard_q.get(), weight));
   const uint64_t fp8_bytes = gathered_bytes(ctx);
   std::vector<uint8_t> codes(w.size());
   OK(octet_tensor_copy_to_host(weight, OCTET_COMPONENT_DATA, codes.data(), codes.size()));
@@ -186,10 +177,10 @@ int main(int argc, char** argv) {
   const std::vector<float> y = forward(ctx, layer, x);
   octet_context* alone = reference_context();
   octet_layer* whole = fp8_only_linear(alone, recipe);
-  octet_tensor* w_all = fp32(alone, g_size * kShardRows, kIn, w.data());
+  octet::Tensor w_all = fp32(alone, g_size * kShardRows, kIn, w.data());
   size_t index = 0;
   OK(octet_layer_find_parameter(whole, "weight", &index));
-  OK(octet_layer_load_weight(whole, index, w_all));
+  OK(octet_layer_load_weight(whole, index, w_all.get()));
   const std::vector<float> y_ref = forward(alone, whole, x);
   for (size_t i = 0; i < y.size(); ++i)
     CHECK(std::memcmp(&y[i], &y_ref[i], 4) == 0, "y[%zu] = %.9g on the gathered weight, %.9g on all of W", i,
@@ -198,19 +189,19 @@ int main(int argc, char** argv) {
   // 4. Bytes: FP8 codes are half of BF16's and a quarter of FP32's.
   CHECK(fp8_bytes == shard_n, "the FP8 gather sent %llu bytes, expected %zu", (unsigned long long)fp8_bytes, shard_n);
   for (int32_t dtype : {OCTET_DTYPE_BF16, OCTET_DTYPE_FP32}) {
-    octet_tensor* s = make(ctx, dtype, kShardRows, kIn);
-    octet_tensor* all = make(ctx, dtype, g_size * kShardRows, kIn);
-    OK(octet_convert(ctx, shard_hp, s, 1));
+    octet::Tensor s = make(ctx, dtype, kShardRows, kIn);
+    octet::Tensor all = make(ctx, dtype, g_size * kShardRows, kIn);
+    OK(octet_convert(ctx, shard_hp.get(), s.get(), 1));
     OK(octet_context_reset_communication_stats(ctx));
-    OK(octet_allgather(ctx, s, all));
+    OK(octet_allgather(ctx, s.get(), all.get()));
     const uint64_t bytes = gathered_bytes(ctx);
     CHECK(bytes == fp8_bytes * (dtype == OCTET_DTYPE_BF16 ? 2u : 4u), "a %s gather sent %llu bytes",
           octet_dtype_name(dtype), (unsigned long long)bytes);
     if (g_rank == 0)
       std::printf("bytes sent per rank for a [%lld, %lld] shard: %s %llu\n", (long long)kShardRows, (long long)kIn,
                   octet_dtype_name(dtype), (unsigned long long)bytes);
-    octet_tensor_destroy(s);
-    octet_tensor_destroy(all);
+    s = octet::Tensor();
+    all = octet::Tensor();
   }
   if (g_rank == 0) std::printf("  E4M3 %llu\n", (unsigned long long)fp8_bytes);
 
@@ -223,8 +214,8 @@ int main(int argc, char** argv) {
   OK(octet_recipe_create_current(&lo, &local));
   octet_quantizer* q_local = nullptr;
   OK(octet_quantizer_create(local, OCTET_ROLE_WEIGHT, &q_local));
-  OK(octet_quantizer_quantize(ctx, q_local, shard_hp, shard_q, nullptr, nullptr));
-  const octet_status s = octet_allgather(ctx, shard_q, weight);
+  OK(octet_quantizer_quantize(ctx, q_local, shard_hp.get(), shard_q.get(), nullptr, nullptr));
+  const octet_status s = octet_allgather(ctx, shard_q.get(), weight);
   const std::string message = octet_last_error_message();
   CHECK(s == OCTET_STATUS_INVALID_ARGUMENT && message.find("different scales") != std::string::npos,
         "a gather of shards with different scales: %s (%s)", octet_status_name(s), message.c_str());
@@ -253,22 +244,22 @@ int main(int argc, char** argv) {
     std::vector<float> xb(size_t(kBatch * kIn)), dyb(size_t(kBatch * g_size * kShardRows));
     for (size_t i = 0; i < xb.size(); ++i) xb[i] = float(int((i * 13 + size_t(g_rank) * 7) % 17) - 8) / 4.0f;
     for (size_t i = 0; i < dyb.size(); ++i) dyb[i] = float(int((i * 5 + size_t(g_rank) * 3) % 11) - 5) / 8.0f;
-    octet_tensor* xt = fp32(ctx, kBatch, kIn, xb.data());
-    octet_tensor* yt = make(ctx, OCTET_DTYPE_FP32, kBatch, g_size * kShardRows);
-    octet_tensor* dyt = fp32(ctx, kBatch, g_size * kShardRows, dyb.data());
-    octet_tensor* dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    octet::Tensor xt = fp32(ctx, kBatch, kIn, xb.data());
+    octet::Tensor yt = make(ctx, OCTET_DTYPE_FP32, kBatch, g_size * kShardRows);
+    octet::Tensor dyt = fp32(ctx, kBatch, g_size * kShardRows, dyb.data());
+    octet::Tensor dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
     octet_saved* saved = nullptr;
-    OK(octet_layer_forward(dense, xt, yt, 1, &saved));
-    OK(octet_layer_backward(dense, &saved, dyt, dxt, 0));
+    OK(octet_layer_forward(dense, xt.get(), yt.get(), 1, &saved));
+    OK(octet_layer_backward(dense, &saved, dyt.get(), dxt.get(), 0));
     octet_tensor* dw = nullptr;
     OK(octet_layer_get_gradient(dense, wi, &dw));
     std::vector<float> mine(w.size()), all(w.size() * size_t(g_size));
     OK(octet_tensor_copy_to_host(dw, OCTET_COMPONENT_DATA, mine.data(), mine.size() * 4));
     MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT, MPI_COMM_WORLD);
-    octet_tensor* dw_shard = make(ctx, OCTET_DTYPE_FP32, kShardRows, kIn);
-    OK(octet_reduce_scatter(ctx, dw, dw_shard, OCTET_REDUCE_SUM));
+    octet::Tensor dw_shard = make(ctx, OCTET_DTYPE_FP32, kShardRows, kIn);
+    OK(octet_reduce_scatter(ctx, dw, dw_shard.get(), OCTET_REDUCE_SUM));
     std::vector<float> got(shard_n);
-    OK(octet_tensor_copy_to_host(dw_shard, OCTET_COMPONENT_DATA, got.data(), got.size() * 4));
+    OK(octet_tensor_copy_to_host(dw_shard.get(), OCTET_COMPONENT_DATA, got.data(), got.size() * 4));
     for (size_t i = 0; i < shard_n; ++i) {
       const size_t at = size_t(g_rank) * shard_n + i;
       double sum = 0.0, magnitude = 0.0;
@@ -282,7 +273,7 @@ int main(int argc, char** argv) {
     bool ranks_differ = false;
     for (size_t i = 0; i < w.size() && g_size > 1; ++i) ranks_differ = ranks_differ || all[i] != all[w.size() + i];
     CHECK(g_size < 2 || ranks_differ, "test data: ranks 0 and 1 computed the same dW");
-    for (octet_tensor* t : {xt, yt, dyt, dxt, dw_shard}) octet_tensor_destroy(t);
+    for (octet::Tensor* t : {&xt, &yt, &dyt, &dxt, &dw_shard}) *t = octet::Tensor();  // before the layer
     octet_layer_destroy(dense);
   }
 
@@ -293,11 +284,11 @@ int main(int argc, char** argv) {
   // quantizers of the same recipe (the same all-reduced amaxes the layer
   // takes), then octet_gemm on the gathered tensor itself.
   {
-    OK(octet_quantizer_quantize(ctx, q, shard_hp, shard_q, nullptr, nullptr));
-    octet_tensor* gathered = make(ctx, OCTET_DTYPE_E4M3, g_size * kShardRows, kIn, OCTET_USAGE_ROWWISE);
-    OK(octet_allgather(ctx, shard_q, gathered));
+    OK(octet_quantizer_quantize(ctx, q, shard_hp.get(), shard_q.get(), nullptr, nullptr));
+    octet::Tensor gathered = make(ctx, OCTET_DTYPE_E4M3, g_size * kShardRows, kIn, OCTET_USAGE_ROWWISE);
+    OK(octet_allgather(ctx, shard_q.get(), gathered.get()));
     std::vector<uint8_t> given(codes.size());
-    OK(octet_tensor_copy_to_host(gathered, OCTET_COMPONENT_DATA, given.data(), given.size()));
+    OK(octet_tensor_copy_to_host(gathered.get(), OCTET_COMPONENT_DATA, given.data(), given.size()));
     CHECK(given == codes, "the second gather's codes differ from the first's");
     octet_linear_options tl;
     OK(octet_linear_options_init(&tl));
@@ -310,15 +301,15 @@ int main(int argc, char** argv) {
     OK(octet_layer_create_linear(ctx, &tl, &trained));
     size_t wi = 0;
     OK(octet_layer_find_parameter(trained, "weight", &wi));
-    OK(octet_layer_set_weight(trained, wi, gathered));
+    OK(octet_layer_set_weight(trained, wi, gathered.get()));
     const int64_t n_out = g_size * kShardRows;
     std::vector<float> xr(size_t(kBatch * kIn)), dyr(size_t(kBatch * n_out));
     for (size_t i = 0; i < xr.size(); ++i) xr[i] = float(int((i * 11 + size_t(g_rank) * 5) % 23) - 11) / 4.0f;
     for (size_t i = 0; i < dyr.size(); ++i) dyr[i] = float(int((i * 7 + size_t(g_rank) * 3) % 19) - 9) / 16.0f;
-    octet_tensor* xt = fp32(ctx, kBatch, kIn, xr.data());
-    octet_tensor* yt = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
-    octet_tensor* dyt = fp32(ctx, kBatch, n_out, dyr.data());
-    octet_tensor* dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    octet::Tensor xt = fp32(ctx, kBatch, kIn, xr.data());
+    octet::Tensor yt = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet::Tensor dyt = fp32(ctx, kBatch, n_out, dyr.data());
+    octet::Tensor dxt = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
     octet_quantizer* wq = nullptr;
     OK(octet_layer_get_quantizer(trained, 0, OCTET_ROLE_WEIGHT, &wq));
     // A quantize of W through it would record max|W| (2.75) and take the
@@ -341,7 +332,7 @@ int main(int argc, char** argv) {
     st.struct_size = sizeof(st);
     OK(octet_context_reset_communication_stats(ctx));
     octet_saved* saved = nullptr;
-    OK(octet_layer_forward(trained, xt, yt, 1, &saved));
+    OK(octet_layer_forward(trained, xt.get(), yt.get(), 1, &saved));
     OK(octet_context_get_communication_stats(ctx, &st));
     // One amax reduced (x's); a weight quantized again would add a second.
     CHECK(st.calls[OCTET_COLLECTIVE_AMAX] == 1 && st.bytes_sent[OCTET_COLLECTIVE_AMAX] == 4,
@@ -349,10 +340,10 @@ int main(int argc, char** argv) {
           (unsigned long long)st.calls[OCTET_COLLECTIVE_AMAX],
           (unsigned long long)st.bytes_sent[OCTET_COLLECTIVE_AMAX]);
     weight_quantizer_unused("forward");
-    OK(octet_layer_backward(trained, &saved, dyt, dxt, 0));
+    OK(octet_layer_backward(trained, &saved, dyt.get(), dxt.get(), 0));
     weight_quantizer_unused("backward");
     std::vector<uint8_t> still(codes.size());
-    OK(octet_tensor_copy_to_host(gathered, OCTET_COMPONENT_DATA, still.data(), still.size()));
+    OK(octet_tensor_copy_to_host(gathered.get(), OCTET_COMPONENT_DATA, still.data(), still.size()));
     CHECK(still == codes, "forward and backward changed the given FP8 weight's codes");
 
     octet_gemm_options go;
@@ -361,15 +352,15 @@ int main(int argc, char** argv) {
     octet_quantizer* qg = nullptr;
     OK(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &qx));
     OK(octet_quantizer_create(recipe, OCTET_ROLE_GRADIENT, &qg));
-    octet_tensor* xq = make(ctx, OCTET_DTYPE_E4M3, kBatch, kIn, OCTET_USAGE_ROWWISE);
-    octet_tensor* dyq = make(ctx, OCTET_DTYPE_E4M3, kBatch, n_out, OCTET_USAGE_ROWWISE);
-    OK(octet_quantizer_quantize(ctx, qx, xt, xq, nullptr, nullptr));
-    OK(octet_quantizer_quantize(ctx, qg, dyt, dyq, nullptr, nullptr));
-    octet_tensor* y_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
-    octet_tensor* dx_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
-    OK(octet_gemm(ctx, xq, gathered, y_ref, &go));  // y = x W^T (W stored [N, K])
+    octet::Tensor xq = make(ctx, OCTET_DTYPE_E4M3, kBatch, kIn, OCTET_USAGE_ROWWISE);
+    octet::Tensor dyq = make(ctx, OCTET_DTYPE_E4M3, kBatch, n_out, OCTET_USAGE_ROWWISE);
+    OK(octet_quantizer_quantize(ctx, qx, xt.get(), xq.get(), nullptr, nullptr));
+    OK(octet_quantizer_quantize(ctx, qg, dyt.get(), dyq.get(), nullptr, nullptr));
+    octet::Tensor y_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet::Tensor dx_ref = make(ctx, OCTET_DTYPE_FP32, kBatch, kIn);
+    OK(octet_gemm(ctx, xq.get(), gathered.get(), y_ref.get(), &go));  // y = x W^T (W stored [N, K])
     go.trans_b = 1;
-    OK(octet_gemm(ctx, dyq, gathered, dx_ref, &go));  // dx = dy W (W stored [K, N] for this product)
+    OK(octet_gemm(ctx, dyq.get(), gathered.get(), dx_ref.get(), &go));  // dx = dy W (W stored [K, N] for this product)
     auto same = [&](octet_tensor* got_t, octet_tensor* want_t, size_t n, const char* what) {
       std::vector<float> got(n), want(n);
       OK(octet_tensor_copy_to_host(got_t, OCTET_COMPONENT_DATA, got.data(), n * 4));
@@ -378,8 +369,8 @@ int main(int argc, char** argv) {
         CHECK(std::memcmp(&got[i], &want[i], 4) == 0, "%s[%zu] = %.9g, octet_gemm on the gathered codes %.9g", what, i,
               double(got[i]), double(want[i]));
     };
-    same(yt, y_ref, size_t(kBatch * n_out), "y");
-    same(dxt, dx_ref, size_t(kBatch * kIn), "dx");
+    same(yt.get(), y_ref.get(), size_t(kBatch * n_out), "y");
+    same(dxt.get(), dx_ref.get(), size_t(kBatch * kIn), "dx");
     octet_tensor* dw = nullptr;
     OK(octet_layer_get_gradient(trained, wi, &dw));
     octet_tensor_info info{};
@@ -396,11 +387,11 @@ int main(int argc, char** argv) {
     nl.recipe = nullptr;
     octet_layer* plain = nullptr;
     OK(octet_layer_create_linear(single, &nl, &plain));
-    octet_tensor* w_single = make(single, OCTET_DTYPE_E4M3, n_out, kIn, OCTET_USAGE_ROWWISE);
-    OK(octet_layer_set_weight(plain, wi, w_single));
-    octet_tensor* x1 = fp32(single, kBatch, kIn, xr.data());
-    octet_tensor* y1 = make(single, OCTET_DTYPE_FP32, kBatch, n_out);
-    octet_status rs = octet_layer_forward(plain, x1, y1, 0, nullptr);
+    octet::Tensor w_single = make(single, OCTET_DTYPE_E4M3, n_out, kIn, OCTET_USAGE_ROWWISE);
+    OK(octet_layer_set_weight(plain, wi, w_single.get()));
+    octet::Tensor x1 = fp32(single, kBatch, kIn, xr.data());
+    octet::Tensor y1 = make(single, OCTET_DTYPE_FP32, kBatch, n_out);
+    octet_status rs = octet_layer_forward(plain, x1.get(), y1.get(), 0, nullptr);
     std::string m = octet_last_error_message();
     CHECK(rs == OCTET_STATUS_INVALID_ARGUMENT && m.find("needs an FP8 recipe") != std::string::npos,
           "forward on a given FP8 weight without a recipe: %s (%s)", octet_status_name(rs), m.c_str());
@@ -410,7 +401,7 @@ int main(int argc, char** argv) {
     octet_recipe* r5 = nullptr;
     OK(octet_recipe_create_current(&e5, &r5));
     OK(octet_autocast_begin(single, r5));
-    rs = octet_layer_forward(plain, x1, y1, 0, nullptr);
+    rs = octet_layer_forward(plain, x1.get(), y1.get(), 0, nullptr);
     m = octet_last_error_message();
     OK(octet_autocast_end(single));
     CHECK(rs == OCTET_STATUS_INVALID_ARGUMENT && m.find("weight role is") != std::string::npos,
@@ -436,11 +427,12 @@ int main(int argc, char** argv) {
       octet_layer_destroy(wl);
       octet_tensor_destroy(mx);
     }
-    for (octet_tensor* t : {x1, y1, w_single}) octet_tensor_destroy(t);
+    for (octet::Tensor* t : {&x1, &y1, &w_single}) *t = octet::Tensor();  // before the context
     octet_recipe_destroy(r5);
     octet_layer_destroy(plain);
     octet_context_destroy(single);
-    for (octet_tensor* t : {gathered, xt, yt, dyt, dxt, xq, dyq, y_ref, dx_ref}) octet_tensor_destroy(t);
+    for (octet::Tensor* t : {&gathered, &xt, &yt, &dyt, &dxt, &xq, &dyq, &y_ref, &dx_ref})
+      *t = octet::Tensor();  // before the layer
     octet_quantizer_destroy(qx);
     octet_quantizer_destroy(qg);
     octet_layer_destroy(trained);
@@ -448,12 +440,12 @@ int main(int argc, char** argv) {
 
   octet_quantizer_destroy(q_local);
   octet_recipe_destroy(local);
-  octet_tensor_destroy(w_all);
+  w_all = octet::Tensor();
   octet_layer_destroy(whole);
   octet_context_destroy(alone);
   octet_layer_destroy(layer);
-  octet_tensor_destroy(shard_q);
-  octet_tensor_destroy(shard_hp);
+  shard_q = octet::Tensor();
+  shard_hp = octet::Tensor();
   octet_quantizer_destroy(q);
   octet_context_destroy(ctx);
   octet_recipe_destroy(recipe);

@@ -33,17 +33,8 @@ namespace {
 constexpr double kTimeout = 1.0;
 constexpr double kLateBy = 3.0;  // seconds the last rank waits before joining
 
-octet_tensor* make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  OK(octet_tensor_create(ctx, &d, &t));
-  return t;
+octet::Tensor make(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
+  return make_tensor(ctx, dtype, {rows, cols}, usages);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -95,10 +86,10 @@ int main(int argc, char** argv) {
   OK(octet_context_set_communicator(ctx, &comm));
 
   const bool late = g_rank == g_size - 1;
-  octet_tensor* mine = make(ctx, OCTET_DTYPE_FP32, 2, 4);
-  octet_tensor* all = make(ctx, OCTET_DTYPE_FP32, 2 * g_size, 4);
+  octet::Tensor mine = make(ctx, OCTET_DTYPE_FP32, 2, 4);
+  octet::Tensor all = make(ctx, OCTET_DTYPE_FP32, 2 * g_size, 4);
   std::vector<float> v(8, float(g_rank + 1));
-  OK(octet_tensor_copy_from_host(mine, OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
+  OK(octet_tensor_copy_from_host(mine.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4));
   octet_current_scaling_options cs;
   OK(octet_current_scaling_options_init(&cs));
   cs.reduce_amax = 1;
@@ -106,7 +97,7 @@ int main(int argc, char** argv) {
   OK(octet_recipe_create_current(&cs, &recipe));
   octet_quantizer* q = nullptr;
   OK(octet_quantizer_create(recipe, OCTET_ROLE_INPUT, &q));
-  octet_tensor* codes = make(ctx, OCTET_DTYPE_E4M3, 2, 4, OCTET_USAGE_ROWWISE);
+  octet::Tensor codes = make(ctx, OCTET_DTYPE_E4M3, 2, 4, OCTET_USAGE_ROWWISE);
 
   // Every rank starts the clock together (setup times differ under load).
   MPI_Barrier(MPI_COMM_WORLD);
@@ -114,17 +105,17 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::duration<double>(kLateBy));
     // Joins both collectives the others gave up on: they complete.
     OK(octet_mpi_communicator_set_timeout(&comm, 0.0));
-    OK(octet_allgather(ctx, mine, all));
-    OK(octet_quantizer_quantize(ctx, q, mine, codes, nullptr, nullptr));
+    OK(octet_allgather(ctx, mine.get(), all.get()));
+    OK(octet_quantizer_quantize(ctx, q, mine.get(), codes.get(), nullptr, nullptr));
   } else {
     auto start = std::chrono::steady_clock::now();
-    s = octet_allgather(ctx, mine, all);
+    s = octet_allgather(ctx, mine.get(), all.get());
     check_timed_out(s, seconds_since(start), "octet_allgather", "allgather", "MPI_Iallgather");
     octet_quantizer_info before{};
     before.struct_size = sizeof(before);
     OK(octet_quantizer_get_info(q, &before));
     start = std::chrono::steady_clock::now();
-    s = octet_quantizer_quantize(ctx, q, mine, codes, nullptr, nullptr);
+    s = octet_quantizer_quantize(ctx, q, mine.get(), codes.get(), nullptr, nullptr);
     check_timed_out(s, seconds_since(start), "a quantize with reduce_amax", "allreduce_max", "MPI_Iallreduce");
     octet_quantizer_info after{};
     after.struct_size = sizeof(after);
@@ -138,7 +129,7 @@ int main(int argc, char** argv) {
 
   octet_quantizer_destroy(q);
   octet_recipe_destroy(recipe);
-  for (octet_tensor* t : {mine, all, codes}) octet_tensor_destroy(t);
+  for (octet::Tensor* t : {&mine, &all, &codes}) *t = octet::Tensor();  // before the context
   octet_context_destroy(ctx);
   octet_mpi_communicator_destroy(&comm);
 
