@@ -8,7 +8,7 @@
 // backend with the embedded reference: element-wise results bit for bit,
 // GEMMs against a double-precision expectation within numerics.md's bound,
 // and the hopper-like profile bit-identical to the native one.
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -65,11 +65,8 @@ bool find_cuda(octet_backend_info* info) {
 struct ContextDeleter {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
 };
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
 using ContextPtr = std::unique_ptr<octet_context, ContextDeleter>;
-using TensorPtr = std::unique_ptr<octet_tensor, TensorDeleter>;
+using TensorPtr = octet::Tensor;
 
 octet_status create_context(const char* backend, int32_t profile, ContextPtr* out) {
   octet_context_options options{};
@@ -129,14 +126,7 @@ TEST(CudaBackendNoDevice, OtherBackendsAreUnaffected) {
   ASSERT_EQ(octet_context_get_info(automatic.get(), &info), OCTET_STATUS_SUCCESS);
   EXPECT_NE(std::string(info.name), "cuda") << "auto must not pick an unavailable backend";
   // A small computation on the reference still works with the plugin loaded.
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = OCTET_DTYPE_FP32;
-  desc.ndim = 1;
-  desc.shape[0] = 3;
-  octet_tensor* raw = nullptr;
-  ASSERT_EQ(octet_tensor_create(reference.get(), &desc, &raw), OCTET_STATUS_SUCCESS);
-  TensorPtr t(raw);
+  TensorPtr t = octet::Tensor::create(reference.get(), OCTET_DTYPE_FP32, {3});
   const float values[3] = {1.0f, -5.0f, 2.0f};
   ASSERT_EQ(octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, values, sizeof values), OCTET_STATUS_SUCCESS);
   float amax = 0.0f;
@@ -166,17 +156,9 @@ class CudaBackendDevice : public ::testing::Test {
     ASSERT_EQ(create_context("reference", OCTET_PROFILE_HOPPER_LIKE, &reference_hopper_), OCTET_STATUS_SUCCESS);
   }
 
+  // A failure to create the tensor fails the test (octet::Error).
   static TensorPtr make(octet_context* context, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
-    octet_tensor_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.dtype = dtype;
-    desc.ndim = 2;
-    desc.shape[0] = rows;
-    desc.shape[1] = cols;
-    desc.usages = usages;
-    octet_tensor* raw = nullptr;
-    EXPECT_EQ(octet_tensor_create(context, &desc, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    return TensorPtr(raw);
+    return octet::Tensor::create(context, dtype, {rows, cols}, usages);
   }
   static void upload(octet_tensor* t, int32_t component, const std::vector<uint8_t>& bytes) {
     ASSERT_EQ(octet_tensor_copy_from_host(t, component, bytes.data(), bytes.size()), OCTET_STATUS_SUCCESS)

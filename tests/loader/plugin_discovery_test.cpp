@@ -2,8 +2,8 @@
 // plugins' folder and the folder of the template (set by ctest): the
 // template registers with its capabilities, every broken plugin is reported
 // with its path and reason, and the reference stays available.
-#include <octet/octet.h>
 #include <octet/octet_backend.h>  // only for OCTET_PLUGIN_ABI_MAJOR
+#include <octet/octet.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -117,20 +117,12 @@ TEST(PluginDiscovery, TableLargerThanItsMinorIsReadOnlyUpToIt) {
   options.backend = "hugetable";
   octet_context* context = nullptr;
   ASSERT_EQ(octet_context_create(&options, &context), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = OCTET_DTYPE_FP32;
-  desc.ndim = 2;
-  desc.shape[0] = 4;
-  desc.shape[1] = 4;
-  octet_tensor* a = nullptr;
-  ASSERT_EQ(octet_tensor_create(context, &desc, &a), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  octet_tensor* d = nullptr;
-  ASSERT_EQ(octet_tensor_create(context, &desc, &d), OCTET_STATUS_SUCCESS);
+  octet::Tensor a = octet::Tensor::create(context, OCTET_DTYPE_FP32, {4, 4});
+  octet::Tensor d = octet::Tensor::create(context, OCTET_DTYPE_FP32, {4, 4});
   // No gemm in its table: UNSUPPORTED, and nothing past minor 0 is called.
-  EXPECT_EQ(octet_gemm(context, a, a, d, nullptr), OCTET_STATUS_UNSUPPORTED);
-  octet_tensor_destroy(a);
-  octet_tensor_destroy(d);
+  EXPECT_EQ(octet_gemm(context, a.get(), a.get(), d.get(), nullptr), OCTET_STATUS_UNSUPPORTED);
+  a = octet::Tensor();  // both destroyed before the context
+  d = octet::Tensor();
   octet_context_destroy(context);
 }
 

@@ -2,7 +2,7 @@
 // UNSUPPORTED naming the missing entry point, and what it has gives the same
 // bits as the embedded reference (its codecs are an independent C99 write-up
 // of numerics.md, so agreement checks both).
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,11 +22,8 @@ using ::testing::HasSubstr;
 struct ContextDeleter {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
 };
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
 using Context = std::unique_ptr<octet_context, ContextDeleter>;
-using Tensor = std::unique_ptr<octet_tensor, TensorDeleter>;
+using Tensor = octet::Tensor;
 
 Context make_context(const char* backend) {
   octet_context_options options{};
@@ -38,19 +35,10 @@ Context make_context(const char* backend) {
   return Context(raw);
 }
 
+// A failure to create the tensor fails the test (octet::Error).
 Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols,
                    uint32_t usages = 0) {
-  octet_tensor_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.dtype = dtype;
-  desc.ndim = 2;
-  desc.shape[0] = rows;
-  desc.shape[1] = cols;
-  desc.usages = usages;
-  octet_tensor* raw = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &desc, &raw), OCTET_STATUS_SUCCESS)
-      << octet_last_error_message();
-  return Tensor(raw);
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages);
 }
 
 std::vector<uint8_t> read(const octet_tensor* t, int32_t component, size_t bytes) {

@@ -8,9 +8,9 @@
 #include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <octet/octet.h>
 #include <octet/octet_backend.h>
 #include <octet/octet_dlpack.h>
+#include <octet/octet.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -28,11 +28,8 @@ using ::testing::HasSubstr;
 struct ContextDeleter {
   void operator()(octet_context* c) const { octet_context_destroy(c); }
 };
-struct TensorDeleter {
-  void operator()(octet_tensor* t) const { octet_tensor_destroy(t); }
-};
 using Context = std::unique_ptr<octet_context, ContextDeleter>;
-using Tensor = std::unique_ptr<octet_tensor, TensorDeleter>;
+using Tensor = octet::Tensor;  // adopt() for a handle a C call created
 
 Context make_context(const char* backend, void* stream = nullptr) {
   octet_context_options options{};
@@ -45,6 +42,8 @@ Context make_context(const char* backend, void* stream = nullptr) {
   return Context(raw);
 }
 
+// By hand for octet_tensor_wrap on a context handle and for the refusals of
+// octet_tensor_create; make_tensor goes through octet::Tensor::create.
 octet_tensor_desc desc_of(int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
   octet_tensor_desc desc{};
   desc.struct_size = sizeof desc;
@@ -57,11 +56,10 @@ octet_tensor_desc desc_of(int32_t dtype, int64_t rows, int64_t cols, uint32_t us
   return desc;
 }
 
+// A per-tensor (or plain) tensor; a failure to create it fails the test
+// (octet::Error).
 Tensor make_tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages = 0) {
-  const octet_tensor_desc desc = desc_of(dtype, rows, cols, usages);
-  octet_tensor* raw = nullptr;
-  EXPECT_EQ(octet_tensor_create(ctx, &desc, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  return Tensor(raw);
+  return octet::Tensor::create(ctx, dtype, {rows, cols}, usages, OCTET_SCALING_PER_TENSOR);
 }
 
 std::vector<uint8_t> read(const octet_tensor* t, int32_t component, size_t bytes) {
@@ -276,7 +274,7 @@ TEST_F(OpenclBackend, WrapsDevicePointersAndRefusesHostMemory) {
     const octet_tensor_desc desc = desc_of(OCTET_DTYPE_FP32, 16, 16);
     octet_tensor* raw = nullptr;
     ASSERT_EQ(octet_tensor_wrap(ctx_.get(), &desc, p, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    Tensor wrapped(raw);
+    Tensor wrapped = Tensor::adopt(raw);
     std::vector<float> x(256);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) - 200.5f;
     write(wrapped.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
@@ -294,7 +292,7 @@ TEST_F(OpenclBackend, WrapsDevicePointersAndRefusesHostMemory) {
   const octet_tensor_desc desc = desc_of(OCTET_DTYPE_FP32, 8, 8);
   octet_tensor* raw = nullptr;
   ASSERT_EQ(octet_tensor_wrap(ctx_.get(), &desc, host, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-  Tensor wrapped(raw);
+  Tensor wrapped = Tensor::adopt(raw);
   float amax = -1.0f;
   EXPECT_EQ(octet_amax(ctx_.get(), wrapped.get(), &amax), OCTET_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(octet_last_error_message(), HasSubstr("input"));
@@ -495,14 +493,14 @@ TEST_F(OpenclBackend, RunsOnTheCallersQueue) {
     const octet_tensor_desc desc = desc_of(OCTET_DTYPE_FP32, 12, 25);
     octet_tensor* raw = nullptr;
     ASSERT_EQ(octet_tensor_wrap(ctx_.get(), &desc, p, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    Tensor foreign(raw);
+    Tensor foreign = Tensor::adopt(raw);
     float amax = -1.0f;
     EXPECT_EQ(octet_amax(ctx_.get(), foreign.get(), &amax), OCTET_STATUS_INVALID_ARGUMENT);
     EXPECT_THAT(octet_last_error_message(), HasSubstr("input is memory of another OpenCL context"));
     EXPECT_EQ(amax, -1.0f);
     // On a context of the caller's queue the same memory is usable.
     ASSERT_EQ(octet_tensor_wrap(on_queue.get(), &desc, p, &raw), OCTET_STATUS_SUCCESS) << octet_last_error_message();
-    Tensor native(raw);
+    Tensor native = Tensor::adopt(raw);
     ASSERT_EQ(octet_amax(on_queue.get(), native.get(), &amax), OCTET_STATUS_SUCCESS) << octet_last_error_message();
     float expected = 0.0f;
     for (float v : x) expected = std::fmax(expected, std::fabs(v));
