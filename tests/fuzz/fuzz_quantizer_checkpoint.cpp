@@ -13,7 +13,7 @@
 //   back to the same bytes, and keeps updating and quantizing.
 // The layout constants below come from the format's table in the docs, not
 // from the library.
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -66,9 +66,9 @@ struct Handles {
   octet_recipe* recipe = nullptr;
   octet_context* context = nullptr;
   std::vector<octet_quantizer*> quantizers;
-  std::vector<octet_tensor*> tensors;
+  std::vector<octet::Tensor> tensors;
   ~Handles() {
-    for (octet_tensor* t : tensors) octet_tensor_destroy(t);
+    tensors.clear();  // the tensors first, as they came
     for (octet_quantizer* q : quantizers) octet_quantizer_destroy(q);
     octet_context_destroy(context);
     octet_recipe_destroy(recipe);
@@ -97,6 +97,17 @@ octet_quantizer_info info_of(const octet_quantizer* q) {
   return info;
 }
 
+// A 4 x 32 tensor through octet::Tensor::create, held by h; a failure is
+// fail(what), as for the C calls.
+octet_tensor* tensor(Handles& h, int32_t dtype, uint32_t usages, int32_t mode, const char* what) {
+  try {
+    h.tensors.push_back(octet::Tensor::create(h.context, dtype, {4, 32}, usages, mode));
+  } catch (const octet::Error&) {
+    fail(what);
+  }
+  return h.tensors.back().get();
+}
+
 // Quantizes a small tensor on the reference: the state moves to the
 // backend's memory (the reference has the scaling entries), so a later load
 // must reach it there.
@@ -109,21 +120,8 @@ void quantize_once(Handles& h, octet_quantizer* q, float value) {
   }
   int32_t role = info_of(q).role, dtype = 0, mode = 0;
   ok(octet_recipe_tensor_format(h.recipe, role, &dtype, &mode), "octet_recipe_tensor_format");
-  octet_tensor_desc d{};
-  d.struct_size = sizeof(d);
-  d.ndim = 2;
-  d.shape[0] = 4;
-  d.shape[1] = 32;
-  d.dtype = OCTET_DTYPE_FP32;
-  octet_tensor* in = nullptr;
-  octet_tensor* out = nullptr;
-  ok(octet_tensor_create(h.context, &d, &in), "octet_tensor_create (input)");
-  h.tensors.push_back(in);
-  d.dtype = dtype;
-  d.usages = OCTET_USAGE_ROWWISE;
-  d.scaling_mode = mode;
-  ok(octet_tensor_create(h.context, &d, &out), "octet_tensor_create (output)");
-  h.tensors.push_back(out);
+  octet_tensor* in = tensor(h, OCTET_DTYPE_FP32, 0, 0, "octet_tensor_create (input)");
+  octet_tensor* out = tensor(h, dtype, OCTET_USAGE_ROWWISE, mode, "octet_tensor_create (output)");
   std::vector<float> x(4 * 32);
   for (size_t i = 0; i < x.size(); ++i) x[i] = value * float(int(i % 7) - 3);
   ok(octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * sizeof(float)),
