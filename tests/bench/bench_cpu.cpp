@@ -18,8 +18,8 @@
 #include <benchmark/benchmark.h>
 #include <dnnl.h>
 #include <immintrin.h>
-#include <octet/octet.h>
 #include <omp.h>
+#include <octet/octet.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -64,17 +64,13 @@ octet_context* context(const char* backend, int32_t profile) {
   if (octet_context_create(&o, &c) != OCTET_STATUS_SUCCESS) std::abort();
   return c;
 }
-octet_tensor* tensor(octet_context* c, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  if (octet_tensor_create(c, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
-  return t;
+// Through octet::Tensor::create (mode 0: per-tensor); a failure aborts.
+octet::Tensor tensor(octet_context* c, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages, int32_t mode = 0) {
+  try {
+    return octet::Tensor::create(c, dtype, {rows, cols}, usages, mode);
+  } catch (const octet::Error&) {
+    std::abort();
+  }
 }
 std::vector<float> random_floats(std::size_t n, float scale) {
   std::mt19937 rng(42);
@@ -198,37 +194,27 @@ void BM_Quantize(benchmark::State& state) {
   const uint32_t usages = static_cast<uint32_t>(state.range(0));
   octet_context* ctx =
       context("cpu", usages == 3 ? OCTET_PROFILE_HOPPER_LIKE : OCTET_PROFILE_NATIVE);
-  octet_tensor* in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
-  octet_tensor* out = tensor(ctx, OCTET_DTYPE_E4M3, rows, cols, usages);
+  octet::Tensor in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
+  octet::Tensor out = tensor(ctx, OCTET_DTYPE_E4M3, rows, cols, usages);
   const std::vector<float> x = random_floats(std::size_t(rows * cols), 50.0f);
-  octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+  octet_tensor_copy_from_host(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
   const float scale = 2.0f;
-  octet_tensor_copy_from_host(out, OCTET_COMPONENT_SCALE, &scale, 4);
+  octet_tensor_copy_from_host(out.get(), OCTET_COMPONENT_SCALE, &scale, 4);
   const double in_bytes = double(rows * cols) * 4;
   const double q_bytes = in_bytes + double(rows * cols) * (usages == 3 ? 2 : 1);
   time_against_memcpy(state, x, q_bytes, [&] {
-    if (octet_quantize(ctx, in, out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    if (octet_quantize(ctx, in.get(), out.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
   });
-  octet_tensor_destroy(out);
-  octet_tensor_destroy(in);
+  out = octet::Tensor();  // the tensors before the context
+  in = octet::Tensor();
   octet_context_destroy(ctx);
 }
 BENCHMARK(BM_Quantize)->Arg(1)->Arg(3)->UseManualTime()->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
 
-octet_tensor* scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int32_t mode,
+octet::Tensor scaled_tensor(octet_context* ctx, int64_t rows, int64_t cols, int32_t mode,
                             uint32_t usages = OCTET_USAGE_ROWWISE) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = OCTET_DTYPE_E4M3;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  d.scaling_mode = mode;
-  octet_tensor* t = nullptr;
-  if (octet_tensor_create(ctx, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
-  return t;
+  return tensor(ctx, OCTET_DTYPE_E4M3, rows, cols, usages, mode);
 }
 
 struct Fp8Gemm {
@@ -242,28 +228,25 @@ struct Fp8Gemm {
     a = scaled_tensor(ctx, m, k, mode);
     b = scaled_tensor(ctx, n, k, mode_b != 0 ? mode_b : mode);
     d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
-    for (auto [t, rows, t_mode] : {std::tuple{a, m, mode}, std::tuple{b, n, mode_b != 0 ? mode_b : mode}}) {
-      octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
+    for (auto [t, rows, t_mode] : {std::tuple{a.get(), m, mode}, std::tuple{b.get(), n, mode_b != 0 ? mode_b : mode}}) {
+      const octet::Tensor hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
       const std::vector<float> x = random_floats(std::size_t(rows * k), 1.0f);
-      octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+      octet_tensor_copy_from_host(hp.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
       const float scale = 100.0f;  // scale_inv = 0.01 applied by the GEMM
       if (t_mode == OCTET_SCALING_PER_TENSOR) octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4);
-      if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-      octet_tensor_destroy(hp);
+      if (octet_quantize(ctx, hp.get(), t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
     }
   }
   ~Fp8Gemm() {
-    octet_tensor_destroy(a);
-    octet_tensor_destroy(b);
-    octet_tensor_destroy(d);
+    for (octet::Tensor* t : {&a, &b, &d}) *t = octet::Tensor();  // the tensors before the context
     octet_context_destroy(ctx);
   }
   void run() {
-    if (octet_gemm(ctx, a, b, d, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    if (octet_gemm(ctx, a.get(), b.get(), d.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
   }
   int64_t m, n, k;
   octet_context* ctx;
-  octet_tensor *a, *b, *d;
+  octet::Tensor a, b, d;
 };
 
 struct Sgemm {
@@ -438,18 +421,18 @@ void BM_BlockQuantize(benchmark::State& state) {
   const int64_t rows = 4096, cols = 4096;
   const int32_t mode = static_cast<int32_t>(state.range(0));
   octet_context* ctx = context("cpu", OCTET_PROFILE_NATIVE);
-  octet_tensor* in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
-  octet_tensor* out = scaled_tensor(ctx, rows, cols, mode, OCTET_USAGE_BOTH);
+  octet::Tensor in = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
+  octet::Tensor out = scaled_tensor(ctx, rows, cols, mode, OCTET_USAGE_BOTH);
   const std::vector<float> x = random_floats(std::size_t(rows * cols), 50.0f);
-  octet_tensor_copy_from_host(in, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+  octet_tensor_copy_from_host(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
   const double in_bytes = double(rows * cols) * 4;
   // Each usage reads the input once and writes its codes.
   const double q_bytes = 2 * in_bytes + 2 * double(rows * cols);
   time_against_memcpy(state, x, q_bytes, [&] {
-    if (octet_quantize(ctx, in, out, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    if (octet_quantize(ctx, in.get(), out.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
   });
-  octet_tensor_destroy(out);
-  octet_tensor_destroy(in);
+  out = octet::Tensor();  // the tensors before the context
+  in = octet::Tensor();
   octet_context_destroy(ctx);
 }
 BENCHMARK(BM_BlockQuantize)
@@ -497,35 +480,23 @@ struct Fp4Gemm {
     b = fp4_tensor(n, k, mode_b);
     d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
   }
-  octet_tensor* fp4_tensor(int64_t rows, int64_t cols, int32_t mode) {
-    octet_tensor_desc desc{};
-    desc.struct_size = sizeof desc;
-    desc.dtype = OCTET_DTYPE_E2M1;
-    desc.ndim = 2;
-    desc.shape[0] = rows;
-    desc.shape[1] = cols;
-    desc.usages = OCTET_USAGE_ROWWISE;
-    desc.scaling_mode = mode;
-    octet_tensor* t = nullptr;
-    if (octet_tensor_create(ctx, &desc, &t) != OCTET_STATUS_SUCCESS) std::abort();
-    octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
+  octet::Tensor fp4_tensor(int64_t rows, int64_t cols, int32_t mode) {
+    octet::Tensor t = tensor(ctx, OCTET_DTYPE_E2M1, rows, cols, OCTET_USAGE_ROWWISE, mode);
+    const octet::Tensor hp = tensor(ctx, OCTET_DTYPE_FP32, rows, cols, 0);
     const std::vector<float> x = random_floats(std::size_t(rows * cols), 1.0f);
-    octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
-    if (octet_quantize(ctx, hp, t, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-    octet_tensor_destroy(hp);
+    octet_tensor_copy_from_host(hp.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+    if (octet_quantize(ctx, hp.get(), t.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
     return t;
   }
   ~Fp4Gemm() {
-    octet_tensor_destroy(a);
-    octet_tensor_destroy(b);
-    octet_tensor_destroy(d);
+    for (octet::Tensor* t : {&a, &b, &d}) *t = octet::Tensor();  // the tensors before the context
     octet_context_destroy(ctx);
   }
   void run() {
-    if (octet_gemm(ctx, a, b, d, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
+    if (octet_gemm(ctx, a.get(), b.get(), d.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
   }
   octet_context* ctx;
-  octet_tensor *a, *b, *d;
+  octet::Tensor a, b, d;
 };
 
 int32_t fp4_mode_b(int32_t mode_a) { return mode_a == OCTET_SCALING_NVFP4_1X16 ? OCTET_SCALING_NVFP4_16X16 : mode_a; }

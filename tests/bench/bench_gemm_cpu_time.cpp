@@ -9,7 +9,7 @@
 //
 // SCALING_MODE is an OCTET_SCALING_* value (default per-tensor, scale 100;
 // a block mode takes each block's scale from its amax).
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <time.h>
 
@@ -29,18 +29,15 @@ void check(octet_status s, const char* what) {
   }
 }
 
-octet_tensor* tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, int32_t mode) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = dtype == OCTET_DTYPE_FP32 ? 0u : uint32_t{OCTET_USAGE_ROWWISE};
-  d.scaling_mode = dtype == OCTET_DTYPE_FP32 ? int32_t{OCTET_SCALING_PER_TENSOR} : mode;
-  octet_tensor* t = nullptr;
-  check(octet_tensor_create(ctx, &d, &t), "octet_tensor_create");
-  return t;
+octet::Tensor tensor(octet_context* ctx, int32_t dtype, int64_t rows, int64_t cols, int32_t mode) {
+  const uint32_t usages = dtype == OCTET_DTYPE_FP32 ? 0u : uint32_t{OCTET_USAGE_ROWWISE};
+  try {
+    return octet::Tensor::create(ctx, dtype, {rows, cols}, usages,
+                                 dtype == OCTET_DTYPE_FP32 ? int32_t{OCTET_SCALING_PER_TENSOR} : mode);
+  } catch (const octet::Error& e) {
+    check(e.status(), "octet_tensor_create");
+  }
+  return octet::Tensor();
 }
 
 double thread_seconds() {
@@ -69,22 +66,22 @@ int main(int argc, char** argv) {
   o.capability_profile = OCTET_PROFILE_NATIVE;
   octet_context* ctx = nullptr;
   check(octet_context_create(&o, &ctx), "octet_context_create");
-  octet_tensor* a = tensor(ctx, OCTET_DTYPE_E4M3, m, k, mode);
-  octet_tensor* b = tensor(ctx, OCTET_DTYPE_E4M3, n, k, mode);
-  octet_tensor* d = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
+  octet::Tensor a_tensor = tensor(ctx, OCTET_DTYPE_E4M3, m, k, mode);
+  octet::Tensor b_tensor = tensor(ctx, OCTET_DTYPE_E4M3, n, k, mode);
+  octet::Tensor d_tensor = tensor(ctx, OCTET_DTYPE_FP32, m, n, 0);
+  octet_tensor *a = a_tensor.get(), *b = b_tensor.get(), *d = d_tensor.get();
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (auto [t, rows] : {std::pair{a, m}, std::pair{b, n}}) {
     std::vector<float> x(static_cast<std::size_t>(rows * k));
     for (float& v : x) v = dist(rng);
-    octet_tensor* hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
-    check(octet_tensor_copy_from_host(hp, OCTET_COMPONENT_DATA, x.data(), x.size() * 4), "copy_from_host");
+    octet::Tensor hp = tensor(ctx, OCTET_DTYPE_FP32, rows, k, 0);
+    check(octet_tensor_copy_from_host(hp.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4), "copy_from_host");
     const float scale = 64.0f;
     if (mode == OCTET_SCALING_PER_TENSOR) {
       check(octet_tensor_copy_from_host(t, OCTET_COMPONENT_SCALE, &scale, 4), "copy_from_host (scale)");
     }
-    check(octet_quantize(ctx, hp, t, nullptr), "octet_quantize");
-    octet_tensor_destroy(hp);
+    check(octet_quantize(ctx, hp.get(), t, nullptr), "octet_quantize");
   }
   check(octet_gemm(ctx, a, b, d, nullptr), "octet_gemm");  // warm up
   std::vector<double> times;
@@ -101,9 +98,9 @@ int main(int argc, char** argv) {
   std::printf("gemm %lldx%lldx%lld min_cpu_ms=%.2f median_cpu_ms=%.2f GFLOP/s_cpu=%.1f checksum=%.6g\n",
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), times[0] * 1e3,
               times[times.size() / 2] * 1e3, 2.0 * double(m) * double(n) * double(k) / times[0] / 1e9, sum);
-  octet_tensor_destroy(d);
-  octet_tensor_destroy(b);
-  octet_tensor_destroy(a);
+  d_tensor = octet::Tensor();  // the tensors before the context
+  b_tensor = octet::Tensor();
+  a_tensor = octet::Tensor();
   octet_context_destroy(ctx);
   return 0;
 }

@@ -3,7 +3,7 @@
 // milliseconds and as ratios to the kokkos time. Plain std::chrono (no Google
 // Benchmark), built when the kokkos plugin is; never run by ctest.
 // Command and results: docs/backends/kokkos.md.
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -24,36 +24,30 @@ octet_context* context(const char* backend) {
   return octet_context_create(&o, &c) == OCTET_STATUS_SUCCESS ? c : nullptr;
 }
 
-octet_tensor* tensor(octet_context* c, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = dtype;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  d.usages = usages;
-  octet_tensor* t = nullptr;
-  if (octet_tensor_create(c, &d, &t) != OCTET_STATUS_SUCCESS) std::abort();
-  return t;
+octet::Tensor tensor(octet_context* c, int32_t dtype, int64_t rows, int64_t cols, uint32_t usages) {
+  try {
+    return octet::Tensor::create(c, dtype, {rows, cols}, usages);
+  } catch (const octet::Error&) {
+    std::abort();
+  }
 }
 
-octet_tensor* filled(octet_context* c, int64_t rows, int64_t cols, uint32_t seed) {
-  octet_tensor* t = tensor(c, OCTET_DTYPE_FP32, rows, cols, 0);
+octet::Tensor filled(octet_context* c, int64_t rows, int64_t cols, uint32_t seed) {
+  octet::Tensor t = tensor(c, OCTET_DTYPE_FP32, rows, cols, 0);
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 3.0f);
   std::vector<float> v(static_cast<size_t>(rows * cols));
   for (float& x : v) x = dist(rng);
-  octet_tensor_copy_from_host(t, OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
+  octet_tensor_copy_from_host(t.get(), OCTET_COMPONENT_DATA, v.data(), v.size() * 4);
   return t;
 }
 
-octet_tensor* quantized(octet_context* c, int64_t rows, int64_t cols, uint32_t usages, uint32_t seed) {
-  octet_tensor* hp = filled(c, rows, cols, seed);
-  octet_tensor* q = tensor(c, OCTET_DTYPE_E4M3, rows, cols, usages);
+octet::Tensor quantized(octet_context* c, int64_t rows, int64_t cols, uint32_t usages, uint32_t seed) {
+  octet::Tensor hp = filled(c, rows, cols, seed);
+  octet::Tensor q = tensor(c, OCTET_DTYPE_E4M3, rows, cols, usages);
   const float scale = 16.0f;
-  octet_tensor_copy_from_host(q, OCTET_COMPONENT_SCALE, &scale, 4);
-  if (octet_quantize(c, hp, q, nullptr) != OCTET_STATUS_SUCCESS) std::abort();
-  octet_tensor_destroy(hp);
+  octet_tensor_copy_from_host(q.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+  if (octet_quantize(c, hp.get(), q.get(), nullptr) != OCTET_STATUS_SUCCESS) std::abort();
   return q;
 }
 
@@ -88,34 +82,24 @@ int main() {
   std::vector<Op> ops = {
       {"quantize fp32->e4m3 2048x2048, both usages",
        [&](octet_context* ctx) {
-         octet_tensor* in = filled(ctx, r, c, 1);
-         octet_tensor* out = tensor(ctx, OCTET_DTYPE_E4M3, r, c, OCTET_USAGE_BOTH);
+         const octet::Tensor in = filled(ctx, r, c, 1);
+         const octet::Tensor out = tensor(ctx, OCTET_DTYPE_E4M3, r, c, OCTET_USAGE_BOTH);
          const float scale = 16.0f;
-         octet_tensor_copy_from_host(out, OCTET_COMPONENT_SCALE, &scale, 4);
-         const double ms = median_ms([&] { check(octet_quantize(ctx, in, out, nullptr)); });
-         octet_tensor_destroy(out);
-         octet_tensor_destroy(in);
-         return ms;
+         octet_tensor_copy_from_host(out.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+         return median_ms([&] { check(octet_quantize(ctx, in.get(), out.get(), nullptr)); });
        }},
       {"dequantize e4m3->fp32 2048x2048",
        [&](octet_context* ctx) {
-         octet_tensor* q = quantized(ctx, r, c, OCTET_USAGE_ROWWISE, 2);
-         octet_tensor* out = tensor(ctx, OCTET_DTYPE_FP32, r, c, 0);
-         const double ms = median_ms([&] { check(octet_dequantize(ctx, q, out)); });
-         octet_tensor_destroy(out);
-         octet_tensor_destroy(q);
-         return ms;
+         const octet::Tensor q = quantized(ctx, r, c, OCTET_USAGE_ROWWISE, 2);
+         const octet::Tensor out = tensor(ctx, OCTET_DTYPE_FP32, r, c, 0);
+         return median_ms([&] { check(octet_dequantize(ctx, q.get(), out.get())); });
        }},
       {"fp8 gemm e4m3 256x256x256 -> fp32",
        [&](octet_context* ctx) {
-         octet_tensor* a = quantized(ctx, g, g, OCTET_USAGE_BOTH, 3);
-         octet_tensor* b = quantized(ctx, g, g, OCTET_USAGE_BOTH, 4);
-         octet_tensor* d = tensor(ctx, OCTET_DTYPE_FP32, g, g, 0);
-         const double ms = median_ms([&] { check(octet_gemm(ctx, a, b, d, nullptr)); });
-         octet_tensor_destroy(d);
-         octet_tensor_destroy(b);
-         octet_tensor_destroy(a);
-         return ms;
+         const octet::Tensor a = quantized(ctx, g, g, OCTET_USAGE_BOTH, 3);
+         const octet::Tensor b = quantized(ctx, g, g, OCTET_USAGE_BOTH, 4);
+         const octet::Tensor d = tensor(ctx, OCTET_DTYPE_FP32, g, g, 0);
+         return median_ms([&] { check(octet_gemm(ctx, a.get(), b.get(), d.get(), nullptr)); });
        }},
   };
   std::printf("%-46s %12s %12s %12s %10s %10s\n", "operation", "kokkos ms", "cpu ms", "reference ms",

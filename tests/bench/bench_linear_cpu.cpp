@@ -5,7 +5,7 @@
 // at most 1.25 at 4096 tokens, 4096 -> 4096). Command: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 
-#include <octet/octet.h>
+#include <octet/octet.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -22,16 +22,13 @@ void check(octet_status s, const char* what) {
   }
 }
 
-octet_tensor* tensor(octet_context* c, int64_t rows, int64_t cols) {
-  octet_tensor_desc d{};
-  d.struct_size = sizeof d;
-  d.dtype = OCTET_DTYPE_FP32;
-  d.ndim = 2;
-  d.shape[0] = rows;
-  d.shape[1] = cols;
-  octet_tensor* t = nullptr;
-  check(octet_tensor_create(c, &d, &t), "tensor");
-  return t;
+octet::Tensor tensor(octet_context* c, int64_t rows, int64_t cols) {
+  try {
+    return octet::Tensor::create(c, OCTET_DTYPE_FP32, {rows, cols});
+  } catch (const octet::Error& e) {
+    check(e.status(), "tensor");
+  }
+  return octet::Tensor();
 }
 
 void fill(octet_tensor* t, size_t n, uint32_t seed, float scale) {
@@ -44,7 +41,7 @@ void fill(octet_tensor* t, size_t n, uint32_t seed, float scale) {
 
 struct LinearRun {
   octet_layer* layer = nullptr;
-  octet_tensor *x, *y, *dy, *dx;
+  octet::Tensor x, y, dy, dx;
   LinearRun(octet_context* c, int64_t tokens, int64_t in, int64_t out, const octet_recipe* recipe) {
     octet_linear_options o;
     octet_linear_options_init(&o);
@@ -68,19 +65,19 @@ struct LinearRun {
     y = tensor(c, tokens, out);
     dy = tensor(c, tokens, out);
     dx = tensor(c, tokens, in);
-    fill(x, size_t(tokens * in), 1, 1.0f);
-    fill(dy, size_t(tokens * out), 2, 0.01f);
+    fill(x.get(), size_t(tokens * in), 1, 1.0f);
+    fill(dy.get(), size_t(tokens * out), 2, 0.01f);
   }
   ~LinearRun() {
-    for (octet_tensor* t : {x, y, dy, dx}) octet_tensor_destroy(t);
+    for (octet::Tensor* t : {&x, &y, &dy, &dx}) *t = octet::Tensor();  // destroyed before the layer
     octet_layer_destroy(layer);
   }
   double step() {
     const auto t0 = std::chrono::steady_clock::now();
     check(octet_layer_new_step(layer), "new_step");
     octet_saved* saved = nullptr;
-    check(octet_layer_forward(layer, x, y, 1, &saved), "forward");
-    check(octet_layer_backward(layer, &saved, dy, dx, 0), "backward");
+    check(octet_layer_forward(layer, x.get(), y.get(), 1, &saved), "forward");
+    check(octet_layer_backward(layer, &saved, dy.get(), dx.get(), 0), "backward");
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 };
