@@ -475,18 +475,21 @@ void block_range(const Fp8Operand& a, const Fp8Operand& b, const typename Decode
   }
 }
 
-void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
-                       int64_t ldc) {
+// Runs range(s, m0, m1, n0, n1) on every OpenMP thread for its share of
+// the m x n output, tiles configured: the columns in 32s, or the rows in
+// kMB when there are fewer column pairs than threads and rows. Each
+// thread has its Scratch; with a_trans, also a panel of A' row codes.
+template <typename Range>
+void on_threads(int64_t m, int64_t n, int64_t k, bool a_trans, Range&& range) {
   const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
   const int64_t n_units = (n + 31) / 32, m_units = (m + kMB - 1) / kMB;
   const bool split_n = n_units >= threads || n_units >= m_units;
   Buffer<unsigned char> memory(kScratchBytes * static_cast<std::size_t>(threads));
   // A' stored transposed: each thread's panel of row codes (at most all m
   // rows of one 2048-k panel).
-  const std::size_t panel_bytes = a.trans ? element_count(m, kKC) : 0;
+  const std::size_t panel_bytes = a_trans ? element_count(m, kKC) : 0;
   Buffer<uint8_t> panels;
-  if (a.trans) panels.reset(panel_bytes * static_cast<std::size_t>(threads));
-  const VbmiDecoder::Tab ta = VbmiDecoder::load(a.dtype), tb = VbmiDecoder::load(b.dtype);
+  if (a_trans) panels.reset(panel_bytes * static_cast<std::size_t>(threads));
   (void)row_kernels();  // chosen before the threads need it
 #pragma omp parallel num_threads(threads)
   {
@@ -499,52 +502,36 @@ void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int6
                     reinterpret_cast<uint16_t*>(base + kBTileBytes),
                     base + kBTileBytes + kARowBytes,
                     reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes),
-                    a.trans ? panels.get() + panel_bytes * static_cast<std::size_t>(t) : nullptr,
+                    a_trans ? panels.get() + panel_bytes * static_cast<std::size_t>(t) : nullptr,
                     split_n ? 0 : u0 * kMB};
     if (u0 < u1) {
       configure_tiles();
       if (split_n) {
-        gemm_range(a, b, ta, tb, k, 0, m, u0 * 32, std::min(n, u1 * 32), acc, ldc, s);
+        range(s, int64_t{0}, m, u0 * 32, std::min(n, u1 * 32));
       } else {
-        gemm_range(a, b, ta, tb, k, u0 * kMB, std::min(m, u1 * kMB), 0, n, acc, ldc, s);
+        range(s, u0 * kMB, std::min(m, u1 * kMB), int64_t{0}, n);
       }
       _tile_release();
     }
   }
 }
 
+void fp8_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, float* acc,
+                       int64_t ldc) {
+  const VbmiDecoder::Tab ta = VbmiDecoder::load(a.dtype), tb = VbmiDecoder::load(b.dtype);
+  on_threads(m, n, k, a.trans, [&](const Scratch& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    gemm_range(a, b, ta, tb, k, m0, m1, n0, n1, acc, ldc, s);
+  });
+}
+
+// The block GEMM's operands are never transposed (gemm/gemm_fp8.hpp).
 template <class Decoder>
 void fp8_block_gemm_amx_impl(const Fp8Operand& a, const Fp8Operand& b, int64_t m, int64_t n, int64_t k, int64_t bk,
                              const BlockScaleTable& sa, const BlockScaleTable& sb, float* acc, int64_t ldc) {
-  const int threads = threads_for(2.0 * double(m) * double(n) * double(k), kGemmFlopsPerThread);
-  const int64_t n_units = (n + 31) / 32, m_units = (m + kMB - 1) / kMB;
-  const bool split_n = n_units >= threads || n_units >= m_units;
-  Buffer<unsigned char> memory(kScratchBytes * static_cast<std::size_t>(threads));
   const typename Decoder::Tab ta = Decoder::load(a.dtype), tb = Decoder::load(b.dtype);
-  (void)row_kernels();
-#pragma omp parallel num_threads(threads)
-  {
-    const octet::DefaultFloatMode float_mode;  // this thread, for the region (dispatch/parallel_policy.hpp)
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    unsigned char* base = memory.get() + kScratchBytes * static_cast<std::size_t>(t);
-    const int64_t units = split_n ? n_units : m_units;
-    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-    const Scratch s{reinterpret_cast<uint16_t*>(base),
-                    reinterpret_cast<uint16_t*>(base + kBTileBytes),
-                    base + kBTileBytes + kARowBytes,
-                    reinterpret_cast<float*>(base + kBTileBytes + kARowBytes + kCodeBytes),
-                    nullptr,
-                    0};
-    if (u0 < u1) {
-      configure_tiles();
-      if (split_n) {
-        block_range<Decoder>(a, b, ta, tb, k, bk, sa, sb, 0, m, u0 * 32, std::min(n, u1 * 32), acc, ldc, s);
-      } else {
-        block_range<Decoder>(a, b, ta, tb, k, bk, sa, sb, u0 * kMB, std::min(m, u1 * kMB), 0, n, acc, ldc, s);
-      }
-      _tile_release();
-    }
-  }
+  on_threads(m, n, k, false, [&](const Scratch& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    block_range<Decoder>(a, b, ta, tb, k, bk, sa, sb, m0, m1, n0, n1, acc, ldc, s);
+  });
 }
 
 }  // namespace
