@@ -6,7 +6,7 @@ once in FP32 and once in FP8 (delayed scaling), and prints both losses.
 The task: regress y = sin(x A) B, a smooth function of 32 inputs, from
 random samples. Both runs start from the same parameters (seed=) and see
 the same batches; the FP8 run's final loss lands near the FP32 run's.
-(tests/python/test_torch_modules.py runs this file.)
+(tests/pytorch/test_torch_modules.py runs this file.)
 """
 
 import torch
