@@ -288,15 +288,16 @@ def test_state_dict_round_trip_restores_identical_outputs(ctx):
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
     assert all(torch.equal(p, q) for p, q in zip(outs[0][2], outs[1][2]))
     b2 = ot.LayerNormMLP(16, 32, context=ctx, seed=2)  # without the quantizer state the FP8 output differs
-    b2.load_state_dict({k: v for k, v in a.state_dict().items() if k != "_extra_state"}, strict=False)
+    b2.load_state_dict(dict(a.state_dict()))  # a plain dict: no _metadata, so no quantizer state
     with ot.autocast(recipe, context=ctx):
         assert not torch.equal(b2(x), outs[0][0])
 
 
 def test_the_optimizer_step_is_what_the_next_forward_reads(ctx):
-    """Parameters are the layer's memory: after opt.step() (in place) the
-    module computes with the new values; a Parameter whose .data was
-    replaced is copied into the layer and shares its memory again."""
+    """The layer reads the weight Parameter's own memory: after opt.step()
+    (in place) the module computes with the new values; a Parameter whose
+    .data was replaced (also by another dtype) is what the next forward
+    reads."""
     m = ot.Linear(8, 4, context=ctx, seed=0)
     x = torch.randn(5, 8, generator=torch.Generator().manual_seed(1))
     opt = torch.optim.Adam(m.parameters(), lr=0.1)
@@ -306,15 +307,19 @@ def test_the_optimizer_step_is_what_the_next_forward_reads(ctx):
     assert not torch.equal(m.weight.detach(), before)
     with torch.no_grad():
         assert torch.allclose(m(x), F.linear(x, m.weight, m.bias), rtol=0, atol=1e-5)
-        assert torch.equal(torch.from_dlpack(m.octet_layer.parameter("weight")), m.weight)
+        lent = torch.from_dlpack(m.octet_layer.parameter("weight"))
+        assert lent.data_ptr() == m.weight.data_ptr()  # borrowed, not copied
     w = torch.randn(4, 8)
     m.weight.data = w.clone()
+    m.bias.data.fill_(0.25)  # through .data: no version counter moves
     with torch.no_grad():
         assert torch.allclose(m(x), F.linear(x, w, m.bias), rtol=0, atol=1e-5)
     assert torch.equal(torch.from_dlpack(m.octet_layer.parameter("weight")), w)
     m.weight.data = torch.randn(4, 8, dtype=torch.float64)
-    with pytest.raises(ValueError, match="parameter 'weight' is now torch.float64"):
-        m(x)
+    with torch.no_grad():  # converted to FP32 for Octet at each forward
+        y = m(x)
+        assert y.dtype == torch.float32
+        assert torch.allclose(y, F.linear(x, m.weight.float(), m.bias), rtol=0, atol=1e-5)
 
 
 def test_the_weight_cache_follows_the_optimizer(ctx):
@@ -330,7 +335,7 @@ def test_the_weight_cache_follows_the_optimizer(ctx):
         cached.weight.mul_(-0.5)
         after = cached(x)
         fresh = ot.Linear(16, 8, context=ctx, seed=1)
-        fresh.load_state_dict({k: v for k, v in cached.state_dict().items() if k != "_extra_state"}, strict=False)
+        fresh.load_state_dict(cached.state_dict())
         assert not torch.equal(before, after)
         assert torch.equal(after, fresh(x))
 
@@ -354,26 +359,20 @@ def test_bf16_linear_runs_in_bf16(ctx):
 
 def test_bad_input_is_refused_naming_the_rule(ctx):
     m = ot.Linear(16, 4, context=ctx, seed=0)
-    with pytest.raises(TypeError, match="must be torch.float32"):
-        m(torch.randn(3, 16, dtype=torch.float64))
     with pytest.raises(ValueError, match=r"shape \[\.\.\., 16\]; got \[3, 15\]"):
         m(torch.randn(3, 15))
-    with pytest.raises(ValueError, match="must be contiguous"):
-        m(torch.randn(16, 3).T)
-    with pytest.raises(ValueError, match="aligned to 64 bytes"):
-        m(torch.randn(49)[1:].view(3, 16))
-    with pytest.raises(ValueError, match="must be on cpu"):
+    with pytest.raises(ValueError, match="the input is on meta, the parameters on cpu"):
         m(torch.empty(3, 16, device="meta"))
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         m([[0.0] * 16])
+    with pytest.raises(TypeError, match="must be a floating tensor"):
+        m(torch.ones(3, 16, dtype=torch.int32))
     with pytest.raises(TypeError, match="unknown option"):
         ot.Linear(4, 4, context=ctx, weight_storage="fp8_only")
-    with pytest.raises(TypeError, match="dtype must be torch.float32 or torch.bfloat16"):
-        ot.Linear(4, 4, context=ctx, dtype=torch.float16)
+    with pytest.raises(TypeError, match="dtype must be a floating torch dtype"):
+        ot.Linear(4, 4, context=ctx, dtype=torch.int8)
     with pytest.raises(TypeError, match="needs an octet Recipe"):
         ot.autocast("fp8")
-    with pytest.raises(TypeError, match="cannot be deep-copied"):
-        copy.deepcopy(m)
     other = octet.Context("reference")
     with pytest.raises(ValueError, match="another octet Context"):
         with ot.autocast(octet.CurrentScaling(), context=other):

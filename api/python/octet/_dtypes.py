@@ -45,6 +45,9 @@ _FROM_ML = {dt: code for code, dt in _ML.items()}
 _FP8_MAX = {E4M3: 448.0, E5M2: 57344.0, E4M3FNUZ: 240.0, E5M2FNUZ: 57344.0}
 _OVERFLOWS = {E4M3: lambda y: y > 464.0, E5M2: lambda y: y >= 61440.0, E4M3FNUZ: lambda y: y >= 248.0,
               E5M2FNUZ: lambda y: y >= 61440.0}
+# Where octet_quantize_stats.flushed_count ends: a non-zero scaled |y| at or
+# below half the smallest subnormal rounds to zero (to nearest even).
+_FLUSH_LIMIT = {E4M3: 2.0**-10, E5M2: 2.0**-17, E4M3FNUZ: 2.0**-11, E5M2FNUZ: 2.0**-18}
 
 
 def _lib_dtype_name(dtype):

@@ -1,0 +1,142 @@
+"""The Octet layer behind an octet.torch module, for one context and one
+parameter dtype.
+
+The module's torch Parameters are ordinary torch tensors. The layer is
+made with skip_weight_allocation: each weight matrix is lent to it
+(octet_layer_set_weight over the Parameter's memory, through DLPack, no
+copy) when the Parameter's dtype is the layer's (FP32 or BF16); other
+dtypes are converted at each forward. The small parameters (biases,
+norm weights) are copied into the layer's own memory at each forward."""
+
+import torch
+
+from .. import layers as _layers
+from .._core import BF16, FP32
+from ..autocast import autocast_state
+
+_KINDS = {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
+          "LayerNormMLP": _layers.LayerNormMLP}
+ROLES = ("input", "weight", "gradient")
+
+
+def engine_dtype(dtype):
+    """The layer's parameter dtype for Parameters of `dtype`: BF16 for
+    bfloat16, FP32 for every other floating dtype (float64 and float16
+    Parameters are converted)."""
+    return torch.bfloat16 if dtype == torch.bfloat16 else torch.float32
+
+
+def is_weight(name):
+    return name.endswith("weight") and not name.startswith("norm_")
+
+
+class Engine:
+    def __init__(self, kind, args, options, context, dtype):
+        self.context = context
+        self.dtype = dtype
+        self.layer = _KINDS[kind](context, *args, params_dtype=BF16 if dtype == torch.bfloat16 else FP32,
+                                  skip_weight_allocation=True, seed=0, **options)
+        self.names = self.layer.parameter_names
+        self.linear_count = 2 if kind == "LayerNormMLP" else 1
+        info = context.info()
+        self.device = "cpu" if info["memory"] == "host" else "cuda"
+        self.alignment = int(info["alignment"])
+        self.weight_cache = bool(options.get("weight_cache"))
+        self._views = {n: torch.from_dlpack(self.layer.parameter(n)) for n in self.names if not is_weight(n)}
+        self._synced = {}  # weight name -> (identity, tensor lent, version at the last forward)
+
+    # -- parameters ---------------------------------------------------------
+
+    def _ready(self, t):
+        """t as the layer reads it in place: its dtype, contiguous, aligned."""
+        if t.dtype != self.dtype:
+            t = t.to(self.dtype)
+        if not t.is_contiguous():
+            t = t.contiguous()
+        if t.data_ptr() % self.alignment:
+            t = t.clone()
+        return t
+
+    def sync(self, params):
+        """Before each forward: lends the weights whose memory changed
+        (another tensor, or a dtype the layer converts: again each time) and
+        copies the other parameters (a few vectors; a write through .data
+        bumps no version counter, so they are copied every time). With the
+        weight cache, a weight whose version counter moved makes the layer
+        quantize it again."""
+        requantize = False
+        for name, p in zip(self.names, params):
+            p = p.detach()
+            if not is_weight(name):
+                self._views[name].copy_(p)
+                continue
+            identity = (p.data_ptr(), tuple(p.shape), p.dtype, p.stride())
+            held = self._synced.get(name)
+            native = p.dtype == self.dtype and p.is_contiguous() and p.data_ptr() % self.alignment == 0
+            if held is None or held[0] != identity or not native:
+                src = self._ready(p)
+                self.layer.set_weight(name, self.context.from_dlpack(src))
+                requantize = True
+                held = (identity, src, None)  # src: kept alive while lent (a converted copy)
+            if held[2] != p._version:
+                requantize = True
+            self._synced[name] = (held[0], held[1], p._version)
+        if requantize and self.weight_cache:
+            self.layer.new_step()
+
+    # -- forward and backward -------------------------------------------------
+
+    def recipe(self):
+        """The recipe in effect for the layer: its own, else the innermost
+        open scope's of its context (None: high precision)."""
+        if self.layer.recipe is not None:
+            return self.layer.recipe
+        return autocast_state(self.context)[1]
+
+    def forward(self, x, training):
+        """(y, saved, x as read): y in the layer's dtype."""
+        x = self._ready(x)
+        y = torch.empty(tuple(x.shape[:-1]) + (self.layer.out_features,), dtype=self.dtype, device=x.device)
+        xt, yt = self.context.from_dlpack(x.detach()), self.context.from_dlpack(y)
+        try:
+            result = self.layer.forward(xt, training=training, out=yt)
+        finally:
+            xt.close()  # a saved handle that still reads x keeps it (Tensor.close waits for it)
+            yt.close()
+        return y, (result[1] if training else None), x
+
+    def backward(self, saved, dy, input_shape, need_input, need_params):
+        """(dx or None, [gradient or None per parameter]) in the layer's dtype."""
+        dy = self._ready(dy)
+        dyt = self.context.from_dlpack(dy)
+        dx = torch.empty(input_shape, dtype=self.dtype, device=dy.device) if need_input else None
+        dxt = self.context.from_dlpack(dx) if dx is not None else None
+        try:
+            self.layer.backward(saved, dyt, grad_input=dxt if dxt is not None else False)
+        finally:
+            dyt.close()
+            if dxt is not None:
+                dxt.close()
+        grads = [torch.from_dlpack(self.layer.gradient(name)).clone() if need else None  # buffers are reused
+                 for name, need in zip(self.names, need_params)]
+        return dx, grads
+
+    # -- quantizer state --------------------------------------------------------
+
+    def quantizer_keys(self):
+        return [(linear, role) for linear in range(self.linear_count) for role in ROLES]
+
+    def save_quantizers(self):
+        """{"linear.role": octet_quantizer_save bytes} of the quantizers used
+        so far (one never used holds no recipe state and is left out)."""
+        out = {}
+        for linear, role in self.quantizer_keys():
+            q = self.layer.quantizer(role, linear)
+            if q.info().recipe_kind is not None:
+                out[f"{linear}.{role}"] = q.save()
+        return out
+
+    def load_quantizers(self, state):
+        for key, data in state.items():
+            linear, role = key.split(".")
+            self.layer.quantizer(role, int(linear)).load(bytes(data))
