@@ -5,6 +5,7 @@ import os
 import threading
 
 from .._core import Context, backends
+from .._errors import OctetError
 
 _LAYER_FEATURES = (1 << 11) | (1 << 12) | (1 << 13) | (1 << 14)  # NORM, ACTIVATION, BIAS_GRADIENT, ACCUMULATE
 ENVIRONMENT_VARIABLE = "OCTET_TORCH_BACKEND"
@@ -35,9 +36,9 @@ def default_context():
             name = os.environ.get(ENVIRONMENT_VARIABLE) or _automatic_backend()
             try:
                 _default = Context(name)
-            except Exception as e:
+            except OctetError as e:
                 origin = f"{ENVIRONMENT_VARIABLE}={name!r}" if os.environ.get(ENVIRONMENT_VARIABLE) else repr(name)
-                raise type(e)(f"octet.torch: cannot open the default backend {origin}: {e}") from e
+                raise OctetError(e.status, f"octet.torch: cannot open the default backend {origin}: {e}") from e
         return _default
 
 

@@ -163,7 +163,7 @@ class _Module(torch.nn.Module):
         key = next(_saved_keys)
         self._octet_saved[key] = (engine, saved)
         token = torch.tensor([key], dtype=torch.int64)
-        weakref.finalize(token, _drop_saved, weakref.ref(self), key)
+        weakref.finalize(token, _drop_saved, self, key)  # the module lives while a graph holds its token
         return y, token
 
     def _octet_backward(self, token, dy, x, params, needs):
@@ -318,12 +318,10 @@ def _ops_layer_class(kind):
             "LayerNormMLP": _layers.LayerNormMLP}[kind]
 
 
-def _drop_saved(module_ref, key):
-    module = module_ref()
-    if module is not None:
-        entry = module._octet_saved.pop(key, None)
-        if entry is not None:
-            entry[1].close()
+def _drop_saved(module, key):
+    entry = module._octet_saved.pop(key, None)
+    if entry is not None:
+        entry[1].close()
 
 
 class Linear(_Module):
