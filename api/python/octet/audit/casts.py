@@ -84,7 +84,9 @@ def check_encode(op, fn, fmt, source, saturate, mode, target_rules=None):
     saturate: True/False, or None when the target does not say: then the
     mode with fewer wrong elements on the quick sample is taken (and
     named in the details)."""
-    if saturate is None:
+    if fmt.unsigned_pow2:
+        saturate = True  # E8M0's range is clamped or NaN whatever the mode (rules.E8M0_RANGE)
+    elif saturate is None:
         sample = inputs.quick_fp32(fmt)
         if source == "bf16":
             sample = inputs.bf16_bits_to_f32(inputs.all_bf16_bits())
@@ -100,7 +102,7 @@ def check_encode(op, fn, fmt, source, saturate, mode, target_rules=None):
         saturate = wrong[True] <= wrong[False]
         op.details["mode"] = ("saturating" if saturate else "non-saturating") + \
             " (the target does not say; the mode it matches best)"
-    else:
+    if "mode" not in op.details and not fmt.unsigned_pow2:
         op.details["mode"] = "saturating" if saturate else "non-saturating"
     if source == "bf16":
         bits = inputs.all_bf16_bits()
@@ -139,11 +141,13 @@ def reference_decode(fmt, codes, dest):
         ctx = reference_context()
         if dest == "fp32":
             return v.view(np.uint32)
-        return ctx.convert(ctx.tensor(v), octet.BF16 if dest == "bf16" else octet.FP16).codes().view(np.uint16)
+        out = ctx.convert(ctx.tensor(v), octet.BF16 if dest == "bf16" else octet.FP16)
+        return (out.codes() if dest == "bf16" else out.numpy()).view(np.uint16)
     ctx = reference_context()
     out = ctx.convert(ctx.tensor(codes, dtype=fmt.dtype), {"fp32": octet.FP32, "bf16": octet.BF16,
                                                            "fp16": octet.FP16}[dest])
-    return out.codes().view(np.uint32 if dest == "fp32" else np.uint16).reshape(-1)
+    data = out.codes() if dest == "bf16" else out.numpy()
+    return data.view(np.uint32 if dest == "fp32" else np.uint16).reshape(-1)
 
 
 def check_decode(op, fn, fmt, dest):

@@ -82,7 +82,9 @@ class Format:
 def format_value(v):
     v = float(v)
     if np.isnan(v):
-        return "nan"
+        return "-nan" if np.signbit(v) else "nan"
+    if np.isinf(v):
+        return "-inf" if v < 0 else "inf"
     return repr(v) if v != int(v) or abs(v) >= 1e16 else ("-0" if v == 0 and np.signbit(v) else str(int(v)))
 
 
@@ -104,7 +106,8 @@ def reference_context():
 
 def categorize(fmt, values):
     """The category (a string above) of each input value (float32 array)."""
-    v = np.asarray(values, dtype=np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        v = np.asarray(values, dtype=np.float32).astype(np.float64)
     out = np.empty(v.shape, dtype=object)
     a = np.abs(v)
     if fmt.unsigned_pow2:

@@ -32,7 +32,8 @@ def quick_fp32(fmt, seed=0):
     points = np.concatenate([g, (g[:-1] + g[1:]) / 2, g[-1] * np.array([1.5, 2, 4, 1e3, 1e10])])
     if fmt.unsigned_pow2:
         points = np.concatenate([points, points * 1.5, points * 0.75])
-    p32 = points.astype(np.float32)
+    with np.errstate(over="ignore"):
+        p32 = points.astype(np.float32)
     near = np.concatenate([p32, np.nextafter(p32, np.float32(np.inf)), np.nextafter(p32, np.float32(0))])
     pow2 = np.ldexp(np.float32(1), np.arange(-149, 128)).astype(np.float32)
     rng = np.random.default_rng(seed)

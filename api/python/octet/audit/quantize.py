@@ -9,11 +9,12 @@ reference's encoder (numerics.md section 2)."""
 import numpy as np
 
 from .. import _core as octet
-from .. import _lib
+from .. import _lib, quantizers, recipes
 from . import casts
 from .formats import FORMATS, reference_context
 
 BLOCK = 32
+MX_ELEMENTS = ("e4m3fn", "e5m2")  # MXFP8's element formats (OCP MX v1.0)
 KINDS = ("random", "rounding boundaries", "subnormals", "saturation", "NaN inside block", "inf inside block",
          "zero block")
 
@@ -35,7 +36,9 @@ def designed_y(fmt, rng):
             row = rng.uniform(0, fmt.min_normal, n) * rng.choice([-1, 1], n)
             row[0] = fmt.max
         elif kind == "saturation":
-            row = rng.uniform(fmt.max, 4 * fmt.max, n) * rng.choice([-1, 1], n)
+            top = fmt.grid[-1] + (fmt.grid[-1] - fmt.max)  # just past the tie beyond the largest value
+            row = np.concatenate([rng.uniform(fmt.max, top, n // 2), rng.uniform(top, 4 * fmt.max, n - n // 2)])
+            row *= rng.choice([-1, 1], n)
         elif kind == "NaN inside block":
             row = rng.standard_normal(n) * fmt.max / 8
             row[[3, BLOCK + 5]], row[7] = np.nan, -np.nan
@@ -53,8 +56,8 @@ def designed_y(fmt, rng):
 def _mx_reference(fmt, x):
     """Octet's MXFP8 quantize of x (rowwise 1x32): (codes, decode scales X)."""
     ctx = reference_context()
-    recipe = octet.MXFP8Scaling(format="e4m3" if fmt.name == "e4m3fn" else "e5m2")
-    q = octet.Quantizer(recipe, "input").quantize(ctx, x, usages=octet.ROWWISE)
+    recipe = recipes.MXFP8Scaling(format="e4m3" if fmt.name == "e4m3fn" else "e5m2")
+    q = quantizers.Quantizer(recipe, "input").quantize(ctx, x, usages=octet.ROWWISE)
     grid = q.component(octet.ROWWISE_SCALE_INV)
     return q.codes().astype(np.int16), np.exp2(grid.astype(np.float64) - 127).astype(np.float32)
 
@@ -67,7 +70,7 @@ def check_quantize(op, fn, fmt_name, granularity, saturate, mode, seed=0):
     rng = np.random.default_rng(seed)
     y, labels = designed_y(fmt, rng)
     rows = y.shape[0]
-    if granularity == "blocked" and fmt.bits == 8:
+    if granularity == "blocked" and fmt.name in MX_ELEMENTS:
         x = y  # the MX scales come from the data
         ref, scale = _mx_reference(fmt, x)
         y_enc = x / np.repeat(scale, BLOCK, axis=1)
@@ -111,7 +114,7 @@ def check_dequantize(op, fn, fmt_name, granularity):
     fmt = FORMATS[fmt_name]
     codes = np.tile(np.arange(fmt.ncodes, dtype=np.uint8), max(1, 128 // fmt.ncodes)).reshape(-1, 2 * BLOCK)
     rows = codes.shape[0]
-    if granularity == "blocked" and fmt.bits == 8:
+    if granularity == "blocked" and fmt.name in MX_ELEMENTS:
         scale_codes = np.array([[127, 0], [254, 120], [130, 127], [1, 200]], dtype=np.uint8)[:rows]
         scale = np.exp2(scale_codes.astype(np.float64) - 127).astype(np.float32)
         ref = reference_context().dequantize(_mx_tensor(fmt, codes, scale_codes)).values()

@@ -1,0 +1,7 @@
+"""`python -m octet.audit ...` (octet.audit.main)."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())
