@@ -23,7 +23,9 @@ def _swap(model, make, accept):
         for child_name, child in list(parent.named_children()):
             name = f"{parent_name}.{child_name}" if parent_name else child_name
             if accept(name, child):
-                setattr(parent, child_name, make(child))
+                replacement = make(child)
+                replacement.octet_name = name
+                setattr(parent, child_name, replacement)
                 count += 1
     return count
 

@@ -42,7 +42,8 @@ class Engine:
         self.device = "cpu" if info["memory"] == "host" else "cuda"
         self.alignment = int(info["alignment"])
         self.weight_cache = bool(options.get("weight_cache"))
-        self._views = {n: torch.from_dlpack(self.layer.parameter(n)) for n in self.names if not is_weight(n)}
+        with torch.inference_mode(False):  # views written to outside inference mode too
+            self._views = {n: torch.from_dlpack(self.layer.parameter(n)) for n in self.names if not is_weight(n)}
         self._synced = {}  # weight name -> (identity, tensor lent, version at the last forward)
 
     # -- parameters ---------------------------------------------------------

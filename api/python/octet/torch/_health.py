@@ -11,7 +11,7 @@ import torch
 from .._dtypes import _FLUSH_LIMIT, _FP8_MAX, _OVERFLOWS, _lib_dtype_name
 
 ENVIRONMENT_VARIABLE = "OCTET_TORCH_WARN_FRACTION"
-_DEFAULT_FRACTION = 0.01
+_DEFAULT_FRACTION = 0.05
 _fraction = None  # None: the environment variable's, else the default
 _PER_TENSOR_KINDS = ("delayed", "current", "static")
 
@@ -24,7 +24,7 @@ class FP8PrecisionWarning(RuntimeWarning):
 def warning_fraction():
     """The share of non-zero values (flushed, or saturated) beyond which a
     module warns: set_warning_fraction()'s, else the environment variable
-    OCTET_TORCH_WARN_FRACTION, else 0.01."""
+    OCTET_TORCH_WARN_FRACTION, else 0.05."""
     if _fraction is not None:
         return _fraction
     text = os.environ.get(ENVIRONMENT_VARIABLE)
@@ -42,7 +42,7 @@ def warning_fraction():
 def set_warning_fraction(fraction):
     """Sets the share of non-zero values (in [0, 1]; 1 turns the warnings
     off) that a quantize may flush or saturate without a warning; None goes
-    back to OCTET_TORCH_WARN_FRACTION / 0.01."""
+    back to OCTET_TORCH_WARN_FRACTION / 0.05."""
     global _fraction
     if fraction is not None:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 <= fraction <= 1.0:
@@ -58,7 +58,7 @@ class Monitor:
     warned once."""
 
     def __init__(self, owner):
-        self.owner = owner
+        self.owner = owner  # () -> the module's description
         self.warned = set()
         self.calls = {}
 
@@ -95,15 +95,20 @@ class Monitor:
             saturated = int(torch.count_nonzero(_OVERFLOWS[dtype](y))) if info.recipe_kind != "current" else 0
         fraction = warning_fraction()
         linear, role = key
-        where = f"{self.owner} (linear {linear}) {role}"
+        where = f"{self.owner()}, linear {linear}, {role}"
         name = _lib_dtype_name(dtype).upper()
         if flushed > fraction * nonzero:
             self.warned.add(key)
-            advice = (f"a scale up to {_FP8_MAX[dtype] / amax:.6g} (fp8_max / amax) keeps more, as "
-                      "octet.CurrentScaling() or octet.DelayedScaling() choose per tensor" if amax > 0 else "")
-            if info.recipe_kind == "current":
-                advice = ("the tensor's range is wider than the format's: E5M2 (format='hybrid' for gradients) or a "
-                          "block recipe (octet.MXFP8Scaling(), octet.BlockScaling()) keeps more")
+            limit = _FP8_MAX[dtype] / amax
+            advice = {
+                "static": f"a scale up to {limit:.6g} (fp8_max / amax) keeps more (octet.StaticScaling(scale=...)), "
+                          "or octet.CurrentScaling() / octet.DelayedScaling(), which choose the scale per tensor",
+                "delayed": "delayed scaling uses the amaxes of earlier steps (scale 1 until the first update, at the "
+                           f"end of the first autocast block); this tensor's amax asks for up to {limit:.6g}: "
+                           "octet.CurrentScaling() takes it from the data",
+                "current": "the tensor's range is wider than the format's: E5M2 (format='hybrid' for gradients) or a "
+                           "block recipe (octet.MXFP8Scaling(), octet.BlockScaling()) keeps more",
+            }[info.recipe_kind]
             warnings.warn(f"{where}: the FP8 quantize ({name}, {info.recipe_kind} scaling, scale {scale:.6g}) flushed "
                           f"{flushed} of {nonzero} non-zero values ({flushed / nonzero:.1%}) to zero; {advice} "
                           f"(warned once per module and role above a share of {fraction:g}: "

@@ -58,7 +58,12 @@ class _Module(torch.nn.Module):
         self._octet_engine = None
         self._octet_pending = {}  # quantizer checkpoints waiting for the next engine
         self._octet_saved = {}  # token -> (engine, octet Saved)
-        self._octet_monitor = Monitor(f"octet.torch.{type(self).__name__}")
+        self._octet_monitor = Monitor(self._octet_description)
+
+    def _octet_description(self):
+        name = getattr(self, "octet_name", None)  # convert() sets the module's name in its model
+        where = f" {name!r}" if name else ""
+        return f"octet.torch.{type(self).__name__}{where} ({self.in_features} -> {self.out_features})"
 
     def _initial_parameters(self, seed):
         """torch.nn.Linear's / LayerNorm's initialisation, as octet.layers
