@@ -16,6 +16,8 @@ int run_info(const std::vector<std::string>& args);
 int run_validate(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_conformance(const std::vector<std::string>& args);
+// Replaces the process with `python3 -m octet.audit ARGS` (returns only on failure).
+int run_audit(const std::vector<std::string>& args);
 
 // Prints "octet: <message>" and a hint to stderr; returns kExitUsage.
 int usage_error(const std::string& message);

@@ -53,6 +53,13 @@ void print_help() {
       "                             fails (exit 1) on any failed check. UNSUPPORTED\n"
       "                             from an undeclared capability is reported only.\n"
       "                             See docs/conformance.md\n"
+      "  audit TARGET... [--quick|--full] [--json FILE] [--device cpu|cuda]\n"
+      "                             check another implementation's FP8 numerics (torch,\n"
+      "                             torchao, onnxruntime, transformer_engine) against\n"
+      "                             the reference: runs python3 -m octet.audit (needs\n"
+      "                             Python 3, numpy and the target's package; OCTET_PYTHON\n"
+      "                             names another interpreter); fails (exit 1) when an\n"
+      "                             operation is wrong. See docs/audit.md\n"
       "  help                       this text\n"
       "\n"
       "options:\n"
@@ -95,6 +102,7 @@ int dispatch(const std::vector<std::string>& argv) {
   if (command == "validate") return run_validate(rest);
   if (command == "demo") return run_demo(rest);
   if (command == "conformance") return run_conformance(rest);
+  if (command == "audit") return run_audit(rest);
   if (!command.empty() && command[0] == '-') return usage_error("unknown option '" + command + "'");
   return usage_error("unknown command '" + command + "'");
 }

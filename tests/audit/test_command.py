@@ -90,5 +90,8 @@ def test_the_cli_says_when_python_or_the_package_is_missing(tmp_path):
     r = subprocess.run([exe, "audit", "torch"], capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "cannot run" in r.stderr and "no-python3" in r.stderr
     env = dict(os.environ, PYTHONPATH=str(tmp_path), OCTET_AUDIT_NO_SOURCE_PATH="1")
+    if subprocess.run([sys.executable, "-c", "import octet.audit"], env=env, cwd=tmp_path,
+                      capture_output=True).returncode == 0:
+        pytest.skip("octet is installed for this python3: the package is never missing here")
     r = subprocess.run([exe, "audit", "torch"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 1 and "octet.audit is not importable" in r.stderr, r.stderr
