@@ -26,8 +26,9 @@ torch BF16 matmul, torch._scaled_mm (E4M3, FP32 out; only where this
 torch runs it natively on the CPU: a probe drops it, saying why, where it
 is emulated or would take over 5 s a call), and oneDNN's dnnl_sgemm on FP32 operands called through
 ctypes (the library the cpu backend links). Then Linear 4096 x 4096 ->
-4096 forward + backward: Octet FP8 (current scaling), Octet FP32, torch
-nn.Linear FP32 and under BF16 autocast.
+4096 forward + backward: Octet FP8 (current scaling), Octet FP32, the
+same two as octet.torch.Linear modules (what the torch integration costs),
+torch nn.Linear FP32 and under BF16 autocast.
 
 Then, from the build beside the library: the block quantize and
 cast+transpose ratios to memcpy of octet_bench_cpu (BM_BlockQuantize,
@@ -227,6 +228,17 @@ def linear_case(ctx, torch, tokens, features, rounds, min_seconds):
             y.backward(tdy.to(y.dtype))
         cands["torch_linear_fp32"] = fp32
         cands["torch_linear_bf16_autocast"] = bf16
+        import octet.torch as ot  # the same layers as torch.nn.Modules: what octet.torch adds to them
+        for name, recipe in (("octet_torch_fp8_current", octet.CurrentScaling()), ("octet_torch_fp32", None)):
+            mod = ot.Linear(features, features, context=ctx, recipe=recipe)
+            with torch.no_grad():
+                mod.weight.copy_(torch.from_numpy(w))
+
+            def module_step(mod=mod):
+                mod.zero_grad(set_to_none=True)
+                tx.grad = None
+                mod(tx).backward(tdy)
+            cands[name] = module_step
     return interleaved(cands, rounds, min_seconds)
 
 

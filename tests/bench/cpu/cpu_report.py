@@ -134,6 +134,10 @@ def issue_targets(rows: Sequence[Row], read_gbps: Optional[float], m1_weight_gbp
         Target("Linear 4096^3 fwd+bwd >= 1.2x torch BF16 autocast", 1.2,
                speedup_of(rows, LINEAR_WORK, "torch_linear_bf16_autocast")),
         Target("Linear 4096^3 fwd+bwd >= 1.8x Octet FP32", 1.8, speedup_of(rows, LINEAR_WORK, "octet_fp32")),
+        # octet.torch over the layer: at most 1.1x the layer's time, so the
+        # ratio (the layer's time over the module's) is at least 1 / 1.1.
+        Target("octet.torch.Linear 4096^3 fwd+bwd FP8 costs <= 1.1x the octet layer", 1 / 1.1,
+               _inverse(speedup_of(rows, LINEAR_WORK, "octet_torch_fp8_current"))),
     ]
     for key, text, minimum in (("mxfp8", "MXFP8 quantize (both usages) >= 0.5 of memcpy", 0.5),
                                ("1x128", "1x128 block quantize (both usages) >= 0.5 of memcpy", 0.5),
@@ -147,6 +151,10 @@ def issue_targets(rows: Sequence[Row], read_gbps: Optional[float], m1_weight_gbp
             t.append(Target(f"octet demo --backend cpu: {name} ms/step below fp32's", 1.0 + 1e-12,
                             fp32 / ms if fp32 and ms > 0 else None))
     return t
+
+
+def _inverse(v: Optional[float]) -> Optional[float]:
+    return 1.0 / v if v else None
 
 
 def _fmt(v: Optional[float], unit: str = "x") -> str:

@@ -87,7 +87,7 @@ def test_targets_from_one_run():
     g = cpu_report.gemm_work
     times = {g(2048, 2048, 2048): {"octet_fp8": 1.0, "torch_bf16": 1.1, "onednn_sgemm": 1.5},
              g(1, 8192, 8192): {"octet_fp8": 1.0, "torch_bf16": 1.6},
-             cpu_report.LINEAR_WORK: {"octet_fp8_current": 1.0, "octet_fp32": 2.0}}
+             cpu_report.LINEAR_WORK: {"octet_fp8_current": 1.0, "octet_fp32": 2.0, "octet_torch_fp8_current": 1.05}}
     rows = []
     for work, t in times.items():
         ours = "octet_fp8_current" if work == cpu_report.LINEAR_WORK else "octet_fp8"
@@ -103,6 +103,7 @@ def test_targets_from_one_run():
     assert got["M=1 reads its weights at >= 0.7 of the read bandwidth"] == (pytest.approx(0.75), "yes")
     assert got["Linear 4096^3 fwd+bwd >= 1.8x Octet FP32"] == (pytest.approx(2.0), "yes")
     assert got["Linear 4096^3 fwd+bwd >= 1.2x torch BF16 autocast"] == (None, "not measured")
+    assert got["octet.torch.Linear 4096^3 fwd+bwd FP8 costs <= 1.1x the octet layer"] == (pytest.approx(1 / 1.05), "yes")
     assert got["MXFP8 quantize (both usages) >= 0.5 of memcpy"] == (pytest.approx(0.6), "yes")
     assert got["cast+transpose with amax >= 0.7 of memcpy"] == (pytest.approx(0.5), "**no**")
     assert got["1x128 block quantize (both usages) >= 0.5 of memcpy"] == (None, "not measured")

@@ -14,6 +14,7 @@ ENVIRONMENT_VARIABLE = "OCTET_TORCH_WARN_FRACTION"
 _DEFAULT_FRACTION = 0.05
 _fraction = None  # None: the environment variable's, else the default
 _PER_TENSOR_KINDS = ("delayed", "current", "static")
+_SAMPLE = 1 << 20  # values counted per check; larger tensors are sampled
 
 
 class FP8PrecisionWarning(RuntimeWarning):
@@ -54,8 +55,8 @@ def set_warning_fraction(fraction):
 class Monitor:
     """Per module: which (linear, role) pairs warned, and how many quantizes
     each had. A role is checked at its 1st, 2nd, 4th, 8th, ... quantize
-    (a pass over the tensor each time; the rest cost nothing) until it
-    warned once."""
+    (a pass over at most 2^20 of the tensor's values, evenly strided; the
+    other quantizes cost nothing) until it warned once."""
 
     def __init__(self, owner):
         self.owner = owner  # () -> the module's description
@@ -81,18 +82,24 @@ class Monitor:
         if dtype not in _FP8_MAX:
             return
         with torch.no_grad():
-            a = tensor.detach().abs().float()
-            amax = float(a.max()) if a.numel() else 0.0
+            flat = tensor.detach().reshape(-1)
+            if flat.numel() > _SAMPLE:  # an evenly strided sample: a pass over 2^20 values, whatever the size
+                flat = flat[::flat.numel() // _SAMPLE]
+            a = flat.abs().float()
+            nonzero = int(torch.count_nonzero(a))
+            if nonzero == 0:
+                return
+            amax = info.amax  # the quantizer's record of the step (reduced over processes where they reduce)
+            if not (math.isfinite(amax) and amax > 0):
+                amax = float(a.max())
             if info.recipe_kind == "current":
                 scale = _FP8_MAX[dtype] / amax if math.isfinite(amax) and amax > 0 else 1.0
             else:
                 scale = info.scale
             y = a * scale
-            nonzero = int(torch.count_nonzero(a))
-            if nonzero == 0:
-                return
             flushed = int(torch.count_nonzero((y <= _FLUSH_LIMIT[dtype]) & (a > 0)))
             saturated = int(torch.count_nonzero(_OVERFLOWS[dtype](y))) if info.recipe_kind != "current" else 0
+        sampled = " sampled" if tensor.numel() > _SAMPLE else ""
         fraction = warning_fraction()
         linear, role = key
         where = f"{self.owner()}, linear {linear}, {role}"
@@ -110,13 +117,13 @@ class Monitor:
                            "block recipe (octet.MXFP8Scaling(), octet.BlockScaling()) keeps more",
             }[info.recipe_kind]
             warnings.warn(f"{where}: the FP8 quantize ({name}, {info.recipe_kind} scaling, scale {scale:.6g}) flushed "
-                          f"{flushed} of {nonzero} non-zero values ({flushed / nonzero:.1%}) to zero; {advice} "
+                          f"{flushed} of {nonzero}{sampled} non-zero values ({flushed / nonzero:.1%}) to zero; {advice} "
                           f"(warned once per module and role above a share of {fraction:g}: "
                           f"octet.torch.set_warning_fraction)", FP8PrecisionWarning, stacklevel=4)
         elif saturated > fraction * nonzero:
             self.warned.add(key)
             warnings.warn(f"{where}: the FP8 quantize ({name}, {info.recipe_kind} scaling, scale {scale:.6g}) "
-                          f"saturated {saturated} of {nonzero} non-zero values ({saturated / nonzero:.1%}) to "
+                          f"saturated {saturated} of {nonzero}{sampled} non-zero values ({saturated / nonzero:.1%}) to "
                           f"+-{_FP8_MAX[dtype]:g}; a scale of at most {_FP8_MAX[dtype] / amax:.6g} (fp8_max / amax) "
                           "avoids it, as octet.CurrentScaling() takes from the data (warned once per module and "
                           f"role above a share of {fraction:g}: octet.torch.set_warning_fraction)",
