@@ -4,6 +4,7 @@ format's rules an input exercises: a tie, a subnormal, the overflow
 region, ...), by which disagreements are grouped."""
 
 import functools
+import threading
 
 import numpy as np
 
@@ -98,10 +99,16 @@ FORMATS = {f.name: f for f in (
 )}
 
 
-@functools.lru_cache(maxsize=None)
+_contexts = threading.local()
+
+
 def reference_context():
-    """The reference backend's context, the oracle of every check."""
-    return octet.Context("reference")
+    """The reference backend's context, the oracle of every check: one per
+    thread (a context is used by one thread at a time)."""
+    ctx = getattr(_contexts, "ctx", None)
+    if ctx is None:
+        ctx = _contexts.ctx = octet.Context("reference")
+    return ctx
 
 
 def categorize(fmt, values):
