@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _core as octet
 from .. import _lib, quantizers, recipes
-from . import casts
+from . import casts, rules
 from .formats import FORMATS, reference_context
 
 BLOCK = 32
@@ -131,22 +131,28 @@ def check_dequantize(op, fn, fmt_name, granularity):
             cases.append((scale, (fmt.table[codes] * full).astype(np.float32), 0 if granularity != "blocked" else 1,
                           0 if granularity != "blocked" else BLOCK))
         op.details["reference"] = "decode(code) * scale in FP32 (numerics.md sections 3 and 7)"
-    from . import rules
-    from .report import CONVENTION
     for scale, ref, axis, block in cases:
         got = np.asarray(fn(codes, scale, axis, block), dtype=np.float32).reshape(codes.shape)
         op.checked += codes.size
-        differ = (got.view(np.uint32) != ref.view(np.uint32))
-        idx = np.argwhere(differ)
-        if not idx.size:
+        differ = got.view(np.uint32) != ref.view(np.uint32)
+        if not differ.any():
             continue
-        flat = [tuple(i) for i in idx]
+        where = np.argwhere(differ)
+        full = np.broadcast_to(_per_element(scale, granularity, axis), codes.shape)
         verdicts, names, explain = rules.decode_classes(fmt, codes[differ], ref[differ].view(np.uint32),
                                                         got[differ].view(np.uint32), "fp32")
         for key in sorted(set(zip(verdicts, names))):
-            sel = [j for j in range(len(flat)) if verdicts[j] == key[0] and names[j] == key[1]]
-            ex = [{"input": f"{fmt.describe(codes[flat[j]])} scale {float(np.asarray(scale).reshape(-1)[0] if np.ndim(scale) == 0 else scale[flat[j][0]] if np.ndim(scale) == 1 else scale[flat[j][0], flat[j][1] // BLOCK])!r}",
-                   "target": casts.show_f32(got[flat[j]]), "reference": casts.show_f32(ref[flat[j]])}
-                  for j in casts._spread(sel)]
-            op.add(key[0], key[1], explain[key], len(sel), ex)
-    _ = CONVENTION
+            sel = np.nonzero((verdicts == key[0]) & (names == key[1]))[0]
+            examples = [{"input": f"{fmt.describe(codes[tuple(where[j])])} scale {float(full[tuple(where[j])])!r}",
+                         "target": casts.show_f32(got[tuple(where[j])]),
+                         "reference": casts.show_f32(ref[tuple(where[j])])} for j in casts._spread(sel)]
+            op.add(key[0], key[1], explain[key], sel.size, examples)
+
+
+def _per_element(scale, granularity, axis):
+    scale = np.asarray(scale, dtype=np.float32)
+    if scale.ndim == 0:
+        return scale
+    if scale.ndim == 1:
+        return scale[:, None]
+    return np.repeat(scale, BLOCK, axis=1)

@@ -36,7 +36,7 @@ class Node:
     array, onnx type) pairs, returning the output's raw bytes."""
 
     def __init__(self, ort, device, op, inputs, out_type, attrs, inits=()):
-        from onnx import TensorProto, helper
+        from onnx import helper
         self.ort, self.out_type = ort, out_type
         self.providers = ["CUDAExecutionProvider" if device == "cuda" else "CPUExecutionProvider"]
         node = helper.make_node(op, [n for n, _ in inputs] + [i.name for i in inits], ["y"], **attrs)
@@ -55,7 +55,6 @@ class Node:
             except Exception as e:  # onnxruntime raises its own exception types
                 errors.append(f"opset {opset}: {str(e).splitlines()[0][:160]}")
         raise checks.Unsupported("onnxruntime has no implementation: " + "; ".join(errors[-1:]))
-        _ = TensorProto
 
     def run(self, feeds, shape, out_bytes):
         binding = self.session.io_binding()
