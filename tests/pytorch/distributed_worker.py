@@ -5,8 +5,11 @@ the test compares (parameters, the quantizers' scales) to a file.
     python distributed_worker.py MODE WORLD RANK PORT OUT
     MODE: single (the whole batch, no process group), ddp, fsdp
 
-Each run trains under delayed scaling, then under current scaling (fresh
-models), and writes {recipe: {"params", "scales"[, "solo_scales"]}}.
+Each run trains fresh models under delayed scaling, then under current
+scaling, and (single, fsdp) as "fp8_all_gather": the modules with their
+own current-scaling recipe, under fsdp with octet.torch.enable_fp8_all_gather.
+
+It writes {run: {"params", "scales", "gathers"[, "solo_scales"]}}.
 """
 
 import sys
@@ -20,9 +23,10 @@ import octet.torch as ot
 STEPS, BATCH = 3, 16
 
 
-def model():
+def model(own_recipe=None):
     torch.manual_seed(0)
-    return ot.convert(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)))
+    return ot.convert(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)),
+                      recipe=own_recipe)
 
 
 def recipe(name):
@@ -46,8 +50,21 @@ def data():
     return torch.randn(STEPS, BATCH, 16, generator=g), torch.randn(STEPS, BATCH, 8, generator=g)
 
 
-def train(mode, recipe_name, world, rank):
-    net = model()
+def train(mode, run, world, rank):
+    fp8_gather = run == "fp8_all_gather"
+    recipe_name = "current" if fp8_gather else run
+    net = model(recipe(recipe_name) if fp8_gather else None)
+    gathers = []
+    if mode == "fsdp" and fp8_gather:
+        assert ot.enable_fp8_all_gather(net) == 2
+        from octet.torch._fsdp import ShardedWeight
+        hook = ShardedWeight.fsdp_pre_all_gather
+
+        def counted(self, mesh, outer_size, outer_stride, module, mp_policy):  # what FSDP2 all-gathers
+            inputs, metadata = hook(self, mesh, outer_size, outer_stride, module, mp_policy)
+            gathers.append(str(inputs[0].dtype))
+            return inputs, metadata
+        ShardedWeight.fsdp_pre_all_gather = counted
     if mode == "ddp":
         wrapped = torch.nn.parallel.DistributedDataParallel(net)
     elif mode == "fsdp":
@@ -75,10 +92,10 @@ def train(mode, recipe_name, world, rank):
         opt.step()
         step_scales.append(scales(net))
     if mode == "fsdp":
-        params = [p.full_tensor().detach() for p in net.parameters()]
+        params = [_plain(p.full_tensor()).detach() for p in net.parameters()]
     else:
         params = [p.detach() for p in net.parameters()]
-    result = {"params": params, "scales": step_scales}
+    result = {"params": params, "scales": step_scales, "gathers": gathers}
     if mode != "single":
         ot.release_process_group()
     if mode == "ddp" and recipe_name == "delayed":
@@ -91,10 +108,16 @@ def train(mode, recipe_name, world, rank):
     return result
 
 
+def _plain(t):
+    """The high-precision data of a weight enable_fp8_all_gather wrapped."""
+    return t._data if hasattr(t, "_data") else t
+
+
 def main(mode, world, rank, port, out):
     if mode != "single":
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    result = {name: train(mode, name, world, rank) for name in ("delayed", "current")}
+    runs = ("delayed", "current") + (("fp8_all_gather",) if mode != "ddp" else ())
+    result = {run: train(mode, run, world, rank) for run in runs}
     torch.save(result, f"{out}.{rank}")
     if mode != "single":
         dist.barrier()

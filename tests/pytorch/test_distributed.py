@@ -1,6 +1,7 @@
 """octet.torch past one process, over torch.distributed's gloo backend on
 this CPU: DDP with 2 and 4 processes and FSDP2 (fully_shard) with 2,
-against one process training on the whole batch (distributed_worker.py).
+and FSDP2 with the FP8 all-gather of weights, against one process
+training on the whole batch (distributed_worker.py).
 
 What must hold: with octet.torch.autocast(recipe, group=WORLD) every rank
 holds the same scales after every step (the amaxes are all-reduced), and
@@ -49,13 +50,15 @@ def single(tmp_path_factory):
     return _run("single", 1, tmp_path_factory.mktemp("single"))[0]
 
 
-def _check_against_single(ranks, single, world):
+def _check_against_single(ranks, single, world, roles=("input", "weight", "gradient")):
     for r in ranks[1:]:  # every rank holds the same scales and parameters
         assert r["scales"] == ranks[0]["scales"]
         assert all(torch.equal(a, b) for a, b in zip(r["params"], ranks[0]["params"]))
     for step, (got, want) in enumerate(zip(ranks[0]["scales"], single["scales"])):
         for i, (g, w) in enumerate(zip(got, want)):
             role = ("input", "weight", "gradient")[i % 3]
+            if role not in roles:
+                continue
             expected = w / world if role == "gradient" else w
             # Step 0 sees the same values; later steps' weights (and so what
             # they produce) differ by the reordered sums, a few FP32 ulps.
@@ -75,6 +78,18 @@ def test_ddp_matches_one_process_on_the_whole_batch(world, single, tmp_path):
 
 
 def test_fsdp2_fully_shard_matches_one_process(single, tmp_path):
+    """fully_shard of each octet module and the root, high-precision
+    all-gather; then with octet.torch.enable_fp8_all_gather: FSDP2 gathers
+    uint8 FP8 codes (one byte per element) and the layers run on them. The
+    weight is encoded with the scale of the whole weight's amax, the one the
+    single process's own current-scaling weight quantize takes, so the
+    results match it too (the weight quantizers go unused: their scales are
+    not compared)."""
     ranks = _run("fsdp", 2, tmp_path)
     for recipe in ("delayed", "current"):
+        assert not ranks[0][recipe]["gathers"]
         _check_against_single([r[recipe] for r in ranks], single[recipe], 2)
+    for r in ranks:
+        assert r["fp8_all_gather"]["gathers"] and set(r["fp8_all_gather"]["gathers"]) == {"torch.uint8"}
+    _check_against_single([r["fp8_all_gather"] for r in ranks], single["fp8_all_gather"], 2,
+                          roles=("input", "gradient"))

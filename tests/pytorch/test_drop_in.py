@@ -290,3 +290,16 @@ def test_saturation_warns_with_the_scale_that_avoids_it():
     with pytest.warns(ot.FP8PrecisionWarning, match=r"input: .*saturated \d+ of 512 .* a scale of at most"):
         with ot.autocast(octet.StaticScaling()):
             m(x)
+
+
+def test_the_fp8_all_gather_needs_each_module_s_own_per_tensor_recipe():
+    with pytest.raises(ValueError, match="'0' needs its own per-tensor FP8 recipe"):
+        ot.enable_fp8_all_gather(ot.convert(_net()))
+    with pytest.raises(ValueError, match="per-tensor FP8 recipe"):
+        ot.enable_fp8_all_gather(ot.convert(_net(), recipe=octet.MXFP8Scaling()))
+    net = ot.convert(_net(), recipe=octet.CurrentScaling())
+    assert ot.enable_fp8_all_gather(net) == 3
+    x = torch.randn(4, 16)
+    y = net(x)  # without FSDP the wrapped weights are the high-precision data
+    y.sum().backward()
+    assert net[0].weight.grad is not None and net[0].weight.grad.shape == (32, 16)

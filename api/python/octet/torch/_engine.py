@@ -13,6 +13,7 @@ import torch
 from .. import layers as _layers
 from .._core import BF16, FP32
 from ..autocast import autocast_state
+from ._fsdp import GatheredWeight
 
 _KINDS = {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
           "LayerNormMLP": _layers.LayerNormMLP}
@@ -67,6 +68,10 @@ class Engine:
         quantize it again."""
         requantize = False
         for name, p in zip(self.names, params):
+            if isinstance(p, GatheredWeight):  # FP8 codes FSDP2 gathered: the layer's FP8 weight as it is
+                self.layer.set_weight(name, p.octet_tensor(self.context))
+                self._synced.pop(name, None)
+                continue
             p = p.detach()
             if not is_weight(name):
                 self._views[name].copy_(p)

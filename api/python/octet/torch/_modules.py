@@ -11,6 +11,7 @@ from .. import layers as _layers
 from .._core import BF16, FP32, Context
 from . import _defaults, _ops
 from ._engine import Engine, engine_dtype
+from ._fsdp import GatheredWeight
 from ._health import Monitor
 
 _QUANTIZER_METADATA = "octet_quantizers"  # key of the quantizer checkpoints in state_dict()._metadata
@@ -191,7 +192,8 @@ class _Module(torch.nn.Module):
         recipe = None
         weights = ("fc1_weight", "fc2_weight") if self._kind == "LayerNormMLP" else ("weight",)
         for linear, weight in enumerate(weights):
-            roles = [("weight", getattr(self, weight))]
+            w = getattr(self, weight)
+            roles = [] if isinstance(w, GatheredWeight) else [("weight", w)]  # FP8 already, scaled by its amax
             if self._kind == "Linear":  # the others quantize a norm's or activation's output, not x
                 roles.insert(0, ("input", x))
             for role, tensor in roles:
