@@ -37,7 +37,7 @@ from ._core import (AMAX, BF16, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SC
                     SCALING_NVFP4_1X16, SCALING_PER_COLUMN, SCALING_PER_ROW,
                     SCALING_PER_TENSOR, Context, OctetError,
                     SaturationWarning, Tensor, abi_version, aligned_empty, backend_failures, backends, fp8_decode,
-                    fp8_encode, from_dlpack, library_version)
+                    fp8_encode, from_codes, from_dlpack, library_version)
 from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FORMAT_E4M3FNUZ, FORMAT_E5M2,
                       FORMAT_E5M2FNUZ, FORMAT_HYBRID, FORMAT_HYBRID_FNUZ,
                       MX_ROUND_FLOOR, MX_ROUND_RCEIL, ROLE_GRADIENT, ROLE_INPUT, ROLE_WEIGHT, BlockScaling,

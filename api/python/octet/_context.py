@@ -7,9 +7,9 @@ import ctypes as _c
 
 import numpy as _np
 
-from . import _dlpack, _lib
+from . import _codes, _dlpack, _lib
 from ._backends import _info_dict
-from ._dtypes import BF16, DATA, E8M0, FP16, FP32, _FROM_ML, _NUMPY, _dims, _dtype_code, _lib_dtype_name, _raw_codes
+from ._dtypes import BF16, DATA, E2M1, E8M0, FP16, FP32, _FROM_ML, _NUMPY, _dims, _dtype_code, _lib_dtype_name, _raw_codes
 from ._errors import _check
 from ._handle import _Handle
 from ._lib import lib as _libc
@@ -218,6 +218,44 @@ class ContextBase(_Handle):
         devices, dtypes Octet lacks (see docs/python.md, "DLPack")."""
         return Tensor._borrowed(self, _dlpack.import_handle(self, obj), None)
 
+    def from_codes(self, codes, dtype=None, *, scaling_mode=None, scale_inv=None, columnwise_codes=None,
+                   columnwise_scale_inv=None, tensor_scale=None, amax=None, usages=None):
+        """A tensor from stored codes and their scales (a copy; docs/python.md,
+        "Codes and scales in and out"). Dequantized = codes * scale_inv.
+
+        codes: one code per element, as uint8 (an integer array) or an
+        ml_dtypes float8_e4m3fn / float8_e5m2 / float8_e4m3fnuz /
+        float8_e5m2fnuz / float4_e2m1fn array (which gives dtype); E2M1
+        codes 0..15, one per uint8. dtype: octet.E4M3, E5M2, E4M3FNUZ,
+        E5M2FNUZ or E2M1.
+
+        Without scale_inv and scaling_mode: a plain tensor (FP8 codes as
+        ctx.tensor takes them; E2M1 codes as an MXFP4 tensor whose block
+        scales are all 1, so dequantize and convert decode them exactly).
+
+        scaling_mode (default octet.SCALING_PER_TENSOR when scale_inv is
+        given; needed for grids) and scale_inv, for codes of shape [..., C]
+        seen as [R, C]: PER_TENSOR one number; PER_ROW [R, 1] (or [R]);
+        PER_COLUMN [1, C] (or [C]); BLOCK_1X128 [R, ceil(C/128)];
+        BLOCK_128X128 [ceil(R/128), ceil(C/128)]: FP32 values, each finite
+        and > 0 (float64 rounded to float32). MXFP8_1X32 and MXFP4_1X32
+        [R, ceil(C/32)], NVFP4_1X16 [R, ceil(C/16)], NVFP4_16X16
+        [ceil(R/16), ceil(C/16)]: E8M0 (MX) or E4M3 (NVFP4) codes (uint8 or
+        the ml_dtypes type, every code as written, the NaN-block codes
+        included), or float values the code type holds exactly (> 0).
+        tensor_scale: NVFP4's FP32 g (one number, or rowwise and columnwise).
+
+        usages: None (octet.BOTH when columnwise_codes is given, else
+        octet.ROWWISE), ROWWISE or BOTH. The columnwise copy of
+        PER_TENSOR, PER_COLUMN, BLOCK_128X128 and NVFP4_16X16 is the codes
+        transposed with the same scales, derived when not given (and checked
+        when given); the other modes need columnwise_codes [C, R] and
+        columnwise_scale_inv (the grid over the [C, R] copy). amax: recorded
+        as AMAX; default that of the dequantized values."""
+        return _codes.from_codes(self, codes, dtype, scaling_mode=scaling_mode, scale_inv=scale_inv,
+                                 columnwise_codes=columnwise_codes, columnwise_scale_inv=columnwise_scale_inv,
+                                 tensor_scale=tensor_scale, amax=amax, usages=usages)
+
     def tensor(self, array, dtype=None):
         """Uploads data (a copy) as a plain tensor.
 
@@ -232,7 +270,9 @@ class ContextBase(_Handle):
         value can round twice), or raw uint16 codes from an integer array.
         dtype=E4M3/E5M2/E8M0: raw uint8 codes from an integer array, or a
         matching ml_dtypes array; float values are refused (ctx.quantize
-        scales them, octet.fp8_encode encodes them unscaled)."""
+        scales them, octet.fp8_encode encodes them unscaled). E2M1 (dtype=
+        or a float4_e2m1fn array): codes 0..15, one per uint8, as
+        ctx.from_codes(array, octet.E2M1) makes them."""
         what = "array"
         if isinstance(array, Tensor):
             raise TypeError("array is already an octet Tensor: ctx.convert(t, dtype) changes its dtype")
@@ -243,10 +283,18 @@ class ContextBase(_Handle):
                             f"ragged); got {type(array).__name__}: {e}") from None
         if dtype is not None:
             dtype = _dtype_code(dtype)
-            if dtype not in _NUMPY:
-                raise ValueError(f"dtype must be one of octet.FP32, FP16, BF16, E4M3, E5M2, E8M0, E4M3FNUZ, E5M2FNUZ "
-                                 f"(no E2M1 tensors: octet.fp8_encode encodes E2M1 arrays); got {dtype}")
+            if dtype not in _NUMPY and dtype != E2M1:
+                raise ValueError(f"dtype must be one of octet.FP32, FP16, BF16, E4M3, E5M2, E8M0, E4M3FNUZ, E5M2FNUZ, "
+                                 f"E2M1; got {dtype}")
         typed = _FROM_ML.get(array.dtype)
+        if E2M1 in (dtype, typed):  # E2M1 codes (uint8 0..15, or float4_e2m1fn): from_codes without scales
+            if dtype is not None and typed is not None and dtype != typed:
+                raise ValueError(f"{what} is {array.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
+                                 f"{_lib_dtype_name(dtype)}: leave dtype out, or .astype() the array first")
+            if typed is None and array.dtype.kind == "f":
+                raise TypeError(f"a {array.dtype} {what} holds values, and dtype=e2m1 takes raw codes 0..15: "
+                                "octet.fp8_encode(x, octet.E2M1) encodes values")
+            return self.from_codes(array, E2M1)
         if typed is not None:  # an ml_dtypes array: its codes, as they are
             if dtype is not None and dtype != typed:
                 raise ValueError(f"{what} is {array.dtype.name} ({_lib_dtype_name(typed)}) but dtype= asks for "
@@ -295,6 +343,10 @@ class ContextBase(_Handle):
 
     def convert(self, x, dtype, saturate=True):
         x = self._as_tensor(x)
+        if x.dtype == E2M1:  # FP4 codes are read by dequantize (octet_convert does not take E2M1)
+            x = self.dequantize(x, FP32)
+            if _dtype_code(dtype) == FP32:
+                return x
         out = self.empty(x.shape, dtype)
         _check(_libc.octet_convert(self.handle, x.handle, out.handle, int(bool(saturate))))
         return out

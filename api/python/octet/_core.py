@@ -178,3 +178,15 @@ def from_dlpack(obj, context=None):
     elif not isinstance(context, Context):
         raise TypeError(f"context must be an octet.Context or None; got {type(context).__name__}")
     return context.from_dlpack(obj)
+
+
+def from_codes(codes, dtype=None, *, context=None, **scales):
+    """octet.from_codes: Context.from_codes on `context`, or with
+    context=None on this thread's host context (the one octet.from_dlpack
+    uses for host data). Keywords: scaling_mode, scale_inv,
+    columnwise_codes, columnwise_scale_inv, tensor_scale, amax, usages."""
+    if context is None:
+        context = _default_context(1)  # kDLCPU: the codes are host arrays
+    elif not isinstance(context, Context):
+        raise TypeError(f"context must be an octet.Context or None; got {type(context).__name__}")
+    return context.from_codes(codes, dtype, **scales)

@@ -6,8 +6,9 @@ import math as _math
 
 import numpy as _np
 
-from . import _dlpack, _dtypes, _lib
-from ._dtypes import (AMAX, BF16, COLUMNWISE_SCALE_INV, DATA, E2M1, E4M3, E5M2, E8M0, FP16, FP32, ROWWISE_SCALE_INV,
+from . import _codes, _dlpack, _dtypes, _lib
+from ._dtypes import (AMAX, BF16, COLUMNWISE_SCALE_INV, DATA, E2M1, E4M3, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0, FP16, FP32,
+                      ROWWISE_SCALE_INV,
                       SCALE, SCALE_INV, SCALING_PER_TENSOR, _FP4_MODES, _ML_NAMES, _NUMPY, _dims, _lib_dtype_name)
 from ._errors import _check
 from ._handle import _Handle
@@ -88,10 +89,11 @@ class Tensor(_Handle):
         which = int(which)
         if which in (ROWWISE_SCALE_INV, COLUMNWISE_SCALE_INV):
             info = self.info()
-            rows, cols = int(_np.prod(self.shape[:-1])), self.shape[-1]
-            if which == COLUMNWISE_SCALE_INV:
-                rows, cols = cols, rows
-            grid = (-(-rows // info["block_rows"]), -(-cols // info["block_cols"]))
+            rows, cols = _codes.matrix_shape(self.shape)
+            grid = _codes.grid_shape(self.scaling_mode, rows, cols, which == COLUMNWISE_SCALE_INV)
+            if grid is None:
+                raise ValueError(f"component {which} (a scale grid) does not exist on a per-tensor quantized tensor: "
+                                 "it has SCALE_INV (one number)")
             out = _np.empty(grid, dtype=_np.float32 if info["scale_inv_dtype"] == FP32 else _np.uint8)
             _check(_libc.octet_tensor_copy_to_host(self.handle, which, out.ctypes.data, out.nbytes))
             return out
@@ -146,7 +148,8 @@ class Tensor(_Handle):
     def values(self):
         """float32 values the tensor stands for: a quantized tensor
         dequantized (codes times its scale_inv, per tensor or per block);
-        BF16/FP8/E8M0/FP16 elements decoded (exact); FP32 as stored."""
+        BF16/FP8 (FNUZ included)/E8M0/FP16 elements decoded (exact); FP32
+        as stored."""
         if self.usages:
             return self._context.dequantize(self, FP32).numpy()
         data = self.component(DATA)
@@ -154,9 +157,30 @@ class Tensor(_Handle):
             return data.astype(_np.float32)
         out = _np.empty(data.shape, dtype=_np.float32)
         decode = {BF16: ("octet_bf16_decode_array",), E8M0: ("octet_e8m0_decode_array",),
-                  E4M3: ("octet_fp8_decode_array", E4M3), E5M2: ("octet_fp8_decode_array", E5M2)}[self.dtype]
+                  **{fp8: ("octet_fp8_decode_array", fp8) for fp8 in (E4M3, E5M2, E4M3FNUZ, E5M2FNUZ)}}[self.dtype]
         _check(getattr(_libc, decode[0])(data.ctypes.data, out.ctypes.data, data.size, *decode[1:]))
         return out
+
+    def scales(self):
+        """The scales of a quantized tensor, as ctx.from_codes takes them
+        (docs/python.md, "Codes and scales in and out"): a dict with
+        scaling_mode, scale_inv (per-tensor: a float; per-row [rows, 1],
+        per-column [1, cols], 1x128 and 128x128: float32 grids of scale_inv
+        values; MXFP8/MXFP4: uint8 E8M0 codes; NVFP4: uint8 E4M3 codes),
+        columnwise_scale_inv (only where the columnwise copy has scales of
+        its own: per-row, MXFP8, 1x128, MXFP4, NVFP4 1x16), tensor_scale
+        (NVFP4: g, or (rowwise g, columnwise g) when they differ) and amax.
+        A plain tensor gives {"scaling_mode": None, "scale_inv": None}.
+        Dequantized = codes * scale_inv, per block."""
+        return _codes.scales(self)
+
+    def parts(self):
+        """Everything ctx.from_codes needs to rebuild this tensor bit for
+        bit: scales() plus codes (DATA, one code per uint8), dtype, and for
+        a tensor with the columnwise usage usages=octet.BOTH and
+        columnwise_codes where that copy is not the rowwise one transposed
+        (ctx.from_codes(**q.parts()))."""
+        return _codes.parts(self)
 
     def __array__(self, dtype=None, copy=None):
         """numpy.asarray(tensor): a quantized tensor gives values() (float32,
