@@ -44,6 +44,7 @@ from .recipes import (AMAX_CALLBACK, AMAX_MAX, AMAX_MOST_RECENT, FORMAT_E4M3, FO
                       CurrentScaling, DelayedScaling, MXFP4Scaling, MXFP8Scaling, NVFP4Scaling, Recipe, RowwiseScaling,
                       StaticScaling)
 from .quantizers import Quantizer, QuantizerInfo
+from . import fp8_checkpoints  # noqa: F401  (octet.fp8_checkpoints: FP8 safetensors checkpoints)
 from .autocast import Autocast, autocast, autocast_state, set_communicator
 from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,
                      WEIGHTS_HIGH_PRECISION, Layer, LayerNormLinear, LayerNormMLP, Linear, Saved)
