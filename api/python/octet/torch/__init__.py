@@ -21,10 +21,12 @@ from ._autocast import autocast, release_process_group
 from ._checkpoint import load_quantizer_state_dict, quantizer_state_dict
 from ._convert import convert, revert
 from ._defaults import default_context, set_default_backend
+from ._float8 import from_float8, to_float8
 from ._fsdp import enable_fp8_all_gather
 from ._health import FP8PrecisionWarning, set_warning_fraction, warning_fraction
 from ._modules import LayerNormLinear, LayerNormMLP, Linear
 
 __all__ = ["Linear", "LayerNormLinear", "LayerNormMLP", "autocast", "convert", "revert", "default_context",
            "set_default_backend", "quantizer_state_dict", "load_quantizer_state_dict", "release_process_group",
-           "FP8PrecisionWarning", "set_warning_fraction", "warning_fraction", "enable_fp8_all_gather"]
+           "FP8PrecisionWarning", "set_warning_fraction", "warning_fraction", "enable_fp8_all_gather",
+           "from_float8", "to_float8"]
