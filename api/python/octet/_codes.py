@@ -14,7 +14,7 @@ import math as _math
 import numpy as _np
 
 from ._dtypes import (AMAX, BOTH, COLUMNWISE, COLUMNWISE_DATA, COLUMNWISE_SCALE_INV, DATA, E2M1, E4M3, E4M3FNUZ,
-                      E5M2, E5M2FNUZ, E8M0, ROWWISE, ROWWISE_SCALE_INV, SCALE_INV, SCALING_BLOCK_1X128,
+                      E5M2, E5M2FNUZ, E8M0, ROWWISE, ROWWISE_SCALE_INV, SCALE, SCALE_INV, SCALING_BLOCK_1X128,
                       SCALING_BLOCK_128X128, SCALING_MXFP4_1X32, SCALING_MXFP8_1X32, SCALING_NVFP4_16X16,
                       SCALING_NVFP4_1X16, SCALING_PER_COLUMN, SCALING_PER_ROW, SCALING_PER_TENSOR, _FROM_ML,
                       _dtype_code, _lib_dtype_name, _raw_codes, fp8_decode, fp8_encode)
@@ -251,7 +251,7 @@ def _write(tensor, component, array):
 
 
 def from_codes(ctx, codes, dtype=None, *, scaling_mode=None, scale_inv=None, columnwise_codes=None,
-               columnwise_scale_inv=None, tensor_scale=None, amax=None, usages=None):
+               columnwise_scale_inv=None, tensor_scale=None, amax=None, usages=None, scale=None):
     """Context.from_codes (its docstring is the contract)."""
     codes, dtype = codes_array(codes, dtype, "codes")
     shape = codes.shape
@@ -261,7 +261,7 @@ def from_codes(ctx, codes, dtype=None, *, scaling_mode=None, scale_inv=None, col
         raise ValueError(f"scaling_mode must be None or one of octet.{', '.join(MODE_NAMES.values())}; "
                          f"got {scaling_mode!r}")
     mode = None if scaling_mode is None else int(scaling_mode)
-    plain = mode is None and scale_inv is None
+    plain = mode is None and scale_inv is None and scale is None
     if plain:  # no scaling: a plain tensor of codes
         for name, value in (("columnwise_codes", columnwise_codes), ("columnwise_scale_inv", columnwise_scale_inv),
                             ("tensor_scale", tensor_scale), ("amax", amax), ("usages", usages)):
@@ -286,6 +286,16 @@ def from_codes(ctx, codes, dtype=None, *, scaling_mode=None, scale_inv=None, col
         raise ValueError(f"scaling_mode {_mode_name(mode)} takes E2M1 codes; {_lib_dtype_name(dtype)} codes take "
                          "octet.SCALING_PER_TENSOR, SCALING_PER_ROW, SCALING_PER_COLUMN, SCALING_MXFP8_1X32, "
                          "SCALING_BLOCK_1X128 or SCALING_BLOCK_128X128")
+    if scale is not None:
+        if mode != SCALING_PER_TENSOR:
+            raise ValueError(f"scale is for per-tensor scaling only; {_mode_name(mode)} takes scale_inv grids")
+        scale = positive_scalar(scale, "scale")
+        implied = float(_np.float32(1) / _np.float32(scale))
+        if scale_inv is None:
+            scale_inv = implied
+        elif positive_scalar(scale_inv, "scale_inv") != implied:
+            raise ValueError(f"scale {scale!r} and scale_inv {float(_np.float32(scale_inv))!r} disagree: scale_inv "
+                             f"must be 1.0f / scale ({implied!r}), the pair a quantize writes; pass one of them")
     if scale_inv is None:
         raise ValueError(f"scale_inv is needed for {_mode_name(mode)}: "
                          + ("one number (dequantized = codes * scale_inv)" if mode == SCALING_PER_TENSOR else
@@ -359,9 +369,10 @@ def from_codes(ctx, codes, dtype=None, *, scaling_mode=None, scale_inv=None, col
             _write(t, DATA, codes)
         if columnwise_matrix is not None and info["has_columnwise_data"]:
             _write(t, COLUMNWISE_DATA, pack_e2m1(columnwise_matrix) if dtype == E2M1 else columnwise_matrix)
-        if mode == SCALING_PER_TENSOR:
-            value = _c.c_float(rowwise_grid)
-            _check(_libc.octet_tensor_copy_from_host(t.handle, SCALE_INV, _c.byref(value), 4))
+        if mode == SCALING_PER_TENSOR:  # one write of the pair; the other half is its FP32 reciprocal
+            value = _c.c_float(rowwise_grid if scale is None else scale)
+            _check(_libc.octet_tensor_copy_from_host(t.handle, SCALE_INV if scale is None else SCALE,
+                                                     _c.byref(value), 4))
         else:
             _write(t, ROWWISE_SCALE_INV, rowwise_grid)
             if columnwise_grid is not None and info["columnwise_scale_inv_bytes"]:
@@ -395,6 +406,7 @@ def scales(tensor):
     rows_present = bool(info["has_rowwise_data"])
     if mode == SCALING_PER_TENSOR:
         result["scale_inv"] = tensor.component(SCALE_INV)
+        result["scale"] = tensor.component(SCALE)
     else:
         result["scale_inv"] = tensor.component(ROWWISE_SCALE_INV) if rows_present else None
         if info["columnwise_scale_inv_bytes"] and mode not in DERIVED_COLUMNWISE:

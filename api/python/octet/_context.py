@@ -9,7 +9,8 @@ import numpy as _np
 
 from . import _codes, _dlpack, _lib
 from ._backends import _info_dict
-from ._dtypes import BF16, DATA, E2M1, E8M0, FP16, FP32, _FROM_ML, _NUMPY, _dims, _dtype_code, _lib_dtype_name, _raw_codes
+from ._dtypes import (BF16, DATA, E2M1, E8M0, FP16, FP32, _FROM_ML, _NUMPY, _dims, _dtype_code, _lib_dtype_name,
+                      _raw_codes)
 from ._errors import _check
 from ._handle import _Handle
 from ._lib import lib as _libc
@@ -219,7 +220,7 @@ class ContextBase(_Handle):
         return Tensor._borrowed(self, _dlpack.import_handle(self, obj), None)
 
     def from_codes(self, codes, dtype=None, *, scaling_mode=None, scale_inv=None, columnwise_codes=None,
-                   columnwise_scale_inv=None, tensor_scale=None, amax=None, usages=None):
+                   columnwise_scale_inv=None, tensor_scale=None, amax=None, usages=None, scale=None):
         """A tensor from stored codes and their scales (a copy; docs/python.md,
         "Codes and scales in and out"). Dequantized = codes * scale_inv.
 
@@ -251,10 +252,14 @@ class ContextBase(_Handle):
         transposed with the same scales, derived when not given (and checked
         when given); the other modes need columnwise_codes [C, R] and
         columnwise_scale_inv (the grid over the [C, R] copy). amax: recorded
-        as AMAX; default that of the dequantized values."""
+        as AMAX; default that of the dequantized values. scale (per-tensor
+        only): the SCALE a quantizer used, written as such with SCALE_INV =
+        1.0f / scale (the pair a quantize writes; scale_inv, if given too,
+        must equal it), so that a quantized tensor's parts() rebuild both
+        halves bit for bit; with scale_inv alone SCALE = 1.0f / scale_inv."""
         return _codes.from_codes(self, codes, dtype, scaling_mode=scaling_mode, scale_inv=scale_inv,
                                  columnwise_codes=columnwise_codes, columnwise_scale_inv=columnwise_scale_inv,
-                                 tensor_scale=tensor_scale, amax=amax, usages=usages)
+                                 tensor_scale=tensor_scale, amax=amax, usages=usages, scale=scale)
 
     def tensor(self, array, dtype=None):
         """Uploads data (a copy) as a plain tensor.

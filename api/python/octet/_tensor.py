@@ -169,7 +169,9 @@ class Tensor(_Handle):
         values; MXFP8/MXFP4: uint8 E8M0 codes; NVFP4: uint8 E4M3 codes),
         columnwise_scale_inv (only where the columnwise copy has scales of
         its own: per-row, MXFP8, 1x128, MXFP4, NVFP4 1x16), tensor_scale
-        (NVFP4: g, or (rowwise g, columnwise g) when they differ) and amax.
+        (NVFP4: g, or (rowwise g, columnwise g) when they differ), scale
+        (per-tensor: its SCALE, of which scale_inv is the FP32 reciprocal)
+        and amax.
         A plain tensor gives {"scaling_mode": None, "scale_inv": None}.
         Dequantized = codes * scale_inv, per block."""
         return _codes.scales(self)
