@@ -303,3 +303,31 @@ def test_the_fp8_all_gather_needs_each_module_s_own_per_tensor_recipe():
     y = net(x)  # without FSDP the wrapped weights are the high-precision data
     y.sum().backward()
     assert net[0].weight.grad is not None and net[0].weight.grad.shape == (32, 16)
+
+
+def test_the_backward_reads_the_weight_the_forward_read():
+    """As torch.nn.Linear: a Parameter whose .data is replaced between
+    forward and backward gets the gradients of the old weight (its storage
+    is intact); one whose storage is freed and gathered again (FSDP2's way)
+    gets them from the forward run again on the gathered values."""
+    lin = torch.nn.Linear(16, 8)
+    x = torch.randn(4, 16)
+    dy = torch.randn(4, 8)
+    x_ref = x.clone().requires_grad_()
+    lin(x_ref).backward(dy)
+    for how in ("replace", "free and gather"):
+        m = ot.convert(copy.deepcopy(lin))
+        xi = x.clone().requires_grad_()
+        y = m(xi)
+        w = m.weight.detach().clone()
+        if how == "replace":
+            m.weight.data = torch.randn(8, 16)
+        else:
+            storage = m.weight.untyped_storage()
+            size = storage.nbytes()
+            storage.resize_(0)
+            storage.resize_(size)
+            m.weight.data.copy_(w)  # as FSDP2 gathers: no version counter moves
+        y.backward(dy)
+        assert (xi.grad - x_ref.grad).abs().max() < 1e-5, how
+        assert (m.weight.grad - lin.weight.grad).abs().max() < 1e-5, how

@@ -212,8 +212,10 @@ def linear_case(ctx, torch, tokens, features, rounds, min_seconds):
         lin = torch.nn.Linear(features, features)
         with torch.no_grad():
             lin.weight.copy_(torch.from_numpy(w))
-        tx = torch.from_numpy(x).requires_grad_(True)
-        tdy = torch.from_numpy(dy)
+        # torch's own tensors (64-byte aligned, as torch allocates), not views
+        # of the NumPy arrays: what a torch model hands its layers.
+        tx = torch.from_numpy(x).clone().requires_grad_(True)
+        tdy = torch.from_numpy(dy).clone()
 
         def fp32():
             lin.zero_grad(set_to_none=True)

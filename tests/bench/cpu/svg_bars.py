@@ -13,7 +13,8 @@ import math
 from typing import Dict, Sequence, Tuple
 from xml.sax.saxutils import escape
 
-PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
 
 LABEL_WIDTH = 190
 PLOT_WIDTH = 520

@@ -11,7 +11,7 @@ from .. import layers as _layers
 from .._core import BF16, FP32, Context
 from . import _defaults, _ops
 from ._engine import Engine, engine_dtype
-from ._fsdp import GatheredWeight
+from ._fsdp import GatheredWeight, ShardedWeight
 from ._health import Monitor
 
 _QUANTIZER_METADATA = "octet_quantizers"  # key of the quantizer checkpoints in state_dict()._metadata
@@ -167,15 +167,22 @@ class _Module(torch.nn.Module):
         if not training:
             return y, torch.zeros(1, dtype=torch.int64)
         key = next(_saved_keys)
-        self._octet_saved[key] = (engine, saved)
+        self._octet_saved[key] = (engine, saved, _memory_of(params))
         token = torch.tensor([key], dtype=torch.int64)
         weakref.finalize(token, _drop_saved, self, key)  # the module lives while a graph holds its token
         return y, token
 
     def _octet_backward(self, token, dy, x, params, needs):
         """octet::layer_backward's implementation: [dx, *parameter gradients]."""
-        engine, saved = self._octet_saved.pop(int(token), (None, None))
-        if saved is None or saved.consumed:  # retain_graph: the first backward took Octet's handle
+        engine, saved, memory = self._octet_saved.pop(int(token), (None, None, None))
+        # The forward again, from x, where Octet's saved handle cannot serve:
+        # retain_graph (the first backward took it), or a parameter storage
+        # the forward read that was freed or moved since (FSDP frees the
+        # gathered weights after the forward and gathers them again for the
+        # backward, maybe elsewhere: the handle would read freed memory).
+        if saved is None or saved.consumed or _moved(memory):
+            if saved is not None:
+                saved.close()
             engine = self._engine(params)
             engine.sync(params)
             saved = engine.forward(x, True)[1]
@@ -323,6 +330,27 @@ def _recipe_from_spec(spec):
 def _ops_layer_class(kind):
     return {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
             "LayerNormMLP": _layers.LayerNormMLP}[kind]
+
+
+def _memory_of(params):
+    """Each parameter's storage as the forward read it: (a tensor on it, its
+    address, its size); None for FP8-gathered weights (Octet copied them)."""
+    out = []
+    for p in params:
+        if isinstance(p, GatheredWeight):
+            out.append(None)
+            continue
+        p = (p._data if isinstance(p, ShardedWeight) else p).detach()
+        out.append((p, p.data_ptr(), p.untyped_storage().nbytes()))
+    return tuple(out)
+
+
+def _moved(memory):
+    """Whether a storage _memory_of saw was resized or reallocated since (a
+    Parameter whose .data was replaced keeps its old storage intact: that
+    one the saved handle still reads, as torch.nn.Linear's backward does)."""
+    return any(m is not None and (m[0].data_ptr() != m[1] or m[0].untyped_storage().nbytes() != m[2])
+               for m in memory or ())
 
 
 def _drop_saved(module, key):
