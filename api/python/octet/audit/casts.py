@@ -46,25 +46,33 @@ def show_f32(v):
 def classify_encode(op, fmt, values, ref, got, show_input, target_rules=None, labels=None):
     """Records the elements where `got` (the target's codes) differs from
     `ref` (the reference's), each in the class rules.encode_classes gives
-    (prefixed with its element's label, e.g. the kind of block, if given)."""
+    (prefixed with its element's label, e.g. the kind of block, if given).
+    Elements are grouped by integer class keys (numpy), so that 2^24
+    disagreements of a chunk cost a few passes over arrays."""
     got = np.asarray(got).astype(np.int16).reshape(-1)
     ref = np.asarray(ref).reshape(-1)
     values = np.asarray(values).reshape(-1)
+    if got.size != values.size:
+        raise ValueError(f"the target gave {got.size} codes for {values.size} inputs (one code per input)")
     op.checked += values.size
     idx = np.nonzero(got != ref)[0]
     if idx.size == 0:
         return
     v, r, t = values[idx].astype(np.float32), ref[idx], got[idx]
-    verdicts, names, explanations = rules.encode_classes(fmt, v, r, t, target_rules or {})
+    keys, classes = rules.encode_classes(fmt, v, r, t, target_rules or {})
+    keys = keys.astype(np.int64)
     if labels is not None:
-        prefix = np.asarray(labels).reshape(-1)[idx]
-        explanations = {(vd, f"{p}: {nm}"): explanations[(vd, nm)] for vd, nm, p in set(zip(verdicts, names, prefix))}
-        names = np.array([f"{p}: {nm}" for p, nm in zip(prefix, names)], dtype=object)
-    for key in sorted(set(zip(verdicts, names))):
-        mask = np.nonzero((verdicts == key[0]) & (names == key[1]))[0]
+        names, label_of = np.unique(np.asarray(labels, dtype=str).reshape(-1)[idx], return_inverse=True)
+        keys = label_of.reshape(-1).astype(np.int64) * 1000 + keys
+        classes = {lab * 1000 + k: (vd, f"{names[lab]}: {nm}", rule)
+                   for k, (vd, nm, rule) in classes.items() for lab in range(len(names))}
+    present, counts = np.unique(keys, return_counts=True)
+    for key, count in sorted(zip(present.tolist(), counts.tolist()), key=lambda kc: classes[kc[0]][:2]):
+        verdict, name, rule = classes[key]
+        where = np.arange(keys.size) if present.size == 1 else np.nonzero(keys == key)[0]
         examples = [{"input": show_input(idx[i]), "target": fmt.describe(t[i]),
-                     "reference": fmt.describe(r[i]) if r[i] != NO_CODE else "no code"} for i in _spread(mask)]
-        op.add(key[0], key[1], explanations[key], mask.size, examples)
+                     "reference": fmt.describe(r[i]) if r[i] != NO_CODE else "no code"} for i in _spread(where)]
+        op.add(verdict, name, rule, count, examples)
 
 
 def _windows(chunks, width):
@@ -120,12 +128,18 @@ def check_encode(op, fn, fmt, source, saturate, mode, target_rules=None):
     if mode == "full":
         op.details["inputs"] = "every FP32 bit pattern"
         width = max(os.cpu_count() or 1, 1)
+
+        def one_chunk(chunk):  # the reference, the target and the classes of one chunk, on a worker thread
+            part = type(op)(op.name, op.kind)
+            classify_encode(part, fmt, chunk, reference_encode(fmt, chunk, saturate), fn(chunk),
+                            lambda i: show_f32(chunk[i]), target_rules)
+            return part
         with ThreadPoolExecutor(max_workers=width) as pool:
             for batch in _windows(inputs.full_fp32_chunks(), width):
-                refs = list(pool.map(lambda c: reference_encode(fmt, c, saturate), batch))
-                gots = list(pool.map(fn, batch))
-                for chunk, ref, got in zip(batch, refs, gots):
-                    classify_encode(op, fmt, chunk, ref, got, lambda i, c=chunk: show_f32(c[i]), target_rules)
+                for part in pool.map(one_chunk, batch):  # merged in input order: examples stay deterministic
+                    op.checked += part.checked
+                    for cls in part.classes.values():
+                        op.add(cls["verdict"], cls["class"], cls["rule"], cls["count"], cls["examples"])
         return
     values = inputs.quick_fp32(fmt)
     op.details["inputs"] = f"stratified FP32 sample of {values.size}"

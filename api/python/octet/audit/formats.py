@@ -18,6 +18,11 @@ NAN, INF, ZERO, OVERFLOW, TIE, UNDERFLOW, SUBNORMAL, NORMAL = (
 # E8M0 (unsigned powers of two) has its own.
 NEGATIVE, BELOW_MIN, ABOVE_MAX, POWER_OF_TWO, BETWEEN = (
     "negative input", "below 2^-127", "above 2^127", "power of two", "between powers of two")
+# categorize() gives each input the index of its category in CATEGORIES (an
+# integer code: 2^32 inputs are grouped by numpy, not by Python strings).
+CATEGORIES = (NAN, INF, ZERO, OVERFLOW, TIE, UNDERFLOW, SUBNORMAL, NORMAL,
+              NEGATIVE, BELOW_MIN, ABOVE_MAX, POWER_OF_TWO, BETWEEN)
+CODE = {name: i for i, name in enumerate(CATEGORIES)}
 
 
 class Format:
@@ -112,26 +117,27 @@ def reference_context():
 
 
 def categorize(fmt, values):
-    """The category (a string above) of each input value (float32 array)."""
-    with np.errstate(invalid="ignore"):
-        v = np.asarray(values, dtype=np.float32).astype(np.float64)
-    out = np.empty(v.shape, dtype=object)
+    """The category of each input value (float32 array), as int8 indices
+    into CATEGORIES."""
+    v = np.asarray(values, dtype=np.float32)
     a = np.abs(v)
+    finite = np.isfinite(a)
     if fmt.unsigned_pow2:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            exact = np.isfinite(a) & (a > 0) & (np.exp2(np.floor(np.log2(np.where(a > 0, a, 1)))) == a)
+        out = np.full(v.shape, CODE[BETWEEN], dtype=np.int8)
+        exact = finite & (a > 0) & (np.frexp(a)[0] == 0.5)
         rules = [(np.isnan(v), NAN), (np.isinf(v), INF), (v == 0, ZERO), (v < 0, NEGATIVE),
-                 (a < 2.0 ** -127, BELOW_MIN), (a > 2.0 ** 127, ABOVE_MAX), (exact, POWER_OF_TWO)]
-        out[...] = BETWEEN
+                 (a < np.float32(2.0 ** -127), BELOW_MIN), (finite & (a > np.float32(2.0 ** 127)), ABOVE_MAX),
+                 (exact, POWER_OF_TWO)]
     else:
+        out = np.full(v.shape, CODE[NORMAL], dtype=np.int8)
         g = fmt.grid
+        a64 = np.where(finite, a, 0).astype(np.float64)
         mid = (g[-2] + g[-1]) / 2
-        overflow = np.isfinite(a) & ((a > mid) | ((a == mid) & fmt.max_code_odd))
-        i = np.clip(np.searchsorted(g, np.where(np.isfinite(a), a, 0), side="right") - 1, 0, len(g) - 2)
-        tie = np.isfinite(a) & (a - g[i] == g[i + 1] - a)
+        overflow = finite & ((a64 > mid) | ((a64 == mid) & fmt.max_code_odd))
+        i = np.clip(np.searchsorted(g, a64, side="right") - 1, 0, len(g) - 2)
+        tie = finite & (a64 - g[i] == g[i + 1] - a64)
         rules = [(np.isnan(v), NAN), (np.isinf(v), INF), (v == 0, ZERO), (overflow, OVERFLOW), (tie, TIE),
-                 (a < fmt.min_subnormal, UNDERFLOW), (a < fmt.min_normal, SUBNORMAL)]
-        out[...] = NORMAL
+                 (a64 < fmt.min_subnormal, UNDERFLOW), (a64 < fmt.min_normal, SUBNORMAL)]
     for mask, name in reversed(rules):
-        out[mask] = name
+        out[mask] = CODE[name]
     return out

@@ -53,41 +53,58 @@ def value_text(v):
     return formats.format_value(v)
 
 
+# Convention classes, by index: an element's class key is CONVENTION_KEY + the
+# index here for a convention, its input's category code (formats.CODE) when
+# wrong.
+CONVENTIONS = (NAN_CODE, NO_E2M1_CODE, NO_E8M0_VALUE, E8M0_RANGE, E8M0_ROUNDING)
+CONVENTION_KEY = 100
+
+
 def encode_classes(fmt, values, ref, got, target_rules):
-    """(verdicts, class names, {(verdict, name): rule}) of each disagreeing
-    element: values (float32 inputs), ref (reference codes, -1 for none),
-    got (the target's codes). target_rules: "e8m0_rounding" = "up" when
-    the target's spec pins it (ONNX Cast's round_mode default)."""
-    n = values.size
-    verdicts = np.full(n, WRONG, dtype=object)
-    names = np.empty(n, dtype=object)
-    names[...] = categorize(fmt, values)
-    explain = {}
-    decided = np.zeros(n, dtype=bool)
+    """(keys, classes) of disagreeing elements: keys (int16, one per
+    element) and classes {key: (verdict, class name, rule)} for the keys
+    present. values: float32 inputs, ref: the reference's codes (-1 for
+    none), got: the target's codes. target_rules: "e8m0_rounding" = "up"
+    when the target's spec pins it (ONNX Cast's round_mode default)."""
+    values = np.asarray(values, dtype=np.float32)
+    ref, got = np.asarray(ref), np.asarray(got)
+    keys = np.full(values.shape, -1, dtype=np.int16)
 
     def convention(mask, rule):
-        mask = mask & ~decided
-        if mask.any():
-            verdicts[mask], names[mask] = CONVENTION, rule[0]
-            explain[(CONVENTION, rule[0])] = rule[1]
-            decided[mask] = True
+        keys[mask & (keys < 0)] = CONVENTION_KEY + CONVENTIONS.index(rule)
 
     valid = ref >= 0
     convention(valid & fmt.is_nan(np.where(valid, ref, 0)) & fmt.is_nan(got & (fmt.ncodes - 1)) &
                (got < fmt.ncodes), NAN_CODE)
     convention(~valid, NO_E2M1_CODE)
     if fmt.unsigned_pow2:
-        cats = names.copy()
-        convention(np.isin(cats, [formats.ZERO, formats.NEGATIVE, formats.INF]), NO_E8M0_VALUE)
-        convention(np.isin(cats, [formats.BELOW_MIN, formats.ABOVE_MAX]) & np.isin(got, [0x00, 0xFE, 0xFF]),
+        cats = categorize(fmt, values)
+        code = formats.CODE
+        convention(np.isin(cats, [code[formats.ZERO], code[formats.NEGATIVE], code[formats.INF]]), NO_E8M0_VALUE)
+        convention(np.isin(cats, [code[formats.BELOW_MIN], code[formats.ABOVE_MAX]]) & np.isin(got, [0x00, 0xFE, 0xFF]),
                    E8M0_RANGE)
         if target_rules.get("e8m0_rounding") is None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                down = np.floor(np.log2(np.abs(values.astype(np.float64)))) + 127
-            convention((cats == formats.BETWEEN) & ((got == down) | (got == down + 1)), E8M0_ROUNDING)
-    for verdict, name in set(zip(verdicts[~decided], names[~decided])):
-        explain[(verdict, name)] = WRONG_RULES.get(name, "the reference's rule (numerics.md section 2)")
-    return verdicts, names, explain
+            between = np.nonzero(cats == code[formats.BETWEEN])[0]
+            down = np.frexp(values[between])[1].astype(np.int16) - 1 + 127  # floor(log2 x) + bias
+            g = got[between].astype(np.int16)
+            sel = between[(g == down) | (g == down + 1)]
+            hit = np.zeros(values.shape, dtype=bool)
+            hit[sel] = True
+            convention(hit, E8M0_ROUNDING)
+        undecided = keys < 0
+        keys[undecided] = cats[undecided]
+    else:
+        undecided = np.nonzero(keys < 0)[0]
+        keys[undecided] = categorize(fmt, values[undecided])
+    classes = {}
+    for key in np.unique(keys).tolist():
+        if key >= CONVENTION_KEY:
+            name, rule = CONVENTIONS[key - CONVENTION_KEY]
+            classes[key] = (CONVENTION, name, rule)
+        else:
+            name = formats.CATEGORIES[key]
+            classes[key] = (WRONG, name, WRONG_RULES.get(name, "the reference's rule (numerics.md section 2)"))
+    return keys, classes
 
 
 def _as_float(bits, dest):
