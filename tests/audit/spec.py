@@ -108,3 +108,28 @@ def probe_values(fmt, seed=0):
                             [np.inf, np.nan, 0.0, 1e30, 3e38]]).astype(np.float32)
     out = np.concatenate([near, extra])
     return np.concatenate([out, -out])
+
+
+# OCP MX v1.0 section 6.3: X = 2^(floor(log2 amax) - emax_elem), emax_elem the
+# exponent of the element format's largest power of two; E8M0 code = that
+# exponent + 127, here over the block's finite elements and clamped to the
+# codes that exist (0x00 .. 0xfe), amax 0 giving 0x00 (numerics.md section 11).
+EMAX = {"e4m3fn": 8, "e5m2": 15}
+
+
+def mx_floor_scale(fmt, block):
+    finite = [abs(float(v)) for v in block if math.isfinite(float(v))]
+    amax = max(finite, default=0.0)
+    if amax == 0:
+        return 0
+    return min(max(math.floor(math.log2(amax)) - EMAX[fmt] + 127, 0), 254)
+
+
+def current_scale(fmt, values, epsilon=0.0):
+    """numerics.md section 14.1 / OCP-independent current scaling: fp8_max /
+    max(amax, epsilon) rounded to FP32; 1 when the amax is 0, inf or NaN."""
+    finite_or_inf = [abs(float(v)) for v in values if not math.isnan(float(v))]
+    amax = max(max(finite_or_inf, default=0.0), epsilon)
+    if amax == 0 or math.isinf(amax):
+        return 1.0
+    return float(np.float32(np.float32(FORMATS[fmt][3]) / np.float32(amax)))

@@ -1,12 +1,15 @@
-"""Target `torchao`: its float8 training cast (torchao.float8's saturated
-cast to float8) and its MX cast (to_mx: E8M0 block scales and FP8
-elements), where the installed torchao has them."""
+"""Target `torchao`: its float8 training casts (torchao.float8: the scale
+from the amax, tensorwise and axiswise, with and without power-of-two
+scales, then the saturated cast) and its MX cast (to_mx: E8M0 block
+scales of 32 in each ScaleCalculationMode, FP8 elements), where the
+installed torchao has them (scaled.py judges them)."""
 
 import numpy as np
 
-from . import checks
+from . import checks, scaled
 
 NAME, INSTALL = "torchao", "pip install torchao"
+EPS = 1e-12  # torchao.float8's amax floor (float8_utils.EPS): a parameter of its scale, given to the reference
 
 
 def load():
@@ -21,20 +24,63 @@ def device_problem(torchao, device):
     return None
 
 
+def _call(f):
+    def wrapped(*args):
+        try:
+            return f(*args)
+        except (RuntimeError, NotImplementedError, TypeError, AssertionError) as e:
+            raise checks.Unsupported(f"torchao refuses it: {str(e).splitlines()[0][:200]}") from None
+    return wrapped
+
+
+def _dtypes(torch):
+    return {"e4m3fn": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+
+
+def float8_checks(torch, dev):
+    try:
+        from torchao.float8.config import ScalingGranularity
+        from torchao.float8.float8_scaling_utils import hp_tensor_to_float8_dynamic
+        from torchao.float8.float8_training_tensor import LinearMMConfig
+    except ImportError as e:
+        return [checks.unsupported("float8 hp_tensor_to_float8_dynamic", "quantize", f"not in this torchao: {e}")]
+    ops = []
+    for fmt, dt in _dtypes(torch).items():
+        for per_row in (False, True):
+            for pow2 in (False, True):
+                def fn(x, dt=dt, per_row=per_row, pow2=pow2):
+                    kw = {"scaling_granularity": ScalingGranularity.AXISWISE, "axiswise_dim": -1} if per_row else {}
+                    t = hp_tensor_to_float8_dynamic(torch.from_numpy(np.ascontiguousarray(x)).to(dev), dt,
+                                                    LinearMMConfig(), round_scales_to_power_of_2=pow2, **kw)
+                    return (t._data.view(torch.uint8).cpu().numpy(), t._scale.to(torch.float32).cpu().numpy())
+                name = (f"float8 hp_tensor_to_float8_dynamic fp32->{fmt} {'axiswise' if per_row else 'tensorwise'}"
+                        + (" pow2 scales" if pow2 else ""))
+                ops.append(checks.Check(name, "quantize",
+                                        lambda op, mode, fn=_call(fn), fmt=fmt, per_row=per_row, pow2=pow2:
+                                        scaled.check_current_scaling(op, fn, fmt, per_row, pow2, EPS),
+                                        format=fmt))
+    return ops
+
+
+def mx_checks(torch, dev):
+    try:
+        from torchao.prototype.mx_formats.config import ScaleCalculationMode
+        from torchao.prototype.mx_formats.mx_tensor import to_mx
+    except ImportError as e:
+        return [checks.unsupported("to_mx", "quantize", f"not in this torchao: {e}")]
+    ops = []
+    for fmt, dt in _dtypes(torch).items():
+        for mode in ScaleCalculationMode:
+            def fn(x, dt=dt, mode=mode):
+                scale, data = to_mx(torch.from_numpy(np.ascontiguousarray(x)).to(dev), dt, scaled.BLOCK, mode)
+                return data.view(torch.uint8).cpu().numpy(), scale.view(torch.uint8).cpu().numpy()
+            ops.append(checks.Check(f"to_mx fp32->{fmt} 1x32 {mode.value.upper()}", "quantize",
+                                    lambda op, m, fn=_call(fn), fmt=fmt, mode=mode:
+                                    scaled.check_mx(op, fn, fmt, mode.value), format=fmt, granularity="blocked"))
+    return ops
+
+
 def build(torchao, device):
     import torch
     dev = torch.device(device)
-    ops = []
-    try:
-        from torchao.float8.float8_utils import to_fp8_saturated
-    except ImportError as e:
-        ops.append(checks.unsupported("float8 to_fp8_saturated", "cast", f"not in this torchao: {e}"))
-    else:
-        for fmt, dt in (("e4m3fn", torch.float8_e4m3fn), ("e5m2", torch.float8_e5m2)):
-            def fn(a, dt=dt):
-                y = to_fp8_saturated(torch.from_numpy(np.ascontiguousarray(a)).to(dev), dt)
-                return y.view(torch.uint8).cpu().numpy()
-            ops.append(checks.encode(f"float8 to_fp8_saturated fp32->{fmt}", fmt, "fp32", True, fn))
-    ops.append(checks.unsupported("to_mx fp32->e4m3fn 1x32", "quantize",
-                                  "not yet checked by octet.audit (to_mx computes its own E8M0 scales)"))
-    return ops
+    return float8_checks(torch, dev) + mx_checks(torch, dev)
