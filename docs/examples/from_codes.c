@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TRY(call)                                                                 \
-  do {                                                                            \
-    if ((call) != OCTET_STATUS_SUCCESS) {                                         \
-      fprintf(stderr, "%s failed: %s\n", #call, octet_last_error_message());      \
-      return 1;                                                                   \
-    }                                                                             \
+#define TRY(call)                                                            \
+  do {                                                                       \
+    if ((call) != OCTET_STATUS_SUCCESS) {                                    \
+      fprintf(stderr, "%s failed: %s\n", #call, octet_last_error_message()); \
+      return 1;                                                              \
+    }                                                                        \
   } while (0)
 
 enum { ROWS = 200, COLS = 300, GRID_ROWS = (ROWS + 127) / 128, GRID_COLS = (COLS + 127) / 128 };
@@ -50,8 +50,7 @@ int main(void) {
   TRY(octet_tensor_get_info(w, &info)); /* the sizes to copy: rowwise_bytes, rowwise_scale_inv_bytes */
   /* 2. Each component written as it is (each grid entry must be finite and > 0). */
   TRY(octet_tensor_copy_from_host(w, OCTET_COMPONENT_DATA, codes, (size_t)info.rowwise_bytes));
-  TRY(octet_tensor_copy_from_host(w, OCTET_COMPONENT_ROWWISE_SCALE_INV, grid,
-                                  (size_t)info.rowwise_scale_inv_bytes));
+  TRY(octet_tensor_copy_from_host(w, OCTET_COMPONENT_ROWWISE_SCALE_INV, grid, (size_t)info.rowwise_scale_inv_bytes));
   /* 3. Dequantize: code * scale_inv of its block. */
   out_desc.dtype = OCTET_DTYPE_FP32;
   out_desc.ndim = 2;
