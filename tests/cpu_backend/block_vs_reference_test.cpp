@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -764,6 +765,69 @@ TEST(CpuQuantizeStatistics, MatchReference) {
             if (::testing::Test::HasFailure()) return;
           }
         }
+      }
+    }
+  }
+}
+
+// Per-tensor quantize with statistics at the counts' edges: inputs whose
+// x * scale lands on, just below and just above where encoding saturates
+// (the tie past the largest value) and where it flushes to zero (half the
+// smallest subnormal), for power-of-two scales (exact products) and scale 3
+// (a few FP32 steps either side of each edge), both signs, with zeros,
+// infinities, NaN and FP32 subnormals; counts and codes as the reference's.
+TEST(CpuQuantizeStatistics, EdgesMatchReference) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int32_t fp8 : fp8_dtypes()) {
+    const bool fnuz = is_fnuz(fp8);
+    const float max = fp8 == OCTET_DTYPE_E4M3 ? 448.0f : fp8 == OCTET_DTYPE_E4M3FNUZ ? 240.0f : 57344.0f;
+    const float next_up = fp8 == OCTET_DTYPE_E4M3 ? 480.0f : fp8 == OCTET_DTYPE_E4M3FNUZ ? 256.0f : 65536.0f;
+    const float min_subnormal = fp8 == OCTET_DTYPE_E4M3       ? 0x1p-9f
+                                : fp8 == OCTET_DTYPE_E5M2     ? 0x1p-16f
+                                : fp8 == OCTET_DTYPE_E4M3FNUZ ? 0x1p-10f
+                                                              : 0x1p-17f;
+    for (float scale : {1.0f, 0.5f, 4.0f, 3.0f}) {
+      std::vector<float> x;
+      for (float edge : {(max + next_up) / 2, min_subnormal / 2, max, min_subnormal}) {
+        float v = edge / scale;
+        for (int step = 0; step < 3; ++step) v = std::nextafter(v, 0.0f);
+        for (int step = 0; step < 7; ++step, v = std::nextafter(v, inf)) {
+          x.push_back(v);
+          x.push_back(-v);
+        }
+      }
+      for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()}) {
+        x.push_back(v);
+      }
+      for (int32_t saturate : {1, 0}) {
+        const std::string where = "fp8 " + std::to_string(fp8) + " scale " + std::to_string(scale) + " saturate " +
+                                  std::to_string(saturate) + (fnuz ? " (FNUZ)" : "");
+        octet_quantize_stats got{}, want{};
+        std::vector<uint8_t> codes[2];
+        int side = 0;
+        for (const char* backend : {OCTET_TEST_BACKEND, "reference"}) {
+          Context ctx = context(backend);
+          const int64_t n = static_cast<int64_t>(x.size());
+          Tensor in = tensor(ctx.get(), OCTET_DTYPE_FP32, 1, n);
+          upload(in.get(), OCTET_COMPONENT_DATA, x.data(), x.size() * 4);
+          Tensor out = tensor(ctx.get(), fp8, 1, n, OCTET_USAGE_ROWWISE);
+          upload(out.get(), OCTET_COMPONENT_SCALE, &scale, 4);
+          octet_quantize_options o;
+          ASSERT_EQ(octet_quantize_options_init(&o), OCTET_STATUS_SUCCESS);
+          o.saturate = saturate;
+          octet_quantize_stats& st = side == 0 ? got : want;
+          st.struct_size = sizeof st;
+          ASSERT_EQ(octet_quantize_with_stats(ctx.get(), in.get(), out.get(), &o, &st), OCTET_STATUS_SUCCESS)
+              << backend << " " << where << ": " << octet_last_error_message();
+          codes[side] = download(out.get(), OCTET_COMPONENT_DATA);
+          ++side;
+        }
+        expect_same_bytes(codes[0], codes[1], 1, where + " codes");
+        expect_same_stats(got, want, where);
+        EXPECT_GT(want.saturated_count, 0u) << where;  // the inputs reach both edges
+        EXPECT_GT(want.flushed_count, 0u) << where;
+        if (::testing::Test::HasFailure()) return;
       }
     }
   }

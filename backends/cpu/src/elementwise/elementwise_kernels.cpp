@@ -95,8 +95,16 @@ int32_t amax_kernel(const octet_matrix_view* input, float* amax_out) {
   return OCTET_STATUS_SUCCESS;
 }
 
-int32_t quantize_kernel(const octet_quantize_args* args) {
-  const char* kernel = "quantize";
+namespace {
+struct PaddedCounts {  // one thread's counts, on a cache line of its own
+  alignas(64) QuantizeCounts c;
+};
+}  // namespace
+
+int32_t quantize_kernel(const octet_quantize_args* args) { return quantize_counting(args, nullptr, nullptr); }
+
+int32_t quantize_counting(const octet_quantize_args* args, QuantizeCounts* counts_out, float* amax_of_input) {
+  const char* kernel = counts_out != nullptr ? "quantize_with_statistics" : "quantize";
   if (int32_t s = require_pointer(kernel, "args", args)) return s;
   if (int32_t s = require_struct_size(kernel, "args", args->struct_size,
                                       sizeof(octet_quantize_args))) {
@@ -117,6 +125,14 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
   uint8_t* rowwise = args->rowwise_out;
   uint8_t* columnwise = args->columnwise_out;
   std::vector<float> partial(static_cast<std::size_t>(omp_get_max_threads()), 0.0f);
+  // With statistics: each run is counted right after it is encoded, while
+  // it is still in L1, so the statistics cost no second pass over memory.
+  std::vector<PaddedCounts> counts(counts_out != nullptr ? partial.size() : 0);
+  const QuantizeThresholds thresholds = quantize_thresholds(dtype);
+  auto count = [&](const float* values, int64_t w) {
+    if (counts_out != nullptr)
+      k.count_quantize(values, w, scale, thresholds, &counts[static_cast<std::size_t>(omp_get_thread_num())].c);
+  };
 
   if (columnwise == nullptr) {
     // Rowwise only (or nothing but amax): one streaming pass.
@@ -128,6 +144,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
       } else {
         k.amax(values, w, amax);
       }
+      count(values, w);
     });
   } else if (rows > 0 && cols > 0) {
     // Fused cast + transpose, a tile of kTileRows x kTileCols at a time:
@@ -158,6 +175,7 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
         for (int64_t i = 0; i < h; ++i) {
           const float* values = segment_values(k, in, r0 + i, c0, w, buffer);
           k.scale_encode(values, w, scale, dtype, sat, tile.data() + i * kTileCols, amax);
+          count(values, w);
         }
         if (rowwise != nullptr) bk.copy_bytes_out(tile.data(), kTileCols, h, w, rowwise + r0 * cols + c0, cols);
         bk.transpose_bytes_out(tile.data(), kTileCols, h, w, columnwise + c0 * rows + r0, rows);
@@ -168,6 +186,15 @@ int32_t quantize_kernel(const octet_quantize_args* args) {
   for (float p : partial) amax = p > amax ? p : amax;
   if (args->scale_inv_out != nullptr) *args->scale_inv_out = 1.0f / scale;
   if (args->amax_out != nullptr) *args->amax_out = amax;
+  if (counts_out != nullptr) {
+    *counts_out = QuantizeCounts{};
+    for (const PaddedCounts& c : counts) {  // in thread order
+      counts_out->nan += c.c.nan;
+      counts_out->saturated += c.c.saturated;
+      counts_out->flushed += c.c.flushed;
+    }
+    *amax_of_input = amax;
+  }
   return OCTET_STATUS_SUCCESS;
 }
 

@@ -6,6 +6,19 @@
 
 namespace octet_cpu {
 
+// What a per-tensor quantize with statistics counts besides its amax.
+struct QuantizeCounts {
+  uint64_t nan = 0, saturated = 0, flushed = 0;
+};
+
+// Where the counts of count_quantize start: |x * scale| >= saturate_from
+// overflows the format without saturation; |x * scale| <= flush_to (x
+// non-zero) encodes as +-0.
+struct QuantizeThresholds {
+  float saturate_from, flush_to;
+};
+QuantizeThresholds quantize_thresholds(int32_t fp8_dtype);
+
 struct RowKernels {
   const char* name;
   // n elements of `dtype` (any octet dtype) -> FP32 values.
@@ -31,6 +44,10 @@ struct RowKernels {
   // bits of the largest magnitude, or above 0x7F800000 when a NaN is there
   // (block quantize's amax and NaN test in one pass).
   uint32_t (*abs_bits_max)(const float* in, int64_t n);
+  // Adds to *counts the NaN, saturated and flushed counts of n inputs
+  // quantized as fp8(in[i] * scale) (thresholds: quantize_thresholds of
+  // the FP8 dtype), without encoding them.
+  void (*count_quantize)(const float* in, int64_t n, float scale, QuantizeThresholds t, QuantizeCounts* counts);
 };
 
 const RowKernels& portable_row_kernels();

@@ -18,9 +18,14 @@
 #pragma GCC target("avx2,f16c")
 
 #include "codecs/encode_fp8_avx2.hpp"
+#include "elementwise/quantize_counts_loop.hpp"
 
 namespace octet_cpu {
 namespace {
+
+void count_quantize_avx2(const float* in, int64_t n, float scale, QuantizeThresholds t, QuantizeCounts* counts) {
+  count_quantize_loop(in, n, scale, t.saturate_from, t.flush_to, counts);
+}
 
 inline __m256 abs8(__m256 x) {
   return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
@@ -256,9 +261,8 @@ uint32_t abs_bits_max_avx2(const float* in, int64_t n) {
   return m;
 }
 
-const RowKernels kAvx2{"avx2+f16c",      widen_avx2,      narrow_avx2,
-                       scale_encode_avx2, amax_avx2,       scale_avx2,
-                       transpose_bytes_avx2, encode_only_avx2, abs_bits_max_avx2};
+const RowKernels kAvx2{"avx2+f16c", widen_avx2,           narrow_avx2,      scale_encode_avx2, amax_avx2,
+                       scale_avx2,  transpose_bytes_avx2, encode_only_avx2, abs_bits_max_avx2, count_quantize_avx2};
 
 }  // namespace
 }  // namespace octet_cpu

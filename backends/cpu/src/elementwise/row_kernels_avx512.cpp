@@ -32,9 +32,14 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "codecs/encode_fp8_avx512.hpp"
+#include "elementwise/quantize_counts_loop.hpp"
 
 namespace octet_cpu {
 namespace {
+
+void count_quantize_avx512(const float* in, int64_t n, float scale, QuantizeThresholds t, QuantizeCounts* counts) {
+  count_quantize_loop(in, n, scale, t.saturate_from, t.flush_to, counts);
+}
 
 inline __m512 abs16(__m512 x) {
   return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF)));
@@ -149,6 +154,7 @@ const RowKernels* avx512_row_kernels() {
     k.amax = amax_avx512;
     k.encode = encode_avx512;
     k.abs_bits_max = abs_bits_max_avx512;
+    k.count_quantize = count_quantize_avx512;
     return &k;
   }();
   return table;

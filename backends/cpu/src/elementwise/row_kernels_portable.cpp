@@ -10,6 +10,7 @@
 #include "codecs/scalar_codecs.hpp"
 #include "dispatch/implementation_list.hpp"
 #include "dispatch/isa.hpp"
+#include "elementwise/quantize_counts_loop.hpp"
 #include "elementwise/row_kernels.hpp"
 
 namespace octet_cpu {
@@ -135,9 +136,13 @@ uint32_t abs_bits_max_portable(const float* in, int64_t n) {
   return m;
 }
 
-const RowKernels kPortable{"portable",      widen_portable, narrow_portable,
-                           scale_encode_portable, amax_portable, scale_portable,
-                           transpose_bytes_portable, encode_portable, abs_bits_max_portable};
+void count_quantize_portable(const float* in, int64_t n, float scale, QuantizeThresholds t, QuantizeCounts* counts) {
+  count_quantize_loop(in, n, scale, t.saturate_from, t.flush_to, counts);
+}
+
+const RowKernels kPortable{
+    "portable",     widen_portable,           narrow_portable, scale_encode_portable, amax_portable,
+    scale_portable, transpose_bytes_portable, encode_portable, abs_bits_max_portable, count_quantize_portable};
 
 // The row kernels' implementation list (dispatch/implementation_list.hpp),
 // chosen once at the level in use (dispatch/isa.hpp: cpuid + xgetbv,
@@ -155,6 +160,24 @@ const RowKernels& choose() { return *choose(kRowKernelsList, cpu_isa(), AnyProbl
 }  // namespace
 
 const RowKernels& portable_row_kernels() { return kPortable; }
+
+QuantizeThresholds quantize_thresholds(int32_t fp8_dtype) {
+  // saturate_from: the smallest |y| whose non-saturating encode overflows
+  // (E4M3: past 464, the tie between 448 and 480, which rounds to even
+  // 448; E5M2 and E5M2FNUZ: 61440, the tie between 57344 and 65536, which
+  // rounds to even 2^16; E4M3FNUZ: 248, between 240 and 256). flush_to:
+  // half the smallest subnormal (the tie with zero rounds to even zero).
+  switch (fp8_dtype) {
+    case OCTET_DTYPE_E4M3:
+      return {std::nextafter(464.0f, INFINITY), 0x1p-10f};
+    case OCTET_DTYPE_E5M2:
+      return {61440.0f, 0x1p-17f};
+    case OCTET_DTYPE_E4M3FNUZ:
+      return {248.0f, 0x1p-11f};
+    default:  // OCTET_DTYPE_E5M2FNUZ
+      return {61440.0f, 0x1p-18f};
+  }
+}
 
 const RowKernels& row_kernels() {
   static const RowKernels& chosen = choose();

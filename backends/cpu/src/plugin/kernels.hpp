@@ -11,8 +11,9 @@
 #include <memory>
 #include <new>
 
-#include "plugin/checks.hpp"  // dtype_size
-#include "plugin/errors.hpp"  // OutOfMemory, Buffer
+#include "elementwise/row_kernels.hpp"  // QuantizeCounts
+#include "plugin/checks.hpp"            // dtype_size
+#include "plugin/errors.hpp"            // OutOfMemory, Buffer
 
 namespace octet_cpu {
 
@@ -62,6 +63,10 @@ int32_t convert_kernel(const octet_matrix_view* input, const octet_matrix_view* 
                        int32_t saturate);
 int32_t amax_kernel(const octet_matrix_view* input, float* amax_out);
 int32_t quantize_kernel(const octet_quantize_args* args);
+// quantize_kernel that also counts, as it encodes, what a quantize with
+// statistics reports (counts_out, and the input's amax, NaN ignored, in
+// *amax_of_input); counts_out NULL: quantize_kernel.
+int32_t quantize_counting(const octet_quantize_args* args, QuantizeCounts* counts_out, float* amax_of_input);
 int32_t transpose_kernel(const octet_matrix_view* input, const octet_matrix_view* output);
 int32_t dequantize_kernel(const octet_dequantize_args* args);
 // Every workspace is allocated for the call and freed before it returns.
