@@ -120,3 +120,11 @@ def test_float8_tensorwise_scale_follows_the_current_scaling_rule(torchao_report
         got = float(hp_tensor_to_float8_dynamic(torch.from_numpy(x), dt, LinearMMConfig())._scale)
         want = spec.current_scale(fmt, x, 1e-12)
         assert (f"scale: {kind}" in wrong) == (got != want and not math.isnan(got)), (kind, got, want, wrong)
+
+
+def test_the_mx_gemm_is_within_numerics_md_bound(torchao_report):
+    gemms = [op for op in torchao_report["operations"] if op["kind"] == "gemm"]
+    assert {op["name"].split(" 1x32")[0] for op in gemms} == {"MXTensor mm e4m3fn x e4m3fn", "MXTensor mm e5m2 x e5m2"}
+    for op in gemms:
+        assert op["verdict"] in ("bit-exact", "within bound"), op
+        assert op["details"]["max_ratio_to_bound"] <= 1 and op["counts"]["checked"] > 0

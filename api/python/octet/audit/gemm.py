@@ -33,13 +33,20 @@ def operands(fmt, rows, k, rng):
     return codes
 
 
-def scales(scaling, rows, rng):
+def scales(scaling, rows, rng, k=None):
+    """Per-tensor: a float32 power of two; "row": [rows, 1] powers of two;
+    "mx": E8M0 codes [rows, k / 32] near 127 (X = 2^(c - 127))."""
+    if scaling == "mx":
+        return rng.integers(127 - 6, 127 + 7, size=(rows, k // 32)).astype(np.uint8)
     if scaling == "tensor":
         return np.float32(2.0 ** int(rng.integers(-4, 5)))
     return np.exp2(rng.integers(-4, 5, size=(rows, 1))).astype(np.float32)
 
 
 def _reference_operand(ctx, fmt, codes, scale, scaling):
+    if scaling == "mx":
+        from .quantize import _mx_tensor
+        return _mx_tensor(fmt, codes, scale)
     if scaling == "tensor":
         t = ctx.empty(codes.shape, fmt.dtype, usages=octet.ROWWISE)
         t.set_scale(1.0 / float(scale))  # a power of two: scale_inv is exactly `scale`
@@ -65,18 +72,24 @@ def reference_gemm(fmt_a, fmt_b, a, b, sa, sb, scaling, out):
 def check_gemm(op, fn, fmt_a, fmt_b, scaling, out, mode, seed=0):
     """fn(a_codes [M, K], b_codes [N, K], sa, sb, out) -> D [M, N] (float32
     values), D = (A sa)(B sb)^T; sa, sb: float32 scalars (scaling "tensor")
-    or [M, 1] / [N, 1] arrays (scaling "row"). Both operands hold finite
+    or [M, 1] / [N, 1] arrays (scaling "row") or E8M0 block-scale codes
+    [M, K / 32] / [N, K / 32] (scaling "mx", 1x32 blocks along K:
+    numerics.md sections 11 and 12). Both operands hold finite
     codes only (NaN results have no specified sign: numerics.md 13)."""
     fa, fb = FORMATS[fmt_a], FORMATS[fmt_b]
     rng = np.random.default_rng(seed)
     worst, err_target, err_ref = 0.0, 0.0, 0.0
     for m, k, n in shapes(mode):
         a, b = operands(fa, m, k, rng), operands(fb, n, k, rng)
-        sa, sb = scales(scaling, m, rng), scales(scaling, n, rng)
+        sa, sb = scales(scaling, m, rng, k), scales(scaling, n, rng, k)
         got = np.asarray(fn(a, b, sa, sb, out), dtype=np.float32).reshape(m, n)
         ref = reference_gemm(fa, fb, a, b, sa, sb, scaling, out).reshape(m, n)
         da, db = fa.table[a].astype(np.float64), fb.table[b].astype(np.float64)
-        s = np.asarray(sa, np.float64).reshape(-1, 1) * np.asarray(sb, np.float64).reshape(1, -1)
+        if scaling == "mx":  # the scales inside the sum: each element times its block's X
+            da, db = da * np.repeat(np.exp2(sa - 127.0), 32, axis=1), db * np.repeat(np.exp2(sb - 127.0), 32, axis=1)
+            s = np.ones((1, 1))
+        else:
+            s = np.asarray(sa, np.float64).reshape(-1, 1) * np.asarray(sb, np.float64).reshape(1, -1)
         exact = (da @ db.T) * s
         magnitude = (np.abs(da) @ np.abs(db).T) * s
         sum_bound = k * 2.0 ** -23 * magnitude

@@ -80,7 +80,33 @@ def mx_checks(torch, dev):
     return ops
 
 
+def mx_gemm_checks(torch, dev):
+    """MXTensor matmul (torch.mm of two MXTensors), with the kernel torchao
+    offers on this device: EMULATED (dequantize, then a float32 mm) on the
+    CPU, AUTO (its MX GEMM) on CUDA. The operands are built from the
+    check's codes and E8M0 scales."""
+    try:
+        from torchao.prototype.mx_formats.mx_tensor import MXTensor
+        from torchao.quantization.quantize_.common.kernel_preference import KernelPreference
+    except ImportError as e:
+        return [checks.unsupported("MXTensor mm", "gemm", f"not in this torchao: {e}")]
+    kernel = KernelPreference.EMULATED if dev.type == "cpu" else KernelPreference.AUTO
+    dts = _dtypes(torch)
+
+    def make(fa, fb):
+        def fn(a, b, sa, sb, out):
+            def mx(codes, scale, fmt):
+                q = torch.from_numpy(np.ascontiguousarray(codes)).to(dev).view(dts[fmt])
+                s = torch.from_numpy(np.ascontiguousarray(scale)).to(dev).view(torch.float8_e8m0fnu)
+                return MXTensor(q, s, dts[fmt], scaled.BLOCK, torch.float32, kernel, None, False)
+            d = torch.mm(mx(a, sa, fa), mx(b, sb, fb).t())
+            return d.to(torch.float32).cpu().numpy()
+        return checks.gemm_check(f"MXTensor mm {fa} x {fb} 1x32 -> fp32 ({kernel.name.lower()})", fa, fb, "mx",
+                                 "fp32", _call(fn))
+    return [make("e4m3fn", "e4m3fn"), make("e5m2", "e5m2")]
+
+
 def build(torchao, device):
     import torch
     dev = torch.device(device)
-    return float8_checks(torch, dev) + mx_checks(torch, dev)
+    return float8_checks(torch, dev) + mx_checks(torch, dev) + mx_gemm_checks(torch, dev)
