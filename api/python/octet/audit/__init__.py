@@ -12,7 +12,7 @@ functions is checked with run_custom(name, [checks.encode(...), ...]).
 
 Modules: formats (the formats and input categories), inputs (what is
 fed), rules (how a disagreement is judged, from the specs), casts,
-quantize, gemm (the checks), checks (Check, Unsupported, run_checks),
+quantize, scaled (quantizers with their own scales), gemm (the checks), checks (Check, Unsupported, run_checks),
 report (verdicts, text, JSON), runner (targets), main (the command),
 target_* (one per target)."""
 
