@@ -8,7 +8,8 @@
 // second time with OCTET_TEST_HUGE_PAGES_OFF=1 and run under
 // OCTET_HOST_HUGE_PAGES=0 (ctest's core.host_memory_huge_pages_off): then
 // no tensor is moved to a 2 MiB boundary or advised. The pointer comes
-// from a DLPack export, the way a user sees it.
+// from a DLPack export, the way a user sees it. A freed buffer of 2 MiB or
+// more serves the next allocation of its size.
 #include <octet/octet_dlpack.h>
 
 #include <cstdint>
@@ -110,6 +111,35 @@ TEST_F(HostMemory, LargeTensorsAreAdvisedHugePagesOnLinux) {
     ASSERT_FALSE(flags.empty()) << "no /proc/self/smaps mapping holds the tensor";
     EXPECT_TRUE(has_flag(flags, "hg")) << rows << " x 1024 FP32: " << flags;
   }
+#endif
+}
+
+// A freed buffer of 2 MiB or more is kept for the next one of its size
+// (docs/abi.md): the same address comes back, and the memory statistics
+// count only what tensors hold.
+TEST_F(HostMemory, AFreedLargeBufferServesTheNextOfItsSize) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer builds keep no freed buffer (so that it sees every free)";
+#else
+  auto current_total = [&] {
+    octet_memory_stats stats{};
+    stats.struct_size = sizeof stats;
+    EXPECT_EQ(octet_context_get_memory_stats(ctx.get(), &stats), 0) << octet_last_error_message();
+    return stats.current_total;
+  };
+  const uint64_t before = current_total();
+  TensorPtr first = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {1024, 1024});  // 4 MiB
+  ASSERT_TRUE(first) << octet_last_error_message();
+  const uintptr_t address = data_address(first.get());
+  EXPECT_EQ(current_total(), before + (uint64_t(4) << 20));
+  first = TensorPtr();  // destroyed
+  EXPECT_EQ(current_total(), before);  // kept, not counted
+  TensorPtr second = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {1024, 1024});
+  ASSERT_TRUE(second) << octet_last_error_message();
+  EXPECT_EQ(data_address(second.get()), address);
+  TensorPtr other = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {1024, 1024});  // the kept one is taken
+  ASSERT_TRUE(other) << octet_last_error_message();
+  EXPECT_NE(data_address(other.get()), address);
 #endif
 }
 

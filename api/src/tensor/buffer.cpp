@@ -6,7 +6,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "runtime/error.hpp"
 
@@ -14,13 +17,6 @@ namespace octet::core {
 
 namespace {
 
-void free_memory(const ContextState& ctx, void* data) noexcept {
-  const octet_backend_api& api = ctx.api();
-  if (api.mem_free != nullptr)
-    api.mem_free(ctx.handle, data);
-  else
-    std::free(data);
-}
 
 // Host memory for a backend without mem_alloc. A buffer of kHugePage bytes
 // or more starts on a kHugePage boundary and, on Linux, is advised
@@ -41,14 +37,135 @@ bool huge_pages_wanted() {
   return wanted;
 }
 
-void* allocate_host(size_t alignment, size_t bytes) {
-  if (bytes < kHugePage || !huge_pages_wanted()) return std::aligned_alloc(alignment, bytes);
+// Freed host buffers of kHugePage bytes or more are kept for the next
+// allocation of the same size and alignment, up to a budget of bytes
+// (OCTET_HOST_CACHE_BYTES, read once; default 256 MiB, 0 keeps none), the
+// least recently freed given back first: a fresh large buffer costs its page
+// faults (the kernel zeroing every page, and finding 2 MiB pages for huge
+// ones), often more than the kernel that fills it. Process-wide (the
+// memory is the C library's, whichever context asked), never destroyed (a
+// buffer may be freed during exit), left out under AddressSanitizer so that
+// it still sees every free.
+#if defined(__SANITIZE_ADDRESS__)
+#define OCTET_HOST_CACHE_OFF 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OCTET_HOST_CACHE_OFF 1
+#endif
+#endif
+
+class HostCache {
+ public:
+  static HostCache& instance() {
+    static HostCache* cache = new HostCache();  // never destroyed (above)
+    return *cache;
+  }
+  void* take(size_t alignment, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      if (it->bytes == bytes && it->alignment == alignment) {
+        void* p = it->data;
+        held_ -= bytes;
+        blocks_.erase(std::next(it).base());
+        return p;
+      }
+    }
+    return nullptr;
+  }
+  // Keeps p, or returns false (the caller frees it).
+  bool keep(void* p, size_t alignment, size_t bytes) {
+    if (bytes < kHugePage || bytes > budget_) return false;
+    std::vector<void*> evicted;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (held_ + bytes > budget_ && !blocks_.empty()) {
+        evicted.push_back(blocks_.front().data);
+        held_ -= blocks_.front().bytes;
+        blocks_.erase(blocks_.begin());
+      }
+      blocks_.push_back({p, alignment, bytes});
+      held_ += bytes;
+    }
+    for (void* e : evicted) std::free(e);
+    return true;
+  }
+  void clear() {
+    std::vector<Block> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(blocks_);
+      held_ = 0;
+    }
+    for (const Block& b : blocks) std::free(b.data);
+  }
+
+ private:
+  struct Block {
+    void* data;
+    size_t alignment, bytes;
+  };
+  HostCache() {
+#if defined(OCTET_HOST_CACHE_OFF)
+    budget_ = 0;
+#else
+    const char* value = std::getenv("OCTET_HOST_CACHE_BYTES");
+    char* end = nullptr;
+    const unsigned long long parsed = value != nullptr ? std::strtoull(value, &end, 10) : 0;
+    budget_ = value != nullptr && end != value && *end == '\0' ? size_t(parsed) : (size_t(256) << 20);
+#endif
+  }
+  std::mutex mutex_;
+  std::vector<Block> blocks_;  // least recently freed first
+  size_t held_ = 0, budget_ = 0;
+};
+
+size_t host_alignment(size_t alignment, size_t bytes) {
+  return bytes >= kHugePage && huge_pages_wanted() ? kHugePage : alignment;
+}
+
+void* allocate_fresh(size_t alignment, size_t bytes) {
+  if (alignment != kHugePage) return std::aligned_alloc(alignment, bytes);
   void* p = nullptr;
   if (posix_memalign(&p, kHugePage, bytes) != 0) return nullptr;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   (void)madvise(p, bytes, MADV_HUGEPAGE);
 #endif
   return p;
+}
+
+void* allocate_host(size_t alignment, size_t bytes) {
+  alignment = host_alignment(alignment, bytes);
+  if (void* p = HostCache::instance().take(alignment, bytes)) return p;
+  void* p = allocate_fresh(alignment, bytes);
+  if (p == nullptr) {  // what the cache holds may be what is missing
+    HostCache::instance().clear();
+    p = allocate_fresh(alignment, bytes);
+  }
+  return p;
+}
+
+// `bytes`: the size asked of allocate_host (rounded as the constructor rounds).
+void free_memory(const ContextState& ctx, void* data, size_t bytes) noexcept {
+  const octet_backend_api& api = ctx.api();
+  if (api.mem_free != nullptr) {
+    api.mem_free(ctx.handle, data);
+    return;
+  }
+  const size_t alignment = host_alignment(ctx.caps.alignment < alignof(std::max_align_t)
+                                              ? alignof(std::max_align_t)
+                                              : size_t(ctx.caps.alignment),
+                                          bytes);
+  try {
+    if (HostCache::instance().keep(data, alignment, bytes)) return;
+  } catch (...) {  // no memory for the cache's bookkeeping: free it instead
+  }
+  std::free(data);
+}
+
+size_t rounded_size(const ContextState& ctx, size_t bytes) {
+  const size_t alignment =
+      ctx.caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t) : size_t(ctx.caps.alignment);
+  return bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
 }
 
 // Owned memory once share() was called: freed with the last reference.
@@ -64,7 +181,7 @@ struct SharedBlock {
   int32_t category;
   ~SharedBlock() {
     if (counted) ctx->memory.remove(category, bytes);
-    free_memory(*ctx, data);
+    free_memory(*ctx, data, rounded_size(*ctx, bytes));
   }
 };
 
@@ -148,7 +265,7 @@ void Buffer::release() noexcept {
     keeper_.reset();  // a shared block frees owned memory with its last reference
   } else if (data_ != nullptr && owned_) {
     if (counted_) ctx_->memory.remove(category_, bytes_);
-    free_memory(*ctx_, data_);
+    free_memory(*ctx_, data_, rounded_size(*ctx_, bytes_));
   }
   data_ = nullptr;
   owned_ = false;

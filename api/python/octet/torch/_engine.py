@@ -99,11 +99,19 @@ class Engine:
             return self.layer.recipe
         return autocast_state(self.context)[1]
 
+    def _empty(self, shape):
+        """(torch tensor, octet Tensor) over one new buffer of the layer's
+        dtype in Octet's memory, which torch frees through DLPack: Octet
+        keeps freed host buffers of 2 MiB or more for reuse (docs/abi.md),
+        so an output does not pay its page faults at every step."""
+        t = self.context.empty(shape, BF16 if self.dtype == torch.bfloat16 else FP32)
+        return torch.from_dlpack(t), t
+
     def forward(self, x, training):
         """(y, saved, x as read): y in the layer's dtype."""
         x = self._ready(x)
-        y = torch.empty(tuple(x.shape[:-1]) + (self.layer.out_features,), dtype=self.dtype, device=x.device)
-        xt, yt = self.context.from_dlpack(x.detach()), self.context.from_dlpack(y)
+        y, yt = self._empty(tuple(x.shape[:-1]) + (self.layer.out_features,))
+        xt = self.context.from_dlpack(x.detach())
         try:
             result = self.layer.forward(xt, training=training, out=yt)
         finally:
@@ -115,8 +123,7 @@ class Engine:
         """(dx or None, [gradient or None per parameter]) in the layer's dtype."""
         dy = self._ready(dy)
         dyt = self.context.from_dlpack(dy)
-        dx = torch.empty(input_shape, dtype=self.dtype, device=dy.device) if need_input else None
-        dxt = self.context.from_dlpack(dx) if dx is not None else None
+        dx, dxt = self._empty(input_shape) if need_input else (None, None)
         try:
             self.layer.backward(saved, dyt, grad_input=dxt if dxt is not None else False)
         finally:
