@@ -132,7 +132,7 @@ TEST_F(HostMemory, AFreedLargeBufferServesTheNextOfItsSize) {
   ASSERT_TRUE(first) << octet_last_error_message();
   const uintptr_t address = data_address(first.get());
   EXPECT_EQ(current_total(), before + (uint64_t(4) << 20));
-  first = TensorPtr();  // destroyed
+  first = TensorPtr();                 // destroyed
   EXPECT_EQ(current_total(), before);  // kept, not counted
   TensorPtr second = make_tensor(ctx.get(), OCTET_DTYPE_FP32, {1024, 1024});
   ASSERT_TRUE(second) << octet_last_error_message();

@@ -17,7 +17,6 @@ namespace octet::core {
 
 namespace {
 
-
 // Host memory for a backend without mem_alloc. A buffer of kHugePage bytes
 // or more starts on a kHugePage boundary and, on Linux, is advised
 // MADV_HUGEPAGE, so that a kernel whose transparent huge pages are in
@@ -151,10 +150,8 @@ void free_memory(const ContextState& ctx, void* data, size_t bytes) noexcept {
     api.mem_free(ctx.handle, data);
     return;
   }
-  const size_t alignment = host_alignment(ctx.caps.alignment < alignof(std::max_align_t)
-                                              ? alignof(std::max_align_t)
-                                              : size_t(ctx.caps.alignment),
-                                          bytes);
+  const size_t alignment = host_alignment(
+      ctx.caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t) : size_t(ctx.caps.alignment), bytes);
   try {
     if (HostCache::instance().keep(data, alignment, bytes)) return;
   } catch (...) {  // no memory for the cache's bookkeeping: free it instead
@@ -192,8 +189,8 @@ Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category
 
 Buffer::Buffer(std::shared_ptr<ContextState> ctx, size_t bytes, int32_t category, bool counted)
     : ctx_(std::move(ctx)), bytes_(bytes), counted_(counted), category_(category) {
-  size_t alignment = ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t)
-                                                                       : size_t(ctx_->caps.alignment);
+  size_t alignment =
+      ctx_->caps.alignment < alignof(std::max_align_t) ? alignof(std::max_align_t) : size_t(ctx_->caps.alignment);
   size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   const octet_backend_api& api = ctx_->api();
   if (api.mem_alloc != nullptr) {
