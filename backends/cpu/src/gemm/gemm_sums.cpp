@@ -44,9 +44,12 @@ namespace octet_cpu {
 namespace {
 
 // A matrix operand for sgemm_tiles: an FP32 operand's block is its own
-// memory; any other dtype's stored rows are widened into the buffer in the
-// same orientation (widen_row_for: the VPERMI2W decoder for FP8 at level
-// avx512 and above), so nothing is transposed.
+// memory; any other dtype's block is widened into the buffer (widen_row_for:
+// the VPERMI2W decoder for FP8 at level avx512 and above) as [outer, k],
+// k contiguous, whichever way it is stored. So oneDNN sees one layout of a
+// widened operand, and a GEMM gives the same bits for a transposed operand
+// as for its columnwise copy (oneDNN's AVX2 sgemm sums a 'T' A in another
+// order than an 'N' one: CapabilityProfiles.GemmIsBitIdenticalAcrossProfiles).
 TileOperand tile_operand(const octet_matrix_view& v, bool transposed) {
   const WidenRow widen = widen_row_for(v.dtype);
   TileOperand op;
@@ -56,9 +59,16 @@ TileOperand tile_operand(const octet_matrix_view& v, bool transposed) {
     if (v.dtype == OCTET_DTYPE_FP32) {
       return Fp32Block{reinterpret_cast<const float*>(element_ptr(v, row0, col0)), v.ld, transposed};
     }
-    const int64_t rows = transposed ? k : outer, cols = transposed ? outer : k;
-    for (int64_t r = 0; r < rows; ++r) widen(element_ptr(v, row0 + r, col0), v.dtype, cols, buffer + r * cols);
-    return Fp32Block{buffer, cols, transposed};
+    if (!transposed) {
+      for (int64_t r = 0; r < outer; ++r) widen(element_ptr(v, row0 + r, col0), v.dtype, k, buffer + r * k);
+      return Fp32Block{buffer, k, false};
+    }
+    float stored_row[kSgemmTileM > kSgemmTileN ? kSgemmTileM : kSgemmTileN];  // outer <= either tile
+    for (int64_t kk = 0; kk < k; ++kk) {
+      widen(element_ptr(v, row0 + kk, col0), v.dtype, outer, stored_row);
+      for (int64_t o = 0; o < outer; ++o) buffer[o * k + kk] = stored_row[o];
+    }
+    return Fp32Block{buffer, k, false};
   };
   return op;
 }
