@@ -12,6 +12,7 @@ own current-scaling recipe, under fsdp with octet.torch.enable_fp8_all_gather.
 It writes {run: {"params", "scales", "gathers"[, "solo_scales"]}}.
 """
 
+import datetime
 import sys
 
 import torch
@@ -115,7 +116,8 @@ def _plain(t):
 
 def main(mode, world, rank, port, out):
     if mode != "single":
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=120))
     runs = ("delayed", "current") + (("fp8_all_gather",) if mode != "ddp" else ())
     result = {run: train(mode, run, world, rank) for run in runs}
     torch.save(result, f"{out}.{rank}")

@@ -16,6 +16,7 @@ import pathlib
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -32,16 +33,33 @@ def _port():
         return s.getsockname()[1]
 
 
-def _run(mode, world, tmp_path):
-    """Each rank's {recipe: {"params", "scales", ...}}."""
+def _run(mode, world, tmp_path, timeout=300):
+    """Each rank's {recipe: {"params", "scales", ...}}. A rank that fails
+    stops the others (they would wait on it until gloo's timeout); the
+    failure shows every rank's exit code and output."""
     out = tmp_path / f"{mode}-{world}"
     port = _port()
-    procs = [subprocess.Popen([sys.executable, str(WORKER), mode, str(world), str(rank), str(port), str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(world)]
-    logs = [p.communicate(timeout=300)[0] for p in procs]
-    for rank, (p, log) in enumerate(zip(procs, logs)):
-        assert p.returncode == 0, f"{mode} rank {rank} failed:\n{log}"
+    logs = [tmp_path / f"{mode}-{world}.log.{rank}" for rank in range(world)]
+    procs = []
+    for rank in range(world):
+        with open(logs[rank], "w") as log:
+            procs.append(subprocess.Popen([sys.executable, str(WORKER), mode, str(world), str(rank), str(port),
+                                           str(out)], stdout=log, stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs):
+        failed = any(p.poll() not in (None, 0) for p in procs)
+        if failed or time.monotonic() > deadline:
+            time.sleep(2 if failed else 0)  # the others' last words
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            break
+        time.sleep(0.05)
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        report = "\n".join(f"--- rank {rank}: exit code {code}\n{logs[rank].read_text()}"
+                           for rank, code in enumerate(codes))
+        pytest.fail(f"{mode} with {world} processes failed:\n{report}", pytrace=False)
     return [torch.load(f"{out}.{rank}", weights_only=True) for rank in range(world)]
 
 

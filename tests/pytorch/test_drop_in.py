@@ -305,29 +305,70 @@ def test_the_fp8_all_gather_needs_each_module_s_own_per_tensor_recipe():
     assert net[0].weight.grad is not None and net[0].weight.grad.shape == (32, 16)
 
 
-def test_the_backward_reads_the_weight_the_forward_read():
+def _free_and_gather(weight, values, elsewhere):
+    """What FSDP2 does to a gathered weight between forward and backward:
+    frees its storage and gathers the same values again (no version counter
+    moves); elsewhere=True holds the freed block so the new one is at
+    another address. Returns the blocker (keep it alive)."""
+    storage = weight.untyped_storage()
+    size, before = storage.nbytes(), weight.data_ptr()
+    storage.resize_(0)
+    blocker = torch.full((size,), 0x7F, dtype=torch.uint8) if elsewhere else None  # overwrites what it reuses
+    storage.resize_(size)
+    weight.data.copy_(values)
+    assert not elsewhere or weight.data_ptr() != before, "the gathered weight did not move"
+    return blocker
+
+
+def _history(m):
+    return [list(m.octet_layer.quantizer(role).amax_history()) for role in ("input", "weight", "gradient")]
+
+
+@pytest.mark.parametrize("recipe", [None, "delayed", "current"])
+def test_the_backward_reads_the_weight_the_forward_read(recipe):
     """As torch.nn.Linear: a Parameter whose .data is replaced between
     forward and backward gets the gradients of the old weight (its storage
-    is intact); one whose storage is freed and gathered again (FSDP2's way)
-    gets them from the forward run again on the gathered values."""
+    is intact); one whose storage is freed and gathered again (FSDP2's
+    way), in place or at another address, gets the same gradients and
+    quantizer state as a step left alone: the saved handle reads the weight
+    where it is now, and the forward is not run a second time (which would
+    record the amaxes twice)."""
     lin = torch.nn.Linear(16, 8)
     x = torch.randn(4, 16)
     dy = torch.randn(4, 8)
-    x_ref = x.clone().requires_grad_()
-    lin(x_ref).backward(dy)
-    for how in ("replace", "free and gather"):
-        m = ot.convert(copy.deepcopy(lin))
+
+    def step(how):
+        r = {"delayed": octet.DelayedScaling(amax_history_len=4), "current": octet.CurrentScaling()}.get(recipe)
+        m = ot.convert(copy.deepcopy(lin), recipe=r)
         xi = x.clone().requires_grad_()
         y = m(xi)
         w = m.weight.detach().clone()
+        keep = None
         if how == "replace":
             m.weight.data = torch.randn(8, 16)
-        else:
-            storage = m.weight.untyped_storage()
-            size = storage.nbytes()
-            storage.resize_(0)
-            storage.resize_(size)
-            m.weight.data.copy_(w)  # as FSDP2 gathers: no version counter moves
+        elif how != "alone":
+            keep = _free_and_gather(m.weight, w, elsewhere=how == "free, gather elsewhere")
         y.backward(dy)
-        assert (xi.grad - x_ref.grad).abs().max() < 1e-5, how
-        assert (m.weight.grad - lin.weight.grad).abs().max() < 1e-5, how
+        del keep
+        return xi.grad, m.weight.grad, m.bias.grad, _history(m) if recipe == "delayed" else None
+
+    want = step("alone")
+    if recipe is None:
+        x_ref = x.clone().requires_grad_()
+        lin(x_ref).backward(dy)
+        assert (want[0] - x_ref.grad).abs().max() < 1e-5
+        assert (want[1] - lin.weight.grad).abs().max() < 1e-5
+    for how in ("replace", "free, gather in place", "free, gather elsewhere"):
+        got = step(how)
+        for g, w_ in zip(got[:3], want[:3]):
+            assert torch.equal(g, w_), how
+        assert got[3] == want[3], how
+
+
+def test_a_weight_freed_and_not_gathered_again_is_refused():
+    m = ot.convert(torch.nn.Linear(16, 8))
+    y = m(torch.randn(4, 16, requires_grad=True))
+    storage = m.weight.untyped_storage()
+    storage.resize_(0)
+    with pytest.raises(RuntimeError, match="'weight' a forward read was freed and not gathered again"):
+        y.sum().backward()

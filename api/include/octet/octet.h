@@ -62,7 +62,7 @@ extern "C" {
  * of major breaks binary compatibility; a minor adds functions, constants or
  * appended struct fields. CHANGELOG.md lists what each minor added. */
 #define OCTET_ABI_MAJOR 1
-#define OCTET_ABI_MINOR 8
+#define OCTET_ABI_MINOR 9
 
 typedef struct octet_version {
   uint32_t major;
@@ -1185,6 +1185,19 @@ OCTET_API octet_status octet_layer_get_quantizer(octet_layer* layer, size_t line
 OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tensor* input,
                                            octet_tensor* output, int32_t training,
                                            octet_saved** saved);
+/* skip_weight_allocation (users' ABI 1.9): the high-precision weight matrix
+ * `index` that saved's backward reads, in place of the one its forward was
+ * given, for a weight whose memory moved between the two (FSDP frees a
+ * gathered weight after the forward and gathers it again, maybe at another
+ * address). Same shape and params_dtype as the parameter, holding the values
+ * the forward read (the caller's promise: not checked); borrowed until that
+ * backward has run. The layer's own weight for later forwards is unchanged
+ * (octet_layer_set_weight sets it). INVALID_ARGUMENT where the forward ran
+ * on an FP8 weight given with octet_layer_set_weight (the backward reads its
+ * codes, not a matrix of the caller's) and for a handle of another layer or
+ * of an inference forward. */
+OCTET_API octet_status octet_layer_set_saved_weight(octet_layer* layer, octet_saved* saved, size_t index,
+                                                    const octet_tensor* weight);
 /* Consumes *saved (one backward per forward; the handle is destroyed and
  * *saved set to NULL even when backward fails after its checks passed).
  * grad_output: dL/doutput (shape and dtype of output). grad_input: written

@@ -27,7 +27,7 @@ _P = _c.POINTER
 
 # ---- #defines ---------------------------------------------------------------------
 # (OCTET_VERSION_*: not restated; octet.__version__ asks the loaded library.)
-ABI_MAJOR, ABI_MINOR = 1, 8
+ABI_MAJOR, ABI_MINOR = 1, 9
 MAX_DIMS = 8
 MEMORY_MAX_CATEGORIES = 8
 COLLECTIVE_MAX_KINDS = 8
@@ -622,6 +622,7 @@ FUNCTIONS = {
     "octet_layer_get_parameter": (_i32, [_p, _sz, _P(_p)]),
     "octet_layer_get_gradient": (_i32, [_p, _sz, _P(_p)]),
     "octet_layer_set_weight": (_i32, [_p, _sz, _p]),
+    "octet_layer_set_saved_weight": (_i32, [_p, _p, _sz, _p]),
     "octet_layer_load_weight": (_i32, [_p, _sz, _p]),
     "octet_layer_new_step": (_i32, [_p]),
     "octet_layer_get_quantizer": (_i32, [_p, _sz, _i32, _P(_p)]),

@@ -259,6 +259,25 @@ class Layer(_Handle):
         if previous is not None:
             previous._unpin()
 
+    def set_saved_weight(self, saved, name, weight):
+        """skip_weight_allocation (users' ABI 1.9): the high-precision weight
+        `saved`'s backward reads in place of the one its forward was lent,
+        whose memory has moved since (an FSDP weight gathered again). A Tensor
+        of the weight's shape and parameter dtype holding the same values;
+        kept (pinned) until that backward has run."""
+        if not isinstance(saved, Saved):
+            raise TypeError(f"saved must be what forward(training=True) returned; got {type(saved).__name__}")
+        if saved._layer is not self:
+            raise ValueError("saved belongs to another layer")
+        if saved.consumed:
+            raise ValueError("saved was already consumed by a backward (or closed)")
+        if not isinstance(weight, Tensor):
+            raise TypeError(f"weight must be an octet Tensor (it is borrowed, not copied); got {type(weight).__name__}")
+        index = self._index(name)
+        _check(_libc.octet_layer_set_saved_weight(self.handle, saved._handle, index, weight.handle))
+        weight._pin()
+        saved._keep = saved._keep + (weight,)
+
     def load_weight(self, name, values):
         """FP8-only weights: quantizes a high-precision matrix (array or
         Tensor of the weight's shape) into the stored FP8 weight."""

@@ -4,6 +4,7 @@
 #include "layers/layer_tensors.hpp"
 #include "layers/linear_quantization.hpp"
 #include "runtime/error.hpp"
+#include "runtime/handle.hpp"
 #include "tensor/dtype.hpp"
 
 namespace octet::core {
@@ -108,6 +109,35 @@ OCTET_API octet_status octet_layer_set_weight(octet_layer* layer, size_t index, 
     param.borrowed = weight;
     for (LinearUnit& linear : state.linears)
       if (linear.weight == index) linear.cached_weight.reset();
+  });
+}
+
+OCTET_API octet_status octet_layer_set_saved_weight(octet_layer* layer, octet_saved* saved, size_t index,
+                                                    const octet_tensor* weight) {
+  return guarded("octet_layer_set_saved_weight", [&] {
+    LayerState& state = layer_arg(layer);
+    require(saved != nullptr, "argument 'saved' is NULL: pass the handle a training forward returned");
+    require_live_handle(saved, HandleKind::Saved, "saved");
+    SavedState& kept = saved->state;
+    require(kept.layer_id == state.id, "the saved handle was returned by a forward of another layer");
+    require(kept.training, "the saved handle comes from an inference forward (training = 0), which keeps nothing");
+    Parameter& param = param_arg(state, index);
+    require(state.options.skip_weight_allocation && param.ndim == 2, "parameter '", param.name,
+            "' is not a weight matrix of a layer created with skip_weight_allocation = 1");
+    const TensorState& w = tensor_arg(weight, *state.ctx, "weight");
+    require(!w.quantized() && w.dtype == state.options.params_dtype, "tensor 'weight' must be a plain ",
+            dtype_name(state.options.params_dtype), " tensor (it is ", dtype_name(w.dtype),
+            w.quantized() ? ", quantized" : "", ")");
+    require(w.rows == param.shape[0] && w.cols == param.shape[1], "tensor 'weight' has shape ", shape_text(w), " but '",
+            param.name, "' is ", param.shape[0], "x", param.shape[1]);
+    for (size_t i = 0; i < state.linears.size() && i < kept.linears.size(); ++i) {
+      if (state.linears[i].weight != index) continue;
+      SavedLinear& linear = kept.linears[i];
+      require(linear.w_hp != nullptr, "parameter '", param.name,
+              "': the forward ran on an FP8 weight given with octet_layer_set_weight, which its backward reads; "
+              "there is no high-precision weight to replace");
+      linear.w_hp = &w;
+    }
   });
 }
 

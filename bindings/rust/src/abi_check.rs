@@ -644,7 +644,7 @@ fn a_change_to_the_header_is_caught() {
             "OCTET_DTYPE_E8M0",
         ),
         (
-            "#define OCTET_ABI_MINOR 8",
+            "#define OCTET_ABI_MINOR 9",
             "#define OCTET_ABI_MINOR 99",
             "OCTET_ABI_MINOR",
         ),

@@ -139,7 +139,7 @@ c_constants! {
     pub const OCTET_VERSION_MINOR: u32 = 1;
     pub const OCTET_VERSION_PATCH: u32 = 0;
     pub const OCTET_ABI_MAJOR: u32 = 1;
-    pub const OCTET_ABI_MINOR: u32 = 8;
+    pub const OCTET_ABI_MINOR: u32 = 9;
 
     pub const OCTET_STATUS_SUCCESS: octet_status = 0;
     pub const OCTET_STATUS_INVALID_ARGUMENT: octet_status = 1;
@@ -996,6 +996,12 @@ extern "C" {
     ) -> octet_status;
     pub fn octet_layer_set_weight(
         layer: *mut octet_layer,
+        index: usize,
+        weight: *const octet_tensor,
+    ) -> octet_status;
+    pub fn octet_layer_set_saved_weight(
+        layer: *mut octet_layer,
+        saved: *mut octet_saved,
         index: usize,
         weight: *const octet_tensor,
     ) -> octet_status;

@@ -13,7 +13,7 @@ import torch
 from .. import layers as _layers
 from .._core import BF16, FP32
 from ..autocast import autocast_state
-from ._fsdp import GatheredWeight
+from ._fsdp import GatheredWeight, ShardedWeight
 
 _KINDS = {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
           "LayerNormMLP": _layers.LayerNormMLP}
@@ -91,6 +91,31 @@ class Engine:
             self.layer.new_step()
 
     # -- forward and backward -------------------------------------------------
+
+    def relend_moved(self, saved, params, memory):
+        """Before a backward: each weight whose memory moved since the forward
+        (memory: _memory_of at the forward; None: nothing to check) is lent to
+        `saved` where it is now (octet_layer_set_saved_weight). Returns the
+        octet Tensors lent, to close after the backward."""
+        lent = []
+        for name, p, m in zip(self.names, params, memory or ()):
+            if m is None or not is_weight(name) or isinstance(p, GatheredWeight):
+                continue
+            if m[0].data_ptr() == m[1] and m[0].untyped_storage().nbytes() == m[2]:
+                continue
+            p = (p._data if isinstance(p, ShardedWeight) else p).detach()
+            if p.untyped_storage().nbytes() < (p.storage_offset() + p.numel()) * p.element_size():
+                raise RuntimeError(f"octet.torch: the weight {name!r} a forward read was freed and not gathered "
+                                   "again before its backward")
+            t = self.context.from_dlpack(self._ready(p))
+            try:
+                self.layer.set_saved_weight(saved, name, t)
+            except BaseException:
+                t.close()
+                raise
+            lent.append(t)
+        return lent
+
 
     def recipe(self):
         """The recipe in effect for the layer: its own, else the innermost

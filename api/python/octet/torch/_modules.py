@@ -176,22 +176,32 @@ class _Module(torch.nn.Module):
         """octet::layer_backward's implementation: [dx, *parameter gradients]."""
         engine, saved, memory = self._octet_saved.pop(int(token), (None, None, None))
         # The forward again, from x, where Octet's saved handle cannot serve:
-        # retain_graph (the first backward took it), or a parameter storage
-        # the forward read that was freed or moved since (FSDP frees the
-        # gathered weights after the forward and gathers them again for the
-        # backward, maybe elsewhere: the handle would read freed memory).
-        if saved is None or saved.consumed or _moved(memory):
+        # retain_graph (the first backward took it).
+        if saved is None or saved.consumed:
             if saved is not None:
                 saved.close()
             engine = self._engine(params)
             engine.sync(params)
             saved = engine.forward(x, True)[1]
-        self._watch_backward(engine, dy)
-        dx, grads = engine.backward(saved, dy, tuple(x.shape), needs[0], needs[1:])
+            memory = None
+        # A weight whose memory moved since the forward (FSDP frees the
+        # gathered weights after the forward and gathers them again for the
+        # backward, maybe elsewhere): the saved handle reads it where it is
+        # now. Never the forward again: that would update the quantizers
+        # twice, and its amax all-reduce would run on the ranks where the
+        # address changed only.
+        lent = engine.relend_moved(saved, params, memory)
+        try:
+            self._watch_backward(engine, dy)
+            dx, grads = engine.backward(saved, dy, tuple(x.shape), needs[0], needs[1:])
+        finally:
+            for t in lent:
+                t.close()
         out = [dx.to(x.dtype) if dx is not None else x.new_empty((0,))]
         for g, p in zip(grads, params):
             out.append(g.to(p.dtype) if g is not None else p.new_empty((0,)))
         return out
+
 
     # -- nothing degrades silently ------------------------------------------------
 
@@ -343,14 +353,6 @@ def _memory_of(params):
         p = (p._data if isinstance(p, ShardedWeight) else p).detach()
         out.append((p, p.data_ptr(), p.untyped_storage().nbytes()))
     return tuple(out)
-
-
-def _moved(memory):
-    """Whether a storage _memory_of saw was resized or reallocated since (a
-    Parameter whose .data was replaced keeps its old storage intact: that
-    one the saved handle still reads, as torch.nn.Linear's backward does)."""
-    return any(m is not None and (m[0].data_ptr() != m[1] or m[0].untyped_storage().nbytes() != m[2])
-               for m in memory or ())
 
 
 def _drop_saved(module, key):
