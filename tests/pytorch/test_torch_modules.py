@@ -340,6 +340,36 @@ def test_the_weight_cache_follows_the_optimizer(ctx):
         assert torch.equal(after, fresh(x))
 
 
+def test_the_weight_cache_follows_an_optimizer_step_on_another_tensor(ctx):
+    """FSDP2's way: the optimizer steps the sharded weight, and the next
+    all-gather writes the new values into the gathered weight keeping its
+    version counter and its address. Any optimizer step makes the cached
+    FP8 weight stale, so the next forward reads the new values (a cache
+    keyed on the version counter alone gave the old output); forwards
+    without a step in between keep the cache."""
+    x = torch.randn(6, 16, generator=torch.Generator().manual_seed(5))
+    recipe = octet.CurrentScaling()
+    cached = ot.Linear(16, 8, context=ctx, seed=0, weight_cache=True)
+    shard = torch.nn.Parameter(cached.weight.detach().clone())
+    opt = torch.optim.SGD([shard], lr=1.0)
+    with ot.autocast(recipe, context=ctx):
+        before = cached(x)
+        shard.grad = torch.full_like(shard, 0.25)
+        opt.step()
+        with torch.no_grad(), torch.autograd._unsafe_preserve_version_counter(cached.weight):
+            address = cached.weight.data_ptr()
+            cached.weight.copy_(shard)  # the gather: same version, same address
+            assert cached.weight.data_ptr() == address
+        after = cached(x)
+        fresh = ot.Linear(16, 8, context=ctx, seed=1)
+        fresh.load_state_dict(cached.state_dict())
+        assert not torch.equal(before, after)
+        assert torch.equal(after, fresh(x))
+        with torch.no_grad(), torch.autograd._unsafe_preserve_version_counter(cached.weight):
+            cached.weight.mul_(2.0)  # no optimizer step: the cache holds (the contract)
+        assert torch.equal(cached(x), after)
+
+
 def test_bf16_linear_runs_in_bf16(ctx):
     """dtype=torch.bfloat16: BF16 parameters, input and output; the result
     within BF16 rounding (2^-8 relative, plus the FP32 sum) of FP32 math on

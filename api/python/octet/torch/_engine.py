@@ -9,6 +9,7 @@ dtypes are converted at each forward. The small parameters (biases,
 norm weights) are copied into the layer's own memory at each forward."""
 
 import torch
+import torch.optim.optimizer as _optim
 
 from .. import layers as _layers
 from .._core import BF16, FP32
@@ -18,6 +19,20 @@ from ._fsdp import GatheredWeight, ShardedWeight
 _KINDS = {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
           "LayerNormMLP": _layers.LayerNormMLP}
 ROLES = ("input", "weight", "gradient")
+
+
+# Optimizer steps taken in this process (any torch.optim optimizer): a
+# weight cache quantizes again after each. The version counter alone cannot
+# say so under FSDP2, whose all-gather writes the stepped values into the
+# gathered weight keeping its version counter (and, often, its address).
+_optimizer_steps = [0]
+
+
+def _count_step(optimizer, args, kwargs):
+    _optimizer_steps[0] += 1
+
+
+_optim.register_optimizer_step_post_hook(_count_step)
 
 
 def engine_dtype(dtype):
@@ -43,6 +58,7 @@ class Engine:
         self.device = "cpu" if info["memory"] == "host" else "cuda"
         self.alignment = int(info["alignment"])
         self.weight_cache = bool(options.get("weight_cache"))
+        self._steps_seen = _optimizer_steps[0]
         with torch.inference_mode(False):  # views written to outside inference mode too
             self._views = {n: torch.from_dlpack(self.layer.parameter(n)) for n in self.names if not is_weight(n)}
         self._synced = {}  # weight name -> (identity, tensor lent, version at the last forward)
@@ -64,8 +80,8 @@ class Engine:
         (another tensor, or a dtype the layer converts: again each time) and
         copies the other parameters (a few vectors; a write through .data
         bumps no version counter, so they are copied every time). With the
-        weight cache, a weight whose version counter moved makes the layer
-        quantize it again."""
+        weight cache, a weight whose version counter moved, or any optimizer
+        step since the last forward, makes the layer quantize it again."""
         requantize = False
         for name, p in zip(self.names, params):
             if isinstance(p, GatheredWeight):  # FP8 codes FSDP2 gathered: the layer's FP8 weight as it is
@@ -87,6 +103,9 @@ class Engine:
             if held[2] != p._version:
                 requantize = True
             self._synced[name] = (held[0], held[1], p._version)
+        if _optimizer_steps[0] != self._steps_seen:
+            self._steps_seen = _optimizer_steps[0]
+            requantize = True
         if requantize and self.weight_cache:
             self.layer.new_step()
 
