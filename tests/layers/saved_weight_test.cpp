@@ -91,10 +91,8 @@ void expect_same_step(const Step& got, const Step& want, const std::string& what
 
 TEST(SavedWeight, MovedWeightGivesTheUndisturbedStep) {
   const Case setups[] = {
-      {OCTET_PROFILE_NATIVE, false, 0},
-      {OCTET_PROFILE_HOPPER_LIKE, true, 0},
-      {OCTET_PROFILE_BLACKWELL_LIKE, true, 0},
-      {OCTET_PROFILE_HOPPER_LIKE, true, 1},
+      {OCTET_PROFILE_NATIVE, false, 0},        {OCTET_PROFILE_HOPPER_LIKE, true, 0},
+      {OCTET_PROFILE_BLACKWELL_LIKE, true, 0}, {OCTET_PROFILE_HOPPER_LIKE, true, 1},
       {OCTET_PROFILE_BLACKWELL_LIKE, true, 1},
   };
   for (const Case& s : setups) {
