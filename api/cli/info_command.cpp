@@ -54,7 +54,9 @@ void print_backend(size_t index, const octet::BackendInfo& b) {
                                                                : "no (columnwise usage is a transposed copy)");
   std::printf("  FP8 GEMM layouts   %s\n", gemm_layout_list(b.fp8_gemm_layouts).c_str());
   std::printf("  features           %s\n", feature_list(b.features).c_str());
-  std::printf("  alignment          %" PRIu64 " bytes\n", b.alignment);
+  std::printf("  alignment          %" PRIu64 " bytes (the buffers Octet allocates)\n", b.alignment);
+  std::printf("  caller alignment   %" PRIu64 " bytes and the element size (wrapped and DLPack memory)\n",
+              b.caller_alignment);
 }
 
 }  // namespace

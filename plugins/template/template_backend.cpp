@@ -54,6 +54,7 @@ octet_backend_caps declared_caps() {
    * a gemm declares the layouts it reads, e.g. OCTET_GEMM_LAYOUT_TN. */
   caps.fp8_gemm_layouts = 0;
   caps.alignment = 64;
+  caps.caller_alignment = 1;  // scalar kernels: any element-aligned address
   caps.fused_cast_transpose = 0;
   return caps;
 }

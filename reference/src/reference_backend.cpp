@@ -35,6 +35,7 @@ octet_backend_caps reference_caps() {
   caps.native_columnwise = 1;
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
   caps.alignment = 64;
+  caps.caller_alignment = 1;  // scalar kernels: any element-aligned address
   caps.fused_cast_transpose = 1;
   caps.fp8_gemm_output = 1;
   return caps;

@@ -35,7 +35,7 @@ class BadArguments : public BackendTableTest {
     args.d = d_.view();
     return args;
   }
-  bool d_untouched() const { return d_.bytes == std::vector<unsigned char>(d_.bytes.size(), TestMatrix::kPadding); }
+  bool d_untouched() const { return d_.bytes == MatrixBytes(d_.bytes.size(), TestMatrix::kPadding); }
 
   TestMatrix in_{OCTET_DTYPE_FP32, 4, 5, 5};
   TestMatrix a_{OCTET_DTYPE_E4M3, 4, 5, 5};  // [m,k]
@@ -67,7 +67,7 @@ TEST_P(BadArguments, ConvertRefusesNullUnknownDtypeLdAndShape) {
   bad.data = nullptr;
   expect_failure(api_->convert(context_, &bad, &ov, 1), OCTET_STATUS_INVALID_ARGUMENT,
                  {"input.data", "NULL"});
-  EXPECT_EQ(out.bytes, std::vector<unsigned char>(out.bytes.size(), TestMatrix::kPadding));
+  EXPECT_EQ(out.bytes, MatrixBytes(out.bytes.size(), TestMatrix::kPadding));
 }
 
 TEST_P(BadArguments, AmaxRefusesFp8InputAndNullOutput) {
@@ -151,7 +151,7 @@ TEST_P(BadArguments, DequantizeRefusesEachBrokenRule) {
   args.output.cols = 4;
   expect_failure(api_->dequantize(context_, &args), OCTET_STATUS_INVALID_ARGUMENT,
                  {"output", "4x5"});
-  EXPECT_EQ(out.bytes, std::vector<unsigned char>(out.bytes.size(), TestMatrix::kPadding));
+  EXPECT_EQ(out.bytes, MatrixBytes(out.bytes.size(), TestMatrix::kPadding));
 }
 
 TEST_P(BadArguments, GemmRefusesShapesLdAndFlags) {

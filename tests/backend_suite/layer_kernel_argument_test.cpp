@@ -312,12 +312,12 @@ TEST_P(NormBackwardAliasing, PartialOverlapIsRejectedWithoutWriting) {
     TestMatrix shared(OCTET_DTYPE_FP32, 2 * rows + 2, 2 * cols + 2, 2 * cols + 2);
     std::mt19937 rng(3);
     fill_finite(shared, rng);
-    const std::vector<unsigned char> before = shared.bytes;
+    const MatrixBytes before = shared.bytes;
     float* base = reinterpret_cast<float*>(shared.bytes.data());
     const octet_matrix_view dy{base, OCTET_DTYPE_FP32, 0, rows, cols, cols + 1};
     octet_matrix_view dx = dy;
     octet_matrix_view x = p.x.view();
-    std::vector<unsigned char> x_before = p.x.bytes;
+    MatrixBytes x_before = p.x.bytes;
     const char* what = "";
     const char* other = "grad_output";
     switch (variant) {
@@ -381,7 +381,7 @@ TEST_P(LayerKernelArguments, ActivationOutputsMayNotOverlapInputs) {
     TestMatrix shared(OCTET_DTYPE_FP32, 3 * rows, cols, cols);
     std::mt19937 rng(11);
     fill_finite(shared, rng);
-    const std::vector<unsigned char> before = shared.bytes;
+    const MatrixBytes before = shared.bytes;
     float* base = reinterpret_cast<float*>(shared.bytes.data());
     const octet_matrix_view x{base, OCTET_DTYPE_FP32, 0, rows, cols, cols};
     const octet_matrix_view dy{base + rows * cols, OCTET_DTYPE_FP32, 0, rows, n, n};

@@ -40,7 +40,7 @@ COMPATIBLE = [
      "OCTET_DTYPE_E2M1 = 17, OCTET_DTYPE_NEW = 20 /*"),
     ("a new function", "octet.h", "OCTET_API void octet_saved_destroy(octet_saved* saved);",
      "OCTET_API void octet_saved_destroy(octet_saved* saved);\nOCTET_API octet_status octet_added(size_t n);"),
-    ("a new minor version", "octet_backend.h", "#define OCTET_PLUGIN_ABI_MINOR 4", "#define OCTET_PLUGIN_ABI_MINOR 5"),
+    ("a new minor version", "octet_backend.h", "#define OCTET_PLUGIN_ABI_MINOR 5", "#define OCTET_PLUGIN_ABI_MINOR 6"),
 ]
 # A struct grown at its end: the check fails (the baseline holds the old
 # layout) and `update` accepts it as a minor change; a field placed in the

@@ -110,7 +110,7 @@ TEST(OctetHppDLPack, ImportOutlivedByItsExport) {
 
 TEST(OctetHppDLPack, RefusedImportLeavesTheStructWithItsOwner) {
   octet::Context ctx("reference");
-  Producer p(4);  // the first element 4 bytes past a 64-byte boundary
+  Producer p(2);  // the first FP32 element 2 bytes past a 64-byte boundary: not element-aligned
   {
     octet::DLPackTensor managed(&p.managed);
     try {

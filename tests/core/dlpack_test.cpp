@@ -327,6 +327,24 @@ TEST_F(DLPack, CompactStridesSizeOneDimensionsAndAlignedOffsetsAreAccepted) {
   EXPECT_EQ(deleted, 1);
 }
 
+// The reference needs nothing of caller memory beyond the element size
+// (caller_alignment 1): an offset of one FP32 element is read in place.
+TEST_F(DLPack, AnElementAlignedOffsetIsReadInPlace) {
+  int deleted = 0;
+  Versioned* m = produce_fp32({1, 16}, &deleted);
+  auto* p = static_cast<Producer<Versioned>*>(m->manager_ctx);
+  p->shape[1] = 15;
+  m->dl_tensor.byte_offset = 4;
+  static_cast<float*>(p->memory)[1] = 7.0f;
+  octet_tensor* t = nullptr;
+  ASSERT_EQ(octet_tensor_from_dlpack(ctx.get(), m, &t), 0) << octet_last_error_message();
+  EXPECT_EQ(read<float>(t, OCTET_COMPONENT_DATA, 15)[0], 7.0f);
+  static_cast<float*>(p->memory)[1] = -2.0f;  // no copy: the producer's write is seen
+  EXPECT_EQ(read<float>(t, OCTET_COMPONENT_DATA, 15)[0], -2.0f);
+  octet_tensor_destroy(t);
+  EXPECT_EQ(deleted, 1);
+}
+
 TEST_F(DLPack, ExportRoundTripSharesMemoryAndOutlivesTheTensor) {
   std::vector<float> values = {1, 2, 3, 4, 5, 6};
   TensorPtr t = make_fp32(ctx.get(), 2, 3, values);
@@ -524,8 +542,12 @@ TEST_F(DLPack, ImportRefusalsNameTheFieldAndLeaveOwnershipWithTheCaller) {
   m->dl_tensor.shape = nullptr;
   expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, "managed->dl_tensor.shape is NULL", deleted);
   m = fresh();
-  m->dl_tensor.byte_offset = 4;
-  expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, "data + byte_offset", deleted);
+  m->dl_tensor.byte_offset = 2;  // half an FP32 element (4 bytes would do: the reference needs no more)
+  expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, "data + byte_offset (", deleted);
+  m = fresh();
+  m->dl_tensor.byte_offset = 2;
+  expect_refused(m, OCTET_STATUS_INVALID_ARGUMENT, ") is not aligned to 4 bytes, as backend 'reference' requires",
+                 deleted);
   // A transposed view: strides (1, 2) for shape (2, 16).
   m = fresh();
   auto* p = static_cast<Producer<Versioned>*>(m->manager_ctx);

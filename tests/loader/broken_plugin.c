@@ -57,6 +57,10 @@ static int32_t broken_initialize(const octet_host_services* host, octet_backend_
 #elif defined(BROKEN_HUGE_ALIGNMENT)
   caps->memory_kind = OCTET_MEMORY_HOST;
   caps->alignment = (uint64_t)1 << 63; /* a power of two, far past any limit */
+#elif defined(BROKEN_CALLER_ALIGNMENT)
+  caps->memory_kind = OCTET_MEMORY_HOST;
+  caps->alignment = 64;
+  caps->caller_alignment = 128; /* more than alignment */
 #elif defined(BROKEN_HUGE_TABLE)
   /* Valid 1.0 capabilities, plus a 1.3 field that a 1.0 plugin does not own:
    * the host must not believe it. */
@@ -65,6 +69,7 @@ static int32_t broken_initialize(const octet_host_services* host, octet_backend_
   caps->dtypes = OCTET_DTYPE_BIT(OCTET_DTYPE_FP32);
   caps->scaling_modes = OCTET_SCALING_PER_TENSOR;
   caps->fp8_gemm_output = 1;
+  caps->caller_alignment = 1; /* plugin ABI 1.5: not a 1.0 plugin's either */
 #elif defined(BROKEN_DEVICE_WITHOUT_MEMORY)
   /* Device memory, but no mem_alloc, mem_free or copies to reach it. */
   caps->memory_kind = OCTET_MEMORY_DEVICE;

@@ -93,6 +93,7 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
       {"memorykind", "unknown memory kind 99"},
       {"alignment", "alignment 48"},
       {"hugealignment", "alignment 9223372036854775808, which is not a power of two from 1 to 65536"},
+      {"calleralignment", "caller_alignment 128, which is not 0 or a power of two no larger than alignment (64)"},
       {"devicenomemory", "a device-memory backend must provide mem_alloc"},
   };
   for (const auto& [kind, phrase] : expected) {
@@ -107,11 +108,14 @@ TEST(PluginDiscovery, EveryBrokenPluginIsReportedWithPathAndReason) {
 // docs/abi.md: the host reads a plugin's table and capabilities only as far
 // as its abi_minor defines them, whatever struct_size claims. "hugetable"
 // says struct_size SIZE_MAX with minor 0, fills every later entry with a
-// trap that aborts, and sets the 1.3 capability fp8_gemm_output.
+// trap that aborts, and sets the 1.3 capability fp8_gemm_output and the 1.5
+// one caller_alignment (1, where a 1.0 plugin's wrapped memory needs its
+// alignment).
 TEST(PluginDiscovery, TableLargerThanItsMinorIsReadOnlyUpToIt) {
   const auto info = find_backend("hugetable");
   ASSERT_TRUE(info.has_value()) << "hugetable must load as the 1.0 plugin it declares";
   EXPECT_EQ(info->features, 0u) << "no 1.0 kernel is provided, and later entries are not the plugin's";
+  EXPECT_EQ(info->caller_alignment, info->alignment) << "caller_alignment is not a 1.0 plugin's field";
   octet_context_options options{};
   options.struct_size = sizeof options;
   options.backend = "hugetable";
@@ -156,10 +160,10 @@ std::string broken_plugin(const std::string& kind) {
 // the failure was found: one broken plugin of each kind.
 TEST(PluginDiscovery, ExplicitLoadStatusFollowsTheKindOfFailure) {
   const std::map<std::string, octet_status> expected = {
-      {"notalib", OCTET_STATUS_INVALID_ARGUMENT},   // not a shared library
-      {"nosymbol", OCTET_STATUS_NOT_FOUND},         // no entry symbol
-      {"refuses", OCTET_STATUS_ABI_MISMATCH},       // the entry refuses the host ABI
-      {"wrongmajor", OCTET_STATUS_ABI_MISMATCH},    // the table has another major
+      {"notalib", OCTET_STATUS_INVALID_ARGUMENT},     // not a shared library
+      {"nosymbol", OCTET_STATUS_NOT_FOUND},           // no entry symbol
+      {"refuses", OCTET_STATUS_ABI_MISMATCH},         // the entry refuses the host ABI
+      {"wrongmajor", OCTET_STATUS_ABI_MISMATCH},      // the table has another major
       {"smalltable", OCTET_STATUS_INVALID_ARGUMENT},  // bad table
       {"nulltable", OCTET_STATUS_INVALID_ARGUMENT},
       {"noentry", OCTET_STATUS_INVALID_ARGUMENT},
@@ -168,6 +172,7 @@ TEST(PluginDiscovery, ExplicitLoadStatusFollowsTheKindOfFailure) {
       {"memorykind", OCTET_STATUS_INVALID_ARGUMENT},
       {"alignment", OCTET_STATUS_INVALID_ARGUMENT},
       {"hugealignment", OCTET_STATUS_INVALID_ARGUMENT},
+      {"calleralignment", OCTET_STATUS_INVALID_ARGUMENT},
       {"devicenomemory", OCTET_STATUS_INVALID_ARGUMENT},
       // initialize's own status, although its message says "ABI".
       {"initfails", OCTET_STATUS_OUT_OF_MEMORY},
@@ -239,6 +244,7 @@ TEST(PluginDiscovery, RefusedAfterInitializeIsShutDownBeforeUnloading) {
       {"memorykind", {"initialize", "shutdown", "unload"}},
       {"alignment", {"initialize", "shutdown", "unload"}},
       {"hugealignment", {"initialize", "shutdown", "unload"}},
+      {"calleralignment", {"initialize", "shutdown", "unload"}},
       {"devicenomemory", {"initialize", "shutdown", "unload"}},
       {"initfails", {"initialize", "unload"}},  // a failed initialize cleans up itself
       {"noentry", {"unload"}},                  // refused before initialize

@@ -46,10 +46,9 @@ TEST(PluginFilesIn, KeepsOnlyPluginNamedRegularFilesSortedByName) {
 TEST(PluginFilesIn, BrokenPluginsFolderListsEveryBrokenPlugin) {
   const std::string d = OCTET_TEST_BROKEN_DIR;
   std::vector<std::string> expected;
-  for (const char* kind : {"alignment", "badname", "devicenomemory", "halfmemory", "hugealignment",
-                           "hugetable", "initfails",
-                           "memorykind", "noentry", "nosymbol", "notalib", "nulltable", "refuses",
-                           "smalltable", "wrongmajor"}) {
+  for (const char* kind : {"alignment", "badname", "calleralignment", "devicenomemory", "halfmemory", "hugealignment",
+                           "hugetable", "initfails", "memorykind", "noentry", "nosymbol", "notalib", "nulltable",
+                           "refuses", "smalltable", "wrongmajor"}) {
     expected.push_back(d + "/liboctet_backend_" + kind + ".so");
   }
   EXPECT_EQ(plugin_files_in(d), expected);

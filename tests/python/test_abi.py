@@ -285,8 +285,8 @@ def test_a_field_added_to_the_header_is_caught(tmp_path):
 
 
 def test_a_changed_field_type_is_caught(tmp_path):
-    path = _edited_header(tmp_path, "  uint64_t alignment;      /* bytes required",
-                          "  uint32_t alignment;      /* bytes required")
+    path = _edited_header(tmp_path, "  uint64_t alignment;      /* bytes Octet aligns",
+                          "  uint32_t alignment;      /* bytes Octet aligns")
     problems = abi_mismatches(path)
     assert any("octet_backend_info" in p for p in problems), problems
 

@@ -114,11 +114,42 @@ def test_an_imported_array_may_outlive_its_producers_name(ctx):
     t.close()
 
 
+def test_element_aligned_numpy_memory_is_imported_in_place(ctx):
+    """Arrays aligned to their elements only (4 bytes past a 64-byte
+    boundary) are imported without a copy: writes on either side are seen on
+    the other, a GEMM writes its result into such an array, and a quantize
+    and a GEMM on them give what they give on aligned copies."""
+    def offset_array(rows, cols, seed):
+        raw = octet.aligned_empty((1 + rows * cols,), np.float32)
+        raw[:] = np.random.default_rng(seed).standard_normal(raw.size).astype(np.float32)
+        a = raw[1:].reshape(rows, cols)
+        assert a.ctypes.data % 64 == 4
+        return a
+
+    x = offset_array(32, 16, 3)
+    t = ctx.from_dlpack(x)
+    assert np.from_dlpack(t).ctypes.data == x.ctypes.data
+    x[0, 0] = 7.0                           # NumPy writes, octet reads
+    assert t.numpy()[0, 0] == 7.0
+    aligned = ctx.from_dlpack(octet.aligned_empty((32, 16), np.float32))
+    np.from_dlpack(aligned)[:] = x
+    out = offset_array(32, 32, 4)
+    ctx.gemm(t, t, out=ctx.from_dlpack(out))  # octet writes into the array itself
+    np.testing.assert_array_equal(out, ctx.gemm(aligned, aligned).numpy())
+    q_offset = ctx.quantize(t, octet.E4M3, scale=8.0)
+    q_aligned = ctx.quantize(aligned, octet.E4M3, scale=8.0)
+    np.testing.assert_array_equal(q_offset.codes(), q_aligned.codes())
+    t.close()
+    aligned.close()
+
+
 def test_misaligned_and_read_only_numpy_memory_are_refused(ctx):
-    raw = octet.aligned_empty((17,), np.float32)
+    raw = octet.aligned_empty((65,), np.uint8)
+    odd = raw[1:].view(np.float32)  # 1 byte past a boundary: no float32 is aligned there
     refs = sys.getrefcount(raw)
-    with pytest.raises(octet.OctetError, match=r"not aligned to 64 bytes.*octet.aligned_empty"):
-        ctx.from_dlpack(raw[1:])
+    with pytest.raises(octet.OctetError, match=r"not aligned to 4 bytes.*octet.aligned_empty"):
+        ctx.from_dlpack(odd)
+    del odd
     readonly = octet.aligned_empty((4,), np.float32)
     readonly.flags.writeable = False
     with pytest.raises((octet.OctetError, BufferError), match="(?i)read.?only"):

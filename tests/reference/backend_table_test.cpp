@@ -17,15 +17,15 @@ TEST(ReferenceEntry, RefusesAnotherHostMajor) {
   }
 }
 
-TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi14) {
-  for (uint32_t minor : {0u, 5u}) {
+TEST(ReferenceEntry, AnswersAnyMinorOfTheSameMajorWithAbi15) {
+  for (uint32_t minor : {0u, 6u}) {
     const octet_backend_api* api = nullptr;
     ASSERT_EQ(octet_reference_backend_entry(OCTET_PLUGIN_ABI_MAJOR, minor, &api),
               OCTET_STATUS_SUCCESS);
     ASSERT_NE(api, nullptr);
     EXPECT_EQ(api->struct_size, sizeof(octet_backend_api));
     EXPECT_EQ(api->abi_major, 1u);
-    EXPECT_EQ(api->abi_minor, 4u);
+    EXPECT_EQ(api->abi_minor, 5u);
     EXPECT_STREQ(api->name, "reference");
     EXPECT_NE(api->version, nullptr);
     // Required entries, and the optional ones a host backend leaves to the core.

@@ -2,6 +2,10 @@
 // whose padding holds a sentinel byte (so writes outside rows x cols are
 // caught), filled with finite values, and element comparison with NaNs
 // counted equal. Values come from the test's own codecs (element_oracle.hpp).
+// The memory starts 4 bytes past a 64-byte boundary: aligned for every
+// element, for no vector register, as caller memory may be on a backend
+// whose caller_alignment is 1 (octet_backend.h), so a kernel that assumes
+// more faults here.
 #pragma once
 
 #include <octet/octet_backend.h>
@@ -10,12 +14,40 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <random>
 #include <vector>
 
 #include "element_oracle.hpp"
 
 namespace octet::test {
+
+// Allocates 4 bytes past a 64-byte boundary (TestMatrix's memory).
+template <typename T>
+struct MisalignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kOffset = 4;
+  MisalignedAllocator() = default;
+  template <typename U>
+  MisalignedAllocator(const MisalignedAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    auto* base = static_cast<unsigned char*>(::operator new (n * sizeof(T) + 64, std::align_val_t{64}));
+    return reinterpret_cast<T*>(base + kOffset);
+  }
+  void deallocate(T* p, std::size_t) {
+    ::operator delete (reinterpret_cast<unsigned char*>(p) - kOffset, std::align_val_t{64});
+  }
+  template <typename U>
+  bool operator==(const MisalignedAllocator<U>&) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const MisalignedAllocator<U>&) const {
+    return false;
+  }
+};
+
+using MatrixBytes = std::vector<unsigned char, MisalignedAllocator<unsigned char>>;
 
 // A row-major matrix of `dtype` with leading dimension ld, its padding
 // filled with a sentinel byte so writes outside rows x cols are caught.
@@ -52,7 +84,7 @@ struct TestMatrix {
 
   int32_t dtype;
   int64_t rows, cols, ld;
-  std::vector<unsigned char> bytes;
+  MatrixBytes bytes;
 };
 
 // Fills a matrix with finite values of its dtype in [-range, range]: FP8

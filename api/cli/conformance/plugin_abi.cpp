@@ -37,7 +37,8 @@ size_t table_size_for_minor(uint32_t minor) {
 }
 
 size_t caps_size_for_minor(uint32_t minor) {
-  return minor < 3 ? offsetof(octet_backend_caps, reserved_padding) : sizeof(octet_backend_caps);
+  if (minor < 3) return offsetof(octet_backend_caps, reserved_padding);
+  return minor < 5 ? offsetof(octet_backend_caps, caller_alignment) : sizeof(octet_backend_caps);
 }
 
 bool valid_name(const char* name) {
@@ -249,6 +250,11 @@ void check_table(Section& s, const std::string& path) {
     s.add("caps fields of later minors left unset", caps.fp8_gemm_output == 0 ? Outcome::Pass : Outcome::Fail,
           caps.fp8_gemm_output ? "a plugin of minor " + std::to_string(minor) + " set fp8_gemm_output (plugin ABI 1.3)"
                                : "");
+  else if (minor < 5)
+    s.add("caps fields of later minors left unset", caps.caller_alignment == 0 ? Outcome::Pass : Outcome::Fail,
+          caps.caller_alignment
+              ? "a plugin of minor " + std::to_string(minor) + " set caller_alignment (plugin ABI 1.5)"
+              : "");
   s.add("device is a printable string", printable_string(caps.device) ? Outcome::Pass : Outcome::Fail,
         caps.device ? std::string("device '") + caps.device + "'" : "device is NULL");
   const bool kind_ok = caps.memory_kind == OCTET_MEMORY_HOST || caps.memory_kind == OCTET_MEMORY_DEVICE;
@@ -257,6 +263,12 @@ void check_table(Section& s, const std::string& path) {
   const bool align_ok = caps.alignment != 0 && (caps.alignment & (caps.alignment - 1)) == 0 && caps.alignment <= 65536;
   s.add("alignment is a power of two from 1 to 65536", align_ok ? Outcome::Pass : Outcome::Fail,
         "alignment " + std::to_string(caps.alignment));
+  if (minor >= 5) {
+    const uint64_t c = caps.caller_alignment;
+    const bool caller_ok = c == 0 || ((c & (c - 1)) == 0 && c <= caps.alignment);
+    s.add("caller_alignment is 0 or a power of two no larger than alignment", caller_ok ? Outcome::Pass : Outcome::Fail,
+          "caller_alignment " + std::to_string(c) + ", alignment " + std::to_string(caps.alignment));
+  }
   const bool memory = t.mem_alloc && t.mem_free && t.copy_from_host && t.copy_to_host;
   if (caps.memory_kind == OCTET_MEMORY_DEVICE)
     s.add("a device backend has mem_alloc, mem_free and both copies", memory ? Outcome::Pass : Outcome::Fail);

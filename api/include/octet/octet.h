@@ -223,7 +223,13 @@ typedef struct octet_backend_info {
   int32_t native_columnwise; /* 1: one FP8 copy serves both usages */
   uint32_t fp8_gemm_layouts; /* OCTET_GEMM_LAYOUT_* */
   uint32_t features;       /* OCTET_FEATURE_* */
-  uint64_t alignment;      /* bytes required of wrapped memory */
+  uint64_t alignment;      /* bytes Octet aligns its allocations to; wrapped
+                              memory needs caller_alignment */
+  /* Users' ABI 1.9 field. */
+  uint64_t caller_alignment; /* bytes required of memory octet_tensor_wrap
+                                and DLPack imports are given, besides the
+                                element size (1: any element-aligned
+                                address) */
 } octet_backend_info;
 
 /* Registered backends, in a fixed order: the embedded reference first, then

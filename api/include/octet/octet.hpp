@@ -72,7 +72,8 @@ struct BackendInfo {
   bool native_columnwise = false;
   uint32_t fp8_gemm_layouts = 0;
   uint32_t features = 0;
-  uint64_t alignment = 0;
+  uint64_t alignment = 0;         // of the buffers Octet allocates
+  uint64_t caller_alignment = 0;  // of wrapped and DLPack memory, besides the element size
 
   static BackendInfo from_c(const octet_backend_info& c) {
     BackendInfo b;
@@ -91,6 +92,7 @@ struct BackendInfo {
     b.fp8_gemm_layouts = c.fp8_gemm_layouts;
     b.features = c.features;
     b.alignment = c.alignment;
+    b.caller_alignment = c.caller_alignment;
     return b;
   }
 };

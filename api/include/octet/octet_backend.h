@@ -51,7 +51,7 @@ extern "C" {
  * only inside the struct_size the other side gives). CHANGELOG.md lists what
  * each minor added. */
 #define OCTET_PLUGIN_ABI_MAJOR 1
-#define OCTET_PLUGIN_ABI_MINOR 4
+#define OCTET_PLUGIN_ABI_MINOR 5
 
 #define OCTET_BACKEND_ENTRY_SYMBOL "octet_backend_entry"
 
@@ -103,6 +103,15 @@ typedef struct octet_backend_caps {
   int32_t reserved_padding;  /* ignored */
   int32_t fp8_gemm_output;   /* 1: gemm() writes FP8 D with d_scale and amax
                                 (octet_gemm_args); else the host composes it */
+  /* Plugin ABI 1.5 field (zero when the plugin's caps are shorter). */
+  uint64_t caller_alignment; /* bytes, a power of two <= alignment: what the
+                                kernels need of memory the backend did not
+                                allocate (octet_tensor_wrap, DLPack
+                                imports), beyond the element size, which
+                                the core always requires; 1: any
+                                element-aligned address. 0: `alignment`.
+                                `alignment` stays what the core allocates
+                                with. */
 } octet_backend_caps;
 
 typedef struct octet_backend_context octet_backend_context;

@@ -141,6 +141,7 @@ class BackendInfo(_c.Structure):
         ("fp8_gemm_layouts", _u32),
         ("features", _u32),
         ("alignment", _u64),
+        ("caller_alignment", _u64),
     ]
 
 

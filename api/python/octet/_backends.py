@@ -36,6 +36,7 @@ def _info_dict(info):
         "fp8_gemm_layouts": info.fp8_gemm_layouts,
         "features": info.features,
         "alignment": info.alignment,
+        "caller_alignment": info.caller_alignment,
     }
 
 

@@ -154,7 +154,8 @@ class ContextBase(_Handle):
         __cuda_array_interface__ (a PyTorch or CuPy CUDA tensor). Writes
         through Octet are seen in `obj` and the other way round; the tensor
         keeps `obj` alive. Rules: C-contiguous, writable, 1 to 8 dimensions,
-        data aligned to the backend's alignment (ctx.info()["alignment"]).
+        data aligned to its element size and to the backend's
+        ctx.info()["caller_alignment"] (1 on the host backends Octet ships).
         dtype: inferred for float32 (FP32), float16 (FP16) and ml_dtypes
         bfloat16/float8_e4m3fn/float8_e5m2 arrays; pass BF16/E4M3/E5M2 for
         uint16/uint8 memory holding raw codes."""
@@ -196,10 +197,11 @@ class ContextBase(_Handle):
         if item.itemsize != _np.dtype(_NUMPY[dtype]).itemsize or (item.kind not in "fiu" and typed is None):
             raise TypeError(f"{item} memory cannot hold {_lib_dtype_name(dtype)} elements "
                             f"({_np.dtype(_NUMPY[dtype]).itemsize} bytes each)")
-        alignment = max(int(self.info()["alignment"]), 1)
+        alignment = max(int(self.info()["caller_alignment"]), item.itemsize, 1)
         if pointer % alignment != 0:
-            raise ValueError(f"the memory at {pointer:#x} is not aligned to the backend's alignment of {alignment} "
-                             f"bytes (octet_tensor_wrap's rule): allocate it aligned, or use ctx.tensor()")
+            raise ValueError(f"the memory at {pointer:#x} is not aligned to {alignment} bytes, as this backend needs "
+                             f"of memory it did not allocate (octet_tensor_wrap's rule): allocate it aligned "
+                             f"(octet.aligned_empty), or use ctx.tensor()")
         desc = _lib.TensorDesc(struct_size=_c.sizeof(_lib.TensorDesc), dtype=dtype, ndim=len(shape))
         for i, n in enumerate(shape):
             desc.shape[i] = n

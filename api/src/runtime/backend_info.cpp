@@ -31,6 +31,7 @@ void fill_backend_info(const Backend& backend, const octet_backend_caps& caps,
   info.features = backend.features;
   if (!caps.fused_cast_transpose) info.features &= ~uint32_t(OCTET_FEATURE_FUSED_CAST_TRANSPOSE);
   info.alignment = caps.alignment;
+  info.caller_alignment = caps.caller_alignment != 0 ? caps.caller_alignment : caps.alignment;
   write_versioned(info, out, "info");
 }
 

@@ -46,7 +46,8 @@ size_t table_size_for_minor(uint32_t minor) {
 }
 
 size_t caps_size_for_minor(uint32_t minor) {
-  return minor < 3 ? offsetof(octet_backend_caps, reserved_padding) : sizeof(octet_backend_caps);
+  if (minor < 3) return offsetof(octet_backend_caps, reserved_padding);
+  return minor < 5 ? offsetof(octet_backend_caps, caller_alignment) : sizeof(octet_backend_caps);
 }
 
 namespace {
@@ -244,6 +245,11 @@ std::optional<PluginFailure> Registry::add_locked(const octet_backend_api* api, 
       return failure(Kind::kBadCapabilities, concat("capabilities declare alignment ", caps.alignment,
                                                     ", which is not a power of two from 1 to ",
                                                     kMaxBackendAlignment, " bytes"));
+    if (caps.caller_alignment != 0 &&
+        (!is_power_of_two(caps.caller_alignment) || caps.caller_alignment > caps.alignment))
+      return failure(Kind::kBadCapabilities,
+                     concat("capabilities declare caller_alignment ", caps.caller_alignment,
+                            ", which is not 0 or a power of two no larger than alignment (", caps.alignment, ")"));
     // Memory from a plugin's mem_alloc must go back through its mem_free,
     // and host memory the core allocated must not reach the plugin's.
     if ((api->mem_alloc == nullptr) != (api->mem_free == nullptr))

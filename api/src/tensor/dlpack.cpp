@@ -113,11 +113,12 @@ octet_tensor* import_tensor(octet_context* context, const octet_dlpack_tensor& d
             "numpy.ascontiguousarray)");
   }
   char* first = static_cast<char*>(dl.data) + dl.byte_offset;
-  const uint64_t alignment = ctx->caps.alignment;
+  const uint64_t alignment = caller_alignment(*ctx, dtype);
   require(reinterpret_cast<uintptr_t>(first) % alignment == 0, where, ".data + byte_offset (",
           static_cast<void*>(first), ") is not aligned to ", alignment, " bytes, as backend '", ctx->backend->name,
-          "' requires (octet_tensor_wrap's rule): allocate the memory aligned (PyTorch's CPU allocator aligns to "
-          "64; octet.aligned_empty for NumPy), or copy it");
+          "' requires of ", dtype_name(dtype),
+          " memory it did not allocate (octet_tensor_wrap's rule): allocate the memory aligned (octet.aligned_empty "
+          "for NumPy), or copy it");
 
   octet_tensor_desc desc{};
   desc.struct_size = sizeof(desc);

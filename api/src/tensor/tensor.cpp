@@ -1,5 +1,6 @@
 #include "tensor/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -328,6 +329,16 @@ void TensorState::recategorize(int32_t category) {
 
 using namespace octet::core;
 
+namespace octet::core {
+
+uint64_t caller_alignment(const ContextState& ctx, octet_dtype dtype) {
+  const uint64_t element = std::max<uint64_t>(dtype_size(dtype), 1);
+  const uint64_t backend = ctx.caps.caller_alignment != 0 ? ctx.caps.caller_alignment : ctx.caps.alignment;
+  return std::max(element, backend);
+}
+
+}  // namespace octet::core
+
 extern "C" {
 
 OCTET_API octet_status octet_tensor_create(octet_context* context, const octet_tensor_desc* desc,
@@ -348,9 +359,10 @@ OCTET_API octet_status octet_tensor_wrap(octet_context* context, const octet_ten
     const auto& ctx = context->state;
     octet_tensor_desc d = read_desc(desc);
     require(d.usages == 0, "desc->usages must be 0: only plain tensors can wrap caller memory");
-    uint64_t alignment = ctx->caps.alignment;
-    require(reinterpret_cast<uintptr_t>(data) % alignment == 0, "argument 'data' (", data,
-            ") is not aligned to ", alignment, " bytes, as backend '", ctx->backend->name, "' requires");
+    const uint64_t alignment = caller_alignment(*ctx, d.dtype);
+    require(reinterpret_cast<uintptr_t>(data) % alignment == 0, "argument 'data' (", data, ") is not aligned to ",
+            alignment, " bytes, as backend '", ctx->backend->name, "' requires of ", dtype_name(d.dtype),
+            " memory it did not allocate");
     auto t = std::make_unique<octet_tensor>();
     TensorState& s = t->state;
     s.ctx = ctx;

@@ -128,4 +128,9 @@ TensorState& tensor_handle(const octet_tensor* t, const char* name);
 // Checks a tensor argument: not NULL, live and created on `ctx`.
 const TensorState& tensor_arg(const octet_tensor* t, const ContextState& ctx, const char* name);
 TensorState& tensor_arg(octet_tensor* t, const ContextState& ctx, const char* name);
+
+// The alignment, in bytes, caller memory of `dtype` needs on ctx's backend
+// (octet_tensor_wrap, DLPack imports): the element size and the backend's
+// caller_alignment (its `alignment` where it declares none).
+uint64_t caller_alignment(const ContextState& ctx, octet_dtype dtype);
 }  // namespace octet::core

@@ -78,6 +78,7 @@ octet_backend_caps kokkos_caps() {
   caps.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
   // Kokkos allocations (kokkos_malloc) start 64-byte aligned.
   caps.alignment = 64;
+  caps.caller_alignment = 1;  // unmanaged views over any element-aligned address
   caps.fused_cast_transpose = 1;
   caps.fp8_gemm_output = 1;
   return caps;

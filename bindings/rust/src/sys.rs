@@ -331,6 +331,7 @@ c_structs! {
         pub fp8_gemm_layouts: u32,
         pub features: u32,
         pub alignment: u64,
+        pub caller_alignment: u64,
     }
 
     pub struct octet_backend_failure {

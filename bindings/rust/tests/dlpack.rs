@@ -134,7 +134,7 @@ fn an_import_shares_memory_and_calls_the_deleter_once() -> octet::Result<()> {
 #[test]
 fn a_refused_import_names_the_rule_and_deletes_once() {
     let ctx = Context::new("reference").unwrap();
-    let mut misaligned = Producer::new(4); // 4 bytes past a 64-byte boundary
+    let mut misaligned = Producer::new(2); // half an f32 past a 64-byte boundary: not element-aligned
     let err = ctx.tensor_from_dlpack(misaligned.take()).unwrap_err();
     assert_eq!(err.status(), Status::InvalidArgument);
     assert!(err.message().contains("align"), "{}", err.message());

@@ -56,7 +56,8 @@ class Engine:
         self.linear_count = 2 if kind == "LayerNormMLP" else 1
         info = context.info()
         self.device = "cpu" if info["memory"] == "host" else "cuda"
-        self.alignment = int(info["alignment"])
+        # what Octet needs of memory it did not allocate: the element size and this
+        self.alignment = max(int(info["caller_alignment"]), torch.tensor([], dtype=dtype).element_size())
         self.weight_cache = bool(options.get("weight_cache"))
         self._steps_seen = _optimizer_steps[0]
         with torch.inference_mode(False):  # views written to outside inference mode too

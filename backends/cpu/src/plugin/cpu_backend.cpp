@@ -88,6 +88,10 @@ int32_t initialize(const octet_host_services* host, octet_backend_caps* caps) {
     filled.native_columnwise = 1;  // host memory: any layout can be read
     filled.fp8_gemm_layouts = OCTET_GEMM_LAYOUT_ALL;
     filled.alignment = 64;
+    // Unaligned SIMD loads and stores on caller data (aligned ones only on
+    // the kernels' own scratch): any element-aligned address, which the
+    // backend suites pass (tests/support/test_matrix.hpp).
+    filled.caller_alignment = 1;
     filled.fused_cast_transpose = 1;
     // Written no further than the host's struct_size (the SDK's table).
     return octet::plugin::Capabilities(filled).answer(octet_cpu::host(), caps);
