@@ -259,18 +259,22 @@ class Layer(_Handle):
         if previous is not None:
             previous._unpin()
 
-    def set_saved_weight(self, saved, name, weight):
-        """skip_weight_allocation (users' ABI 1.9): the high-precision weight
-        `saved`'s backward reads in place of the one its forward was lent,
-        whose memory has moved since (an FSDP weight gathered again). A Tensor
-        of the weight's shape and parameter dtype holding the same values;
-        kept (pinned) until that backward has run."""
+    def _check_saved(self, saved):
+        """A live saved handle of this layer's training forward, else a clear error."""
         if not isinstance(saved, Saved):
             raise TypeError(f"saved must be what forward(training=True) returned; got {type(saved).__name__}")
         if saved._layer is not self:
             raise ValueError("saved belongs to another layer")
         if saved.consumed:
             raise ValueError("saved was already consumed by a backward (or closed)")
+
+    def set_saved_weight(self, saved, name, weight):
+        """skip_weight_allocation (users' ABI 1.9): the high-precision weight
+        `saved`'s backward reads in place of the one its forward was lent,
+        whose memory has moved since (an FSDP weight gathered again). A Tensor
+        of the weight's shape and parameter dtype holding the same values;
+        kept (pinned) until that backward has run."""
+        self._check_saved(saved)
         if not isinstance(weight, Tensor):
             raise TypeError(f"weight must be an octet Tensor (it is borrowed, not copied); got {type(weight).__name__}")
         index = self._index(name)
@@ -333,12 +337,7 @@ class Layer(_Handle):
         Parameter gradients are overwritten (accumulate=False) or added to.
         Returns dL/dx (a float32 array, or a Tensor when grad_output is one);
         grad_input=False skips it (returns None); a Tensor is written."""
-        if not isinstance(saved, Saved):
-            raise TypeError(f"saved must be what forward(training=True) returned; got {type(saved).__name__}")
-        if saved._layer is not self:
-            raise ValueError("saved belongs to another layer")
-        if saved.consumed:
-            raise ValueError("saved was already consumed by a backward (or closed)")
+        self._check_saved(saved)
         shape = _shape_of(grad_output, "grad_output")
         if tuple(shape) != tuple(saved.output_shape):
             raise ValueError(f"grad_output must have the forward output's shape {list(saved.output_shape)}; "
