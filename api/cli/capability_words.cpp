@@ -90,7 +90,9 @@ std::string feature_list(uint32_t features) {
                                {OCTET_FEATURE_FP4_QUANTIZE, "fp4 quantize"},
                                {OCTET_FEATURE_FP4_GEMM, "fp4 gemm"},
                                {OCTET_FEATURE_STOCHASTIC_ROUNDING, "stochastic rounding"},
-                               {OCTET_FEATURE_HADAMARD_TRANSFORM, "hadamard transform"}});
+                               {OCTET_FEATURE_HADAMARD_TRANSFORM, "hadamard transform"},
+                               // plugin ABI 1.5
+                               {OCTET_FEATURE_GROUPED_GEMM, "grouped gemm"}});
 }
 
 std::string profile_name(int32_t profile) {

@@ -37,5 +37,7 @@ int32_t amax_record(const float* amax, float* slot);
 int32_t fp4_quantize_matrix(const octet_fp4_quantize_args* args);
 int32_t fp4_dequantize_matrix(const octet_fp4_dequantize_args* args);
 int32_t fp4_gemm(const octet_fp4_gemm_args* args);
+// Plugin ABI 1.5 (grouped_gemm_kernel.cpp).
+int32_t grouped_gemm(const octet_grouped_gemm_args* args);
 
 }  // namespace octet::ref

@@ -174,6 +174,10 @@ int32_t fp4_gemm_entry(octet_backend_context* context, const octet_fp4_gemm_args
   return run_kernel("fp4_gemm", context, [&] { return fp4_gemm(args); });
 }
 
+int32_t grouped_gemm_entry(octet_backend_context* context, const octet_grouped_gemm_args* args) {
+  return run_kernel("grouped_gemm", context, [&] { return grouped_gemm(args); });
+}
+
 const octet_backend_api kReferenceApi = {
     sizeof(octet_backend_api),
     OCTET_PLUGIN_ABI_MAJOR,
@@ -212,6 +216,7 @@ const octet_backend_api kReferenceApi = {
     fp4_quantize,
     fp4_dequantize,
     fp4_gemm_entry,
+    grouped_gemm_entry,
 };
 
 }  // namespace

@@ -204,7 +204,10 @@ enum {
   OCTET_FEATURE_FP4_QUANTIZE = 1u << 18,        /* FP4 quantize and dequantize */
   OCTET_FEATURE_FP4_GEMM = 1u << 19,            /* GEMM of two FP4 operands */
   OCTET_FEATURE_STOCHASTIC_ROUNDING = 1u << 20, /* reproducible stochastic rounding (15.1) */
-  OCTET_FEATURE_HADAMARD_TRANSFORM = 1u << 21   /* random Hadamard transform (15.2) */
+  OCTET_FEATURE_HADAMARD_TRANSFORM = 1u << 21,  /* random Hadamard transform (15.2) */
+  /* Users' ABI 1.9: the backend runs a grouped GEMM in one call (else the
+   * core runs its GEMM group by group, with the same results). */
+  OCTET_FEATURE_GROUPED_GEMM = 1u << 22
 };
 
 typedef struct octet_backend_info {
@@ -552,6 +555,73 @@ OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options
 OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a,
                                   const octet_tensor* b, octet_tensor* d,
                                   const octet_gemm_options* options);
+
+/* ---- Grouped GEMMs (users' ABI 1.9; docs/grouped_gemm.md) ----
+ * One call runs G independent GEMMs, one per group (the experts of a
+ * mixture-of-experts layer): group g computes exactly what octet_gemm
+ * computes on that group's operands, bit for bit. The groups split one
+ * dimension of the products:
+ *   OCTET_GROUP_SPLIT_M  the rows M (forward D = X W_g^T and dgrad
+ *                        dX = dY W_g): group g owns splits[g] rows of
+ *                        op(A) and of D; each group has its own B.
+ *   OCTET_GROUP_SPLIT_K  the inner dimension K (wgrad dW_g = dY_g^T X_g):
+ *                        group g owns splits[g] of K in op(A) and op(B);
+ *                        each group has its own D.
+ * Each of a, b and d is given either as group_count tensors (one per group,
+ * each with its own scales) or as one tensor (count 1) that the groups
+ * share:
+ *   - an operand split by the groups (A under both splits, B under
+ *     SPLIT_K, D under SPLIT_M) is stacked along the split dimension: the
+ *     groups' extents follow one another in order, and sum(splits) is the
+ *     tensor's extent. Its scales are the stacked tensor's: per-tensor
+ *     scales are shared; a block-scaled one needs every group to start on a
+ *     block boundary of the copy the GEMM reads (any start for MXFP8, 1x128,
+ *     per-row and per-column blocks along M; a multiple of the block extent
+ *     for 128x128 along M and for every block along K), else the call is
+ *     refused naming the group: pass that operand one tensor per group.
+ *   - the other operand (B under SPLIT_M, D under SPLIT_K) is a 3-D tensor
+ *     [group_count, r, c] holding group g's [r, c] matrix at index g.
+ * splits[g] >= 0; zero-row groups and splits of any size are allowed.
+ * A and B are both FP8 (any scaling mode octet_gemm takes), both FP4 or
+ * both FP32/BF16/FP16; D is FP32, BF16 or FP16 (no FP8 output). */
+enum {
+  OCTET_GROUP_SPLIT_M = 0,
+  OCTET_GROUP_SPLIT_K = 1
+};
+
+typedef struct octet_grouped_gemm_options {
+  size_t struct_size;
+  int32_t trans_a;           /* as octet_gemm_options, for every group */
+  int32_t trans_b;
+  float alpha;               /* default 1 */
+  float beta;                /* default 0 */
+  int32_t split;             /* OCTET_GROUP_SPLIT_*; default M */
+  int32_t epilogue;          /* octet_epilogue; default NONE */
+  int32_t fast_accumulation; /* default 0; as octet_gemm_options */
+  int32_t reserved;          /* must be 0 */
+  /* NULL, or group_count bias vectors (N elements each; an entry may be
+   * NULL: that group has no bias). */
+  const octet_tensor* const* bias;
+} octet_grouped_gemm_options;
+
+/* Sets struct_size and the defaults above (a zeroed struct would mean
+ * alpha = 0); writes min(struct_size, the library's size) bytes. */
+OCTET_API octet_status octet_grouped_gemm_options_init_sized(octet_grouped_gemm_options* options,
+                                                            size_t struct_size);
+#define octet_grouped_gemm_options_init(options) \
+  octet_grouped_gemm_options_init_sized((options), sizeof(*(options)))
+
+/* For g = 0 .. group_count - 1:
+ *   D_g = alpha * op(A_g) op(B_g)^T + beta * D_g + bias_g, then the epilogue,
+ * with A_g, B_g and D_g the group's operands as described above; a_count,
+ * b_count and d_count are each 1 or group_count. group_count >= 1. Every
+ * group's arguments are checked before any group is computed: a call
+ * refused for its arguments leaves every D untouched. */
+OCTET_API octet_status octet_grouped_gemm(octet_context* context, size_t group_count, const int64_t* splits,
+                                          const octet_tensor* const* a, size_t a_count,
+                                          const octet_tensor* const* b, size_t b_count,
+                                          octet_tensor* const* d, size_t d_count,
+                                          const octet_grouped_gemm_options* options);
 
 /* ------------------------------------------------------------------------ */
 /* Numerics statistics                                                       */

@@ -407,6 +407,22 @@ typedef struct octet_fp4_gemm_args {
   int32_t reserved;
 } octet_fp4_gemm_args;
 
+/* ---- Grouped GEMMs (plugin ABI 1.5) ----
+ * group_count independent GEMMs in one call: exactly one of gemms and
+ * block_gemms is set, with group_count entries, each as the host would
+ * send it to gemm() or block_gemm() (FP8 output never: d is FP32, BF16 or
+ * FP16). Group g's D must receive exactly what gemm(&gemms[g]) (or
+ * block_gemm(&block_gemms[g])) would write: the groups' D never overlap,
+ * and the backend may run them in any order and at once. A backend that
+ * provides grouped_gemm takes both kinds; without it the host calls gemm()
+ * or block_gemm() group by group. */
+typedef struct octet_grouped_gemm_args {
+  size_t struct_size;
+  int64_t group_count;                      /* >= 1 */
+  const octet_gemm_args* gemms;             /* group_count entries, or NULL */
+  const octet_block_gemm_args* block_gemms; /* group_count entries, or NULL */
+} octet_grouped_gemm_args;
+
 /* ---- Kernels for normalisation, activations and bias gradients ----
  * Their kinds are octet_norm_kind (OCTET_NORM_*) and octet_activation_kind
  * (OCTET_ACTIVATION_*) of octet_types.h. */
@@ -647,6 +663,10 @@ typedef struct octet_backend_api {
   int32_t (*fp4_quantize)(octet_backend_context* context, const octet_fp4_quantize_args* args);
   int32_t (*fp4_dequantize)(octet_backend_context* context, const octet_fp4_dequantize_args* args);
   int32_t (*fp4_gemm)(octet_backend_context* context, const octet_fp4_gemm_args* args);
+
+  /* Plugin ABI 1.5 entry ("Grouped GEMMs" above), optional, read only when
+   * struct_size covers it. */
+  int32_t (*grouped_gemm)(octet_backend_context* context, const octet_grouped_gemm_args* args);
 } octet_backend_api;
 
 /* The one symbol a plugin exports. */

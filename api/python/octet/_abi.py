@@ -78,6 +78,9 @@ FEATURE_FP4_QUANTIZE = 1 << 18
 FEATURE_FP4_GEMM = 1 << 19
 FEATURE_STOCHASTIC_ROUNDING = 1 << 20
 FEATURE_HADAMARD_TRANSFORM = 1 << 21
+FEATURE_GROUPED_GEMM = 1 << 22
+
+GROUP_SPLIT_M, GROUP_SPLIT_K = 0, 1
 
 PROFILE_NATIVE, PROFILE_HOPPER_LIKE, PROFILE_BLACKWELL_LIKE = 0, 1, 2
 
@@ -203,6 +206,22 @@ class TensorInfo(_c.Structure):
         ("scale_inv_dtype", _i32),
         ("rowwise_scale_inv_bytes", _u64),
         ("columnwise_scale_inv_bytes", _u64),
+    ]
+
+
+class GroupedGemmOptions(_c.Structure):
+    _c_name = "octet_grouped_gemm_options"
+    _fields_ = [
+        ("struct_size", _sz),
+        ("trans_a", _i32),
+        ("trans_b", _i32),
+        ("alpha", _f32),
+        ("beta", _f32),
+        ("split", _i32),
+        ("epilogue", _i32),
+        ("fast_accumulation", _i32),
+        ("reserved", _i32),
+        ("bias", _P(_p)),
     ]
 
 
@@ -482,7 +501,7 @@ DLPackManagedTensorVersioned._fields_ = [
 # Every struct of octet.h and octet_dlpack.h, by its C name.
 STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
-    GemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
+    GemmOptions, GroupedGemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
     BlockScalingOptions, RowwiseScalingOptions, MXFP4Options, NVFP4Options, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
     LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
@@ -494,6 +513,7 @@ INIT_FUNCTIONS = {
     "octet_context_options": "octet_context_options_init",
     "octet_quantize_options": "octet_quantize_options_init_sized",
     "octet_gemm_options": "octet_gemm_options_init_sized",
+    "octet_grouped_gemm_options": "octet_grouped_gemm_options_init_sized",
     "octet_delayed_scaling_options": "octet_delayed_scaling_options_init",
     "octet_current_scaling_options": "octet_current_scaling_options_init_sized",
     "octet_static_scaling_options": "octet_static_scaling_options_init",
@@ -566,6 +586,9 @@ FUNCTIONS = {
     "octet_gemm_options_init": (_i32, [_P(GemmOptions)]),  # writes the ABI 1.3 size; prefer _sized
     "octet_gemm_options_init_sized": (_i32, [_P(GemmOptions), _sz]),
     "octet_gemm": (_i32, [_p, _p, _p, _p, _P(GemmOptions)]),
+    "octet_grouped_gemm_options_init_sized": (_i32, [_P(GroupedGemmOptions), _sz]),
+    "octet_grouped_gemm": (_i32, [_p, _sz, _P(_i64), _P(_p), _sz, _P(_p), _sz, _P(_p), _sz,
+                                  _P(GroupedGemmOptions)]),
     "octet_quantize_with_stats": (_i32, [_p, _p, _p, _P(QuantizeOptions), _P(QuantizeStats)]),
     # recipes
     "octet_mxfp4_options_init": (_i32, [_P(MXFP4Options)]),

@@ -385,4 +385,63 @@ class ContextBase(_Handle):
         _check(_libc.octet_gemm(self.handle, a.handle, b.handle, out.handle, _c.byref(options)))
         return out
 
+    def grouped_gemm(self, a, b, splits, split="m", trans_a=False, trans_b=False, alpha=1.0, beta=0.0, bias=None,
+                     out=None, out_dtype=FP32, fast_accumulation=False):
+        """G GEMMs in one call (octet_grouped_gemm; docs/grouped_gemm.md).
+
+        split="m" (forward, dgrad): `a` is stacked along the product's rows,
+        sum(splits) of them; `b` is a list of G tensors or one 3-D tensor
+        [G, rows, cols]; the result is one stacked [sum(splits), N] tensor.
+        split="k" (wgrad): `a` and `b` are stacked along K; the result is a
+        3-D [G, M, N] tensor (or `out`: one 3-D tensor or a list of G).
+        `a` may also be a list of G tensors, one per group. `bias`: None or
+        a list of G vectors (None entries allowed). Returns `out`."""
+        modes = {"m": _lib.GROUP_SPLIT_M, "k": _lib.GROUP_SPLIT_K}
+        if split not in modes:
+            raise ValueError(f"split must be 'm' or 'k'; got {split!r}")
+        splits = [int(s) for s in splits]
+        groups = len(splits)
+        if groups == 0:
+            raise ValueError("splits is empty: a grouped GEMM has at least one group")
+
+        def operand(x, name):
+            if isinstance(x, (list, tuple)):
+                if len(x) != groups:
+                    raise ValueError(f"{name} is a list of {len(x)} tensors for {groups} groups")
+                return [self._as_tensor(t) for t in x]
+            return [self._as_tensor(x)]
+
+        ta, tb = operand(a, "a"), operand(b, "b")
+        if out is None:
+            first_b = tb[0]
+            n = (first_b.shape[-1] if trans_b else first_b.shape[-2 if len(first_b.shape) > 1 else 0])
+            if split == "m":
+                out = self.empty((sum(splits), n), out_dtype)
+            else:
+                first_a = ta[0]
+                m = first_a.shape[-1] if trans_a else first_a.shape[0]
+                out = self.empty((groups, m, n), out_dtype)
+        td = operand(out, "out")
+        options = _lib.GroupedGemmOptions()
+        _check(_libc.octet_grouped_gemm_options_init_sized(_c.byref(options), _c.sizeof(options)))
+        options.trans_a, options.trans_b = int(trans_a), int(trans_b)
+        options.alpha, options.beta = alpha, beta
+        options.split = modes[split]
+        options.fast_accumulation = int(bool(fast_accumulation))
+        biases = None
+        if bias is not None:
+            if len(bias) != groups:
+                raise ValueError(f"bias is a list of {len(bias)} vectors for {groups} groups")
+            held = [self._as_tensor(v) if v is not None else None for v in bias]
+            biases = (_c.c_void_p * groups)(*[v.handle if v is not None else None for v in held])
+            options.bias = _c.cast(biases, _c.POINTER(_c.c_void_p))
+
+        def handles(tensors):
+            return (_c.c_void_p * len(tensors))(*[t.handle for t in tensors])
+
+        c_splits = (_c.c_int64 * groups)(*splits)
+        _check(_libc.octet_grouped_gemm(self.handle, groups, c_splits, handles(ta), len(ta), handles(tb), len(tb),
+                                        handles(td), len(td), _c.byref(options)))
+        return out if not isinstance(out, (list, tuple)) else list(td)
+
 

@@ -102,8 +102,8 @@ Fp4Operand fp4_operand(const TensorState& t, int32_t trans, const char* name) {
 
 }  // namespace
 
-void fp4_gemm(const ContextState& ctx, const TensorState& ta, const TensorState& tb, TensorState& td,
-              const octet_gemm_options& o, int64_t m, int64_t n, int64_t k) {
+octet_fp4_gemm_args fp4_gemm_args(const ContextState& ctx, const TensorState& ta, const TensorState& tb,
+                                  TensorState& td, const octet_gemm_options& o, int64_t m, int64_t n, int64_t k) {
   if (!ta.fp4() || !tb.fp4() || is_nvfp4_mode(ta.scaling_mode) != is_nvfp4_mode(tb.scaling_mode))
     fail(OCTET_STATUS_UNSUPPORTED, "tensors 'a' (", scaling_mode_name(ta.scaling_mode), ") and 'b' (",
          scaling_mode_name(tb.scaling_mode),
@@ -128,7 +128,7 @@ void fp4_gemm(const ContextState& ctx, const TensorState& ta, const TensorState&
   args.d = td.rowwise_view();
   args.epilogue = o.epilogue;
   args.bias = bias_view(ctx, o, n);
-  call_backend(ctx, "fp4_gemm", [&] { return ctx.api().fp4_gemm(ctx.handle, &args); });
+  return args;
 }
 
 }  // namespace octet::core

@@ -23,8 +23,9 @@ void quantize_fp4(const std::shared_ptr<ContextState>& ctx, const TensorState& i
 // Dequantizes the FP4 tensor `in` into the high-precision `out`.
 void dequantize_fp4(const std::shared_ptr<ContextState>& ctx, const TensorState& in, TensorState& out);
 
-// D = alpha * op(A) op(B)^T + beta * D + bias with two FP4 operands.
-void fp4_gemm(const ContextState& ctx, const TensorState& ta, const TensorState& tb, TensorState& td,
-              const octet_gemm_options& o, int64_t m, int64_t n, int64_t k);
+// The backend arguments of D = alpha * op(A) op(B)^T + beta * D + bias with
+// two FP4 operands (checked; the caller runs them through fp4_gemm).
+octet_fp4_gemm_args fp4_gemm_args(const ContextState& ctx, const TensorState& ta, const TensorState& tb,
+                                  TensorState& td, const octet_gemm_options& o, int64_t m, int64_t n, int64_t k);
 
 }  // namespace octet::core

@@ -85,8 +85,9 @@ BlockOperand block_operand(const TensorState& t, int32_t trans, const char* name
   return {t.columnwise_view(), t.columnwise_scale_inv.data(), shape.rows, shape.cols};
 }
 
-void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const TensorState& tb, TensorState& td,
-                       const octet_gemm_options& o, int64_t m, int64_t n, int64_t k) {
+octet_block_gemm_args block_scaled_gemm_args(const ContextState& ctx, const TensorState& ta, const TensorState& tb,
+                                              TensorState& td, const octet_gemm_options& o, int64_t m, int64_t n,
+                                              int64_t k) {
   bool mx_a = ta.scaling_mode == OCTET_SCALING_MXFP8_1X32, mx_b = tb.scaling_mode == OCTET_SCALING_MXFP8_1X32;
   bool fp32_a = ta.scaling_mode == OCTET_SCALING_BLOCK_1X128 || ta.scaling_mode == OCTET_SCALING_BLOCK_128X128;
   bool fp32_b = tb.scaling_mode == OCTET_SCALING_BLOCK_1X128 || tb.scaling_mode == OCTET_SCALING_BLOCK_128X128;
@@ -117,7 +118,7 @@ void block_scaled_gemm(const ContextState& ctx, const TensorState& ta, const Ten
   args.d = td.rowwise_view();
   args.epilogue = o.epilogue;
   args.bias = bias_view(ctx, o, n);
-  call_backend(ctx, "block_gemm", [&] { return ctx.api().block_gemm(ctx.handle, &args); });
+  return args;
 }
 
 // FP8 D (users' ABI 1.4). A backend that declares fp8_gemm_output encodes
@@ -164,8 +165,9 @@ octet_matrix_view bias_view(const ContextState& ctx, const octet_gemm_options& o
   return octet_matrix_view{bias.data.data(), bias.dtype, 0, 1, n, n};
 }
 
-void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
-              TensorState& td, const octet_gemm_options& o) {
+PreparedGemm prepare_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
+                          TensorState& td, const octet_gemm_options& o) {
+    PreparedGemm prepared;
     const ContextState& ctx = *context;
     require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
     require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
@@ -210,17 +212,19 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
       if (fp8_out)
         fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
              ": FP4 GEMMs write FP32, BF16 or FP16 only");
-      fp4_gemm(ctx, ta, tb, td, o, m, n, k);
-      return;
+      prepared.entry = PreparedGemm::Entry::Fp4Gemm;
+      prepared.fp4 = fp4_gemm_args(ctx, ta, tb, td, o, m, n, k);
+      return prepared;
     }
     if (ta.block_scaled() || tb.block_scaled()) {
       if (fp8_out)
         fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
              ": block-scaled GEMMs write FP32, BF16 or FP16 only");
-      block_scaled_gemm(ctx, ta, tb, td, o, m, n, k);
-      return;
+      prepared.entry = PreparedGemm::Entry::BlockGemm;
+      prepared.block = block_scaled_gemm_args(ctx, ta, tb, td, o, m, n, k);
+      return prepared;
     }
-    octet_gemm_args args{};
+    octet_gemm_args& args = prepared.gemm;
     args.struct_size = sizeof(args);
     args.m = m;
     args.n = n;
@@ -257,7 +261,6 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
       }
     }
     // No stored copy fits: make K-contiguous copies (the TN layout) here.
-    Buffer a_workspace, b_workspace;
     if (!chosen) {
       if (!(layouts & OCTET_GEMM_LAYOUT_TN))
         fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' declares no usable FP8 GEMM layout");
@@ -270,18 +273,38 @@ void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& t
         call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
         return Operand{t, 0};
       };
-      Operand oa = k_contiguous(a_options.front(), a_workspace);
-      Operand ob = k_contiguous(b_options.front(), b_workspace);
+      Operand oa = k_contiguous(a_options.front(), prepared.a_workspace);
+      Operand ob = k_contiguous(b_options.front(), prepared.b_workspace);
       args.a = oa.view;
       args.trans_a = 0;
       args.b = ob.view;
       args.trans_b = 0;
     }
-    if (fp8_out) {
-      gemm_to_fp8(context, args, td, o.saturate_output != 0);
+    return prepared;
+}
+
+void run_prepared(const ContextState& ctx, const PreparedGemm& p) {
+  switch (p.entry) {
+    case PreparedGemm::Entry::Gemm:
+      call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &p.gemm); });
       return;
-    }
-    call_backend(ctx, "gemm", [&] { return ctx.api().gemm(ctx.handle, &args); });
+    case PreparedGemm::Entry::BlockGemm:
+      call_backend(ctx, "block_gemm", [&] { return ctx.api().block_gemm(ctx.handle, &p.block); });
+      return;
+    case PreparedGemm::Entry::Fp4Gemm:
+      call_backend(ctx, "fp4_gemm", [&] { return ctx.api().fp4_gemm(ctx.handle, &p.fp4); });
+      return;
+  }
+}
+
+void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
+              TensorState& td, const octet_gemm_options& o) {
+  PreparedGemm prepared = prepare_gemm(context, ta, tb, td, o);
+  if (is_fp8(td.dtype)) {
+    gemm_to_fp8(context, prepared.gemm, td, o.saturate_output != 0);
+    return;
+  }
+  run_prepared(*context, prepared);
 }
 
 }  // namespace octet::core

@@ -41,6 +41,7 @@ size_t table_size_for_minor(uint32_t minor) {
     case 2: return offsetof(octet_backend_api, scale_from_amax);
     case 3:
       return offsetof(octet_backend_api, fp4_quantize);
+    case 4: return offsetof(octet_backend_api, grouped_gemm);
     default: return sizeof(octet_backend_api);
   }
 }
@@ -92,6 +93,8 @@ uint32_t features_of(const octet_backend_api* api, const octet_backend_caps& cap
   if (OCTET_HAS(fp4_quantize) && OCTET_HAS(fp4_dequantize))
     f |= OCTET_FEATURE_FP4_QUANTIZE | OCTET_FEATURE_STOCHASTIC_ROUNDING | OCTET_FEATURE_HADAMARD_TRANSFORM;
   if (OCTET_HAS(fp4_gemm)) f |= OCTET_FEATURE_FP4_GEMM;
+  // Plugin ABI 1.5.
+  if (OCTET_HAS(grouped_gemm)) f |= OCTET_FEATURE_GROUPED_GEMM;
 #undef OCTET_HAS
   return f;
 }

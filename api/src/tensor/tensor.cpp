@@ -40,11 +40,11 @@ size_t TensorState::scale_grid_bytes(bool columnwise_copy) const {
 }
 
 octet_matrix_view TensorState::rowwise_view() const {
-  return octet_matrix_view{data.data(), dtype, 0, rows, cols, cols};
+  return octet_matrix_view{data.data(), dtype, 0, rows, cols, rowwise_ld != 0 ? rowwise_ld : cols};
 }
 
 octet_matrix_view TensorState::columnwise_view() const {
-  return octet_matrix_view{columnwise.data(), dtype, 0, cols, rows, rows};
+  return octet_matrix_view{columnwise.data(), dtype, 0, cols, rows, columnwise_ld != 0 ? columnwise_ld : rows};
 }
 
 TensorState& tensor_handle(const octet_tensor* t, const char* name) {

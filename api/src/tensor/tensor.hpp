@@ -54,6 +54,11 @@ struct TensorState {
   int32_t block_cols = 1;
   Buffer rowwise_scale_inv;     // grid [ceil(rows/br), ceil(cols/bc)]
   Buffer columnwise_scale_inv;  // grid [ceil(cols/br'), ceil(rows/bc')]
+  // Row strides, in elements, of the two copies; 0: dense (cols and rows).
+  // Only the groups of a grouped GEMM (ops/grouped_gemm.cpp) are views with
+  // a stride: every other tensor is dense.
+  int64_t rowwise_ld = 0;
+  int64_t columnwise_ld = 0;
 
   bool quantized() const { return usages != 0; }
   bool block_scaled() const { return scaling_mode != OCTET_SCALING_PER_TENSOR; }

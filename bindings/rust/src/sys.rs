@@ -204,6 +204,7 @@ c_constants! {
     pub const OCTET_FEATURE_FP4_GEMM: u32 = 1 << 19;
     pub const OCTET_FEATURE_STOCHASTIC_ROUNDING: u32 = 1 << 20;
     pub const OCTET_FEATURE_HADAMARD_TRANSFORM: u32 = 1 << 21;
+    pub const OCTET_FEATURE_GROUPED_GEMM: u32 = 1 << 22;
 
     pub const OCTET_PROFILE_NATIVE: octet_capability_profile = 0;
     pub const OCTET_PROFILE_HOPPER_LIKE: octet_capability_profile = 1;
@@ -244,6 +245,9 @@ c_constants! {
 
     pub const OCTET_EPILOGUE_NONE: octet_epilogue = 0;
     pub const OCTET_EPILOGUE_GELU: octet_epilogue = 1;
+
+    pub const OCTET_GROUP_SPLIT_M: i32 = 0;
+    pub const OCTET_GROUP_SPLIT_K: i32 = 1;
 
     pub const OCTET_RECIPE_DELAYED: octet_recipe_kind = 0;
     pub const OCTET_RECIPE_CURRENT: octet_recipe_kind = 1;
@@ -406,6 +410,19 @@ c_structs! {
         pub reserved_padding: i32,
         pub fast_accumulation: i32,
         pub saturate_output: i32,
+    }
+
+    pub struct octet_grouped_gemm_options {
+        pub struct_size: usize,
+        pub trans_a: i32,
+        pub trans_b: i32,
+        pub alpha: f32,
+        pub beta: f32,
+        pub split: i32,
+        pub epilogue: i32,
+        pub fast_accumulation: i32,
+        pub reserved: i32,
+        pub bias: *const *const octet_tensor,
     }
 
     pub struct octet_quantize_stats {
@@ -790,6 +807,22 @@ extern "C" {
         b: *const octet_tensor,
         d: *mut octet_tensor,
         options: *const octet_gemm_options,
+    ) -> octet_status;
+    pub fn octet_grouped_gemm_options_init_sized(
+        options: *mut octet_grouped_gemm_options,
+        struct_size: usize,
+    ) -> octet_status;
+    pub fn octet_grouped_gemm(
+        context: *mut octet_context,
+        group_count: usize,
+        splits: *const i64,
+        a: *const *const octet_tensor,
+        a_count: usize,
+        b: *const *const octet_tensor,
+        b_count: usize,
+        d: *const *mut octet_tensor,
+        d_count: usize,
+        options: *const octet_grouped_gemm_options,
     ) -> octet_status;
 
     // Numerics statistics

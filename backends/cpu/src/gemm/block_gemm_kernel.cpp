@@ -328,6 +328,8 @@ static_assert(ends_with_fallback(kBlockGemmList), "the last candidate takes ever
 
 }  // namespace
 
+int32_t check_block_gemm_kernel_args(const octet_block_gemm_args* args) { return check_block_gemm(args); }
+
 int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& ws) {
   if (int32_t s = check_block_gemm(args)) return s;
   if (args->m == 0 || args->n == 0) return OCTET_STATUS_SUCCESS;

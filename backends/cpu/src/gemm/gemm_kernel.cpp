@@ -131,6 +131,8 @@ int32_t check_args(const octet_gemm_args* args) {
 
 }  // namespace
 
+int32_t check_gemm_kernel_args(const octet_gemm_args* args) { return check_args(args); }
+
 int32_t gemm_kernel(const octet_gemm_args* args) {
   if (int32_t s = check_args(args)) return s;
   const int64_t m = args->m, n = args->n, k = args->k;

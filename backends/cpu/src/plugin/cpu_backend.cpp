@@ -150,6 +150,9 @@ int32_t block_quantize(octet_backend_context* c, const octet_block_quantize_args
 int32_t block_dequantize(octet_backend_context* c, const octet_block_dequantize_args* args) {
   return run("block_dequantize", c, [&] { return block_dequantize_kernel(args); });
 }
+int32_t grouped_gemm(octet_backend_context* c, const octet_grouped_gemm_args* args) {
+  return run("grouped_gemm", c, [&] { return grouped_gemm_kernel(args); });
+}
 int32_t block_gemm(octet_backend_context* c, const octet_block_gemm_args* args) {
   return run("block_gemm", c, [&] {
     GemmWorkspace workspace;  // freed when the call returns
@@ -219,6 +222,8 @@ octet_backend_api make_api() {
   api.fp4_quantize = fp4_quantize;
   api.fp4_dequantize = fp4_dequantize;
   api.fp4_gemm = fp4_gemm;
+  // Plugin ABI 1.5: grouped GEMMs (gemm/grouped_gemm_kernel.cpp).
+  api.grouped_gemm = grouped_gemm;
   return api;
 }
 

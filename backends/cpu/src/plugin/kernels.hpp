@@ -71,6 +71,8 @@ int32_t transpose_kernel(const octet_matrix_view* input, const octet_matrix_view
 int32_t dequantize_kernel(const octet_dequantize_args* args);
 // Every workspace is allocated for the call and freed before it returns.
 int32_t gemm_kernel(const octet_gemm_args* args);
+// gemm_kernel's argument checks alone (reported like gemm_kernel's).
+int32_t check_gemm_kernel_args(const octet_gemm_args* args);
 // acc[i * ldc + j] = sum over k of A'[i, k] B'[j, k] (A' = A or A^T as
 // trans_a says, B' likewise; FP8, or high-precision operands of one dtype),
 // unscaled, on the path gemm_kernel takes for the shape, level and engine
@@ -85,5 +87,9 @@ int32_t quantize_with_statistics_kernel(const octet_quantize_args* args,
 int32_t block_quantize_kernel(const octet_block_quantize_args* args);
 int32_t block_dequantize_kernel(const octet_block_dequantize_args* args);
 int32_t block_gemm_kernel(const octet_block_gemm_args* args, GemmWorkspace& workspace);
+int32_t check_block_gemm_kernel_args(const octet_block_gemm_args* args);
+
+// Plugin ABI 1.5 (gemm/grouped_gemm_kernel.cpp).
+int32_t grouped_gemm_kernel(const octet_grouped_gemm_args* args);
 
 }  // namespace octet_cpu
