@@ -198,3 +198,16 @@ def test_the_backend_declares_its_grouped_entry(ctx):
     from octet import _abi
     has = bool(ctx.info()["features"] & _abi.FEATURE_GROUPED_GEMM)
     assert has == (ctx.info()["name"] in ("reference", "cpu"))
+
+
+def test_the_example_of_docs_grouped_gemm_md_runs():
+    import contextlib
+    import io
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "grouped_gemm.md").read_text()
+    block = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, "docs/grouped_gemm.md", "exec"), {"__name__": "__docs__"})  # noqa: S102 (our own docs)
+    assert out.getvalue().strip() == "(64, 32) (64, 64) (4, 32, 64)"
