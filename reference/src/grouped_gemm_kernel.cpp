@@ -14,9 +14,8 @@ int32_t grouped_gemm(const octet_grouped_gemm_args* args) {
   if (int32_t s = check_not_null(kKernel, "args", args)) return s;
   if (int32_t s = check_struct_size(kKernel, "args", args->struct_size, sizeof(octet_grouped_gemm_args))) return s;
   if (args->group_count < 1) {
-    return report(OCTET_STATUS_INVALID_ARGUMENT,
-                  std::string(kKernel) + ": args->group_count is " + std::to_string(args->group_count) +
-                      "; it must be >= 1");
+    return report(OCTET_STATUS_INVALID_ARGUMENT, std::string(kKernel) + ": args->group_count is " +
+                                                     std::to_string(args->group_count) + "; it must be >= 1");
   }
   if ((args->gemms == nullptr) == (args->block_gemms == nullptr)) {
     return report(OCTET_STATUS_INVALID_ARGUMENT,

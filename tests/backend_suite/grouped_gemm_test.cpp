@@ -32,7 +32,11 @@ const int64_t kRows[] = {5, 0, 1, 37, 160, 3, 96, 0, 64};
 
 struct Group {
   Group(int32_t a_dtype, int32_t b_dtype, int32_t d_dtype, int64_t m, int64_t n, int64_t k, bool ta, bool tb)
-      : m(m), n(n), k(k), trans_a(ta), trans_b(tb),
+      : m(m),
+        n(n),
+        k(k),
+        trans_a(ta),
+        trans_b(tb),
         a(a_dtype, ta ? k : m, ta ? m : k, (ta ? m : k) + 1),
         b(b_dtype, tb ? k : n, tb ? n : k, (tb ? n : k) + 2),
         d_grouped(d_dtype, m, n, n + 1),
@@ -55,16 +59,18 @@ void fill_d(Group& g, std::mt19937& rng) {
 void expect_same_d(const std::vector<std::unique_ptr<Group>>& groups) {
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const Group& g = *groups[i];
-    ASSERT_EQ(g.d_grouped.bytes, g.d_single.bytes) << "group " << i << " (m,n,k " << g.m << "," << g.n << ","
-                                                   << g.k << "): grouped_gemm differs from gemm";
+    ASSERT_EQ(g.d_grouped.bytes, g.d_single.bytes)
+        << "group " << i << " (m,n,k " << g.m << "," << g.n << "," << g.k << "): grouped_gemm differs from gemm";
   }
 }
 
 TEST_P(GroupedGemmKernels, PlainGroupsEqualTheirOwnGemmCalls) {
   OCTET_REQUIRE_ENTRY(gemm);
   std::mt19937 rng(23);
-  const int32_t pairs[][2] = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3}, {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2},
-                              {OCTET_DTYPE_FP32, OCTET_DTYPE_FP32}, {OCTET_DTYPE_BF16, OCTET_DTYPE_BF16}};
+  const int32_t pairs[][2] = {{OCTET_DTYPE_E4M3, OCTET_DTYPE_E4M3},
+                              {OCTET_DTYPE_E4M3, OCTET_DTYPE_E5M2},
+                              {OCTET_DTYPE_FP32, OCTET_DTYPE_FP32},
+                              {OCTET_DTYPE_BF16, OCTET_DTYPE_BF16}};
   const int32_t outputs[] = {OCTET_DTYPE_FP32, OCTET_DTYPE_BF16};
   int case_index = 0;
   for (const auto& pair : pairs) {
@@ -72,12 +78,12 @@ TEST_P(GroupedGemmKernels, PlainGroupsEqualTheirOwnGemmCalls) {
     const bool fp8 = pair[0] != OCTET_DTYPE_FP32 && pair[0] != OCTET_DTYPE_BF16;
     for (int layout = 0; layout < 4; ++layout) {
       const bool ta = layout & 1, tb = (layout >> 1) & 1;
-      const uint32_t bit = !ta ? (tb ? OCTET_GEMM_LAYOUT_NN : OCTET_GEMM_LAYOUT_TN)
-                               : (tb ? OCTET_GEMM_LAYOUT_TT : OCTET_GEMM_LAYOUT_NT);
+      const uint32_t bit =
+          !ta ? (tb ? OCTET_GEMM_LAYOUT_NN : OCTET_GEMM_LAYOUT_TN) : (tb ? OCTET_GEMM_LAYOUT_TT : OCTET_GEMM_LAYOUT_NT);
       if (fp8 && !(caps_.fp8_gemm_layouts & bit)) continue;
       for (int32_t out : outputs) {
-        SCOPED_TRACE(::testing::Message() << "a=" << pair[0] << " b=" << pair[1] << " d=" << out << " trans_a=" << ta
-                                          << " trans_b=" << tb);
+        SCOPED_TRACE(::testing::Message()
+                     << "a=" << pair[0] << " b=" << pair[1] << " d=" << out << " trans_a=" << ta << " trans_b=" << tb);
         std::vector<std::unique_ptr<Group>> groups;
         std::vector<octet_gemm_args> args;
         for (int64_t m : kRows) {
@@ -133,8 +139,8 @@ TEST_P(GroupedGemmKernels, BlockScaledGroupsEqualTheirOwnBlockGemmCalls) {
     int32_t block_cols;
   };
   for (const Mode mode : {Mode{OCTET_DTYPE_E8M0, 32}, Mode{OCTET_DTYPE_FP32, 128}}) {
-    const uint32_t needed = mode.scale_dtype == OCTET_DTYPE_E8M0 ? uint32_t(OCTET_SCALING_MXFP8_1X32)
-                                                                  : uint32_t(OCTET_SCALING_BLOCK_1X128);
+    const uint32_t needed =
+        mode.scale_dtype == OCTET_DTYPE_E8M0 ? uint32_t(OCTET_SCALING_MXFP8_1X32) : uint32_t(OCTET_SCALING_BLOCK_1X128);
     if (!(caps_.scaling_modes & needed)) continue;
     SCOPED_TRACE(::testing::Message() << "block 1x" << mode.block_cols);
     std::vector<std::unique_ptr<Group>> groups;

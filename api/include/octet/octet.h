@@ -584,14 +584,11 @@ OCTET_API octet_status octet_gemm(octet_context* context, const octet_tensor* a,
  * splits[g] >= 0; zero-row groups and splits of any size are allowed.
  * A and B are both FP8 (any scaling mode octet_gemm takes), both FP4 or
  * both FP32/BF16/FP16; D is FP32, BF16 or FP16 (no FP8 output). */
-enum {
-  OCTET_GROUP_SPLIT_M = 0,
-  OCTET_GROUP_SPLIT_K = 1
-};
+enum { OCTET_GROUP_SPLIT_M = 0, OCTET_GROUP_SPLIT_K = 1 };
 
 typedef struct octet_grouped_gemm_options {
   size_t struct_size;
-  int32_t trans_a;           /* as octet_gemm_options, for every group */
+  int32_t trans_a; /* as octet_gemm_options, for every group */
   int32_t trans_b;
   float alpha;               /* default 1 */
   float beta;                /* default 0 */
@@ -606,10 +603,8 @@ typedef struct octet_grouped_gemm_options {
 
 /* Sets struct_size and the defaults above (a zeroed struct would mean
  * alpha = 0); writes min(struct_size, the library's size) bytes. */
-OCTET_API octet_status octet_grouped_gemm_options_init_sized(octet_grouped_gemm_options* options,
-                                                            size_t struct_size);
-#define octet_grouped_gemm_options_init(options) \
-  octet_grouped_gemm_options_init_sized((options), sizeof(*(options)))
+OCTET_API octet_status octet_grouped_gemm_options_init_sized(octet_grouped_gemm_options* options, size_t struct_size);
+#define octet_grouped_gemm_options_init(options) octet_grouped_gemm_options_init_sized((options), sizeof(*(options)))
 
 /* For g = 0 .. group_count - 1:
  *   D_g = alpha * op(A_g) op(B_g)^T + beta * D_g + bias_g, then the epilogue,
@@ -618,9 +613,8 @@ OCTET_API octet_status octet_grouped_gemm_options_init_sized(octet_grouped_gemm_
  * group's arguments are checked before any group is computed: a call
  * refused for its arguments leaves every D untouched. */
 OCTET_API octet_status octet_grouped_gemm(octet_context* context, size_t group_count, const int64_t* splits,
-                                          const octet_tensor* const* a, size_t a_count,
-                                          const octet_tensor* const* b, size_t b_count,
-                                          octet_tensor* const* d, size_t d_count,
+                                          const octet_tensor* const* a, size_t a_count, const octet_tensor* const* b,
+                                          size_t b_count, octet_tensor* const* d, size_t d_count,
                                           const octet_grouped_gemm_options* options);
 
 /* ------------------------------------------------------------------------ */

@@ -86,8 +86,8 @@ BlockOperand block_operand(const TensorState& t, int32_t trans, const char* name
 }
 
 octet_block_gemm_args block_scaled_gemm_args(const ContextState& ctx, const TensorState& ta, const TensorState& tb,
-                                              TensorState& td, const octet_gemm_options& o, int64_t m, int64_t n,
-                                              int64_t k) {
+                                             TensorState& td, const octet_gemm_options& o, int64_t m, int64_t n,
+                                             int64_t k) {
   bool mx_a = ta.scaling_mode == OCTET_SCALING_MXFP8_1X32, mx_b = tb.scaling_mode == OCTET_SCALING_MXFP8_1X32;
   bool fp32_a = ta.scaling_mode == OCTET_SCALING_BLOCK_1X128 || ta.scaling_mode == OCTET_SCALING_BLOCK_128X128;
   bool fp32_b = tb.scaling_mode == OCTET_SCALING_BLOCK_1X128 || tb.scaling_mode == OCTET_SCALING_BLOCK_128X128;
@@ -167,120 +167,119 @@ octet_matrix_view bias_view(const ContextState& ctx, const octet_gemm_options& o
 
 PreparedGemm prepare_gemm(const std::shared_ptr<ContextState>& context, const TensorState& ta, const TensorState& tb,
                           TensorState& td, const octet_gemm_options& o) {
-    PreparedGemm prepared;
-    const ContextState& ctx = *context;
-    require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
-    require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
-    require(o.epilogue == OCTET_EPILOGUE_NONE || o.epilogue == OCTET_EPILOGUE_GELU, "options->epilogue (",
-            o.epilogue, ") must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
+  PreparedGemm prepared;
+  const ContextState& ctx = *context;
+  require(o.trans_a == 0 || o.trans_a == 1, "options->trans_a (", o.trans_a, ") must be 0 or 1");
+  require(o.trans_b == 0 || o.trans_b == 1, "options->trans_b (", o.trans_b, ") must be 0 or 1");
+  require(o.epilogue == OCTET_EPILOGUE_NONE || o.epilogue == OCTET_EPILOGUE_GELU, "options->epilogue (", o.epilogue,
+          ") must be OCTET_EPILOGUE_NONE or OCTET_EPILOGUE_GELU");
 
-    bool fp8 = is_fp8(ta.dtype) && is_fp8(tb.dtype);
-    bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
-    bool fp4 = ta.dtype == OCTET_DTYPE_E2M1 && tb.dtype == OCTET_DTYPE_E2M1;
-    require(fp8 || high || fp4, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
-            ") must both be FP8 (E4M3/E5M2/E4M3FNUZ/E5M2FNUZ), both FP4 (E2M1) or both FP32/BF16/FP16");
-    require(!fp8 || is_fnuz(ta.dtype) == is_fnuz(tb.dtype), "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (",
-            dtype_name(tb.dtype),
-            ") mix an OCP FP8 format with an FNUZ one; both must be OCP (E4M3/E5M2) or both FNUZ");
-    require(o.fast_accumulation == 0 || o.fast_accumulation == 1, "options->fast_accumulation (",
-            o.fast_accumulation, ") must be 0 or 1");
-    const bool fp8_out = is_fp8(td.dtype);
-    if (fp8_out) {
-      require(!fp8 || is_fnuz(td.dtype) == is_fnuz(ta.dtype), "tensor 'd' (", dtype_name(td.dtype),
-              ") and the operands (", dtype_name(ta.dtype), ") mix an OCP FP8 format with an FNUZ one");
-      require(td.quantized() && !td.block_scaled(), "tensor 'd' is ", dtype_name(td.dtype),
-              ": an FP8 GEMM output must be a per-tensor quantized tensor (usages != 0, per-tensor scaling), "
-              "whose SCALE sets the encoding");
-      require(o.beta == 0.0f, "options->beta (", o.beta,
-              ") must be 0 when tensor 'd' is FP8: FP8 codes are not accumulated into");
-      require(o.saturate_output == 0 || o.saturate_output == 1, "options->saturate_output (", o.saturate_output,
-              ") must be 0 or 1");
-    } else {
-      require(is_high_precision(td.dtype) && !td.quantized(),
-              "tensor 'd' must be a plain FP32, BF16 or FP16 tensor, or a per-tensor quantized FP8 tensor");
-    }
+  bool fp8 = is_fp8(ta.dtype) && is_fp8(tb.dtype);
+  bool high = is_high_precision(ta.dtype) && is_high_precision(tb.dtype);
+  bool fp4 = ta.dtype == OCTET_DTYPE_E2M1 && tb.dtype == OCTET_DTYPE_E2M1;
+  require(fp8 || high || fp4, "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (", dtype_name(tb.dtype),
+          ") must both be FP8 (E4M3/E5M2/E4M3FNUZ/E5M2FNUZ), both FP4 (E2M1) or both FP32/BF16/FP16");
+  require(!fp8 || is_fnuz(ta.dtype) == is_fnuz(tb.dtype), "tensors 'a' (", dtype_name(ta.dtype), ") and 'b' (",
+          dtype_name(tb.dtype), ") mix an OCP FP8 format with an FNUZ one; both must be OCP (E4M3/E5M2) or both FNUZ");
+  require(o.fast_accumulation == 0 || o.fast_accumulation == 1, "options->fast_accumulation (", o.fast_accumulation,
+          ") must be 0 or 1");
+  const bool fp8_out = is_fp8(td.dtype);
+  if (fp8_out) {
+    require(!fp8 || is_fnuz(td.dtype) == is_fnuz(ta.dtype), "tensor 'd' (", dtype_name(td.dtype),
+            ") and the operands (", dtype_name(ta.dtype), ") mix an OCP FP8 format with an FNUZ one");
+    require(td.quantized() && !td.block_scaled(), "tensor 'd' is ", dtype_name(td.dtype),
+            ": an FP8 GEMM output must be a per-tensor quantized tensor (usages != 0, per-tensor scaling), "
+            "whose SCALE sets the encoding");
+    require(o.beta == 0.0f, "options->beta (", o.beta,
+            ") must be 0 when tensor 'd' is FP8: FP8 codes are not accumulated into");
+    require(o.saturate_output == 0 || o.saturate_output == 1, "options->saturate_output (", o.saturate_output,
+            ") must be 0 or 1");
+  } else {
+    require(is_high_precision(td.dtype) && !td.quantized(),
+            "tensor 'd' must be a plain FP32, BF16 or FP16 tensor, or a per-tensor quantized FP8 tensor");
+  }
 
-    const int64_t m = o.trans_a ? ta.cols : ta.rows;
-    const int64_t k = o.trans_a ? ta.rows : ta.cols;
-    const int64_t n = o.trans_b ? tb.cols : tb.rows;
-    const int64_t kb = o.trans_b ? tb.rows : tb.cols;
-    require(k == kb, "inner dimensions differ: 'a' gives K = ", k, " (trans_a = ", o.trans_a, "), 'b' gives K = ", kb,
-            " (trans_b = ", o.trans_b, ")");
-    require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
+  const int64_t m = o.trans_a ? ta.cols : ta.rows;
+  const int64_t k = o.trans_a ? ta.rows : ta.cols;
+  const int64_t n = o.trans_b ? tb.cols : tb.rows;
+  const int64_t kb = o.trans_b ? tb.rows : tb.cols;
+  require(k == kb, "inner dimensions differ: 'a' gives K = ", k, " (trans_a = ", o.trans_a, "), 'b' gives K = ", kb,
+          " (trans_b = ", o.trans_b, ")");
+  require(td.rows == m && td.cols == n, "tensor 'd' is ", td.rows, "x", td.cols, " but the product is ", m, "x", n);
 
-    if (fp4) {
-      if (fp8_out)
-        fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
-             ": FP4 GEMMs write FP32, BF16 or FP16 only");
-      prepared.entry = PreparedGemm::Entry::Fp4Gemm;
-      prepared.fp4 = fp4_gemm_args(ctx, ta, tb, td, o, m, n, k);
-      return prepared;
-    }
-    if (ta.block_scaled() || tb.block_scaled()) {
-      if (fp8_out)
-        fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
-             ": block-scaled GEMMs write FP32, BF16 or FP16 only");
-      prepared.entry = PreparedGemm::Entry::BlockGemm;
-      prepared.block = block_scaled_gemm_args(ctx, ta, tb, td, o, m, n, k);
-      return prepared;
-    }
-    octet_gemm_args& args = prepared.gemm;
-    args.struct_size = sizeof(args);
-    args.m = m;
-    args.n = n;
-    args.k = k;
-    args.alpha = o.alpha;
-    args.beta = o.beta;
-    args.epilogue = o.epilogue;
-    args.fast_accumulation = o.fast_accumulation;
-    args.d = td.rowwise_view();
-    args.bias = bias_view(ctx, o, n);
-    if (fp8) {
-      require((ctx.caps.dtypes & OCTET_DTYPE_BIT(ta.dtype)) && (ctx.caps.dtypes & OCTET_DTYPE_BIT(tb.dtype)),
-              "backend '", ctx.backend->name, "' does not declare the FP8 dtypes of 'a' and 'b'");
-      args.a_scale_inv = ta.quantized() ? ta.scalar(kScaleInv) : nullptr;
-      args.b_scale_inv = tb.quantized() ? tb.scalar(kScaleInv) : nullptr;
-    }
-    require_entry(ctx, ctx.api().gemm != nullptr, "gemm");
+  if (fp4) {
+    if (fp8_out)
+      fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
+           ": FP4 GEMMs write FP32, BF16 or FP16 only");
+    prepared.entry = PreparedGemm::Entry::Fp4Gemm;
+    prepared.fp4 = fp4_gemm_args(ctx, ta, tb, td, o, m, n, k);
+    return prepared;
+  }
+  if (ta.block_scaled() || tb.block_scaled()) {
+    if (fp8_out)
+      fail(OCTET_STATUS_UNSUPPORTED, "tensor 'd' is ", dtype_name(td.dtype),
+           ": block-scaled GEMMs write FP32, BF16 or FP16 only");
+    prepared.entry = PreparedGemm::Entry::BlockGemm;
+    prepared.block = block_scaled_gemm_args(ctx, ta, tb, td, o, m, n, k);
+    return prepared;
+  }
+  octet_gemm_args& args = prepared.gemm;
+  args.struct_size = sizeof(args);
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.alpha = o.alpha;
+  args.beta = o.beta;
+  args.epilogue = o.epilogue;
+  args.fast_accumulation = o.fast_accumulation;
+  args.d = td.rowwise_view();
+  args.bias = bias_view(ctx, o, n);
+  if (fp8) {
+    require((ctx.caps.dtypes & OCTET_DTYPE_BIT(ta.dtype)) && (ctx.caps.dtypes & OCTET_DTYPE_BIT(tb.dtype)), "backend '",
+            ctx.backend->name, "' does not declare the FP8 dtypes of 'a' and 'b'");
+    args.a_scale_inv = ta.quantized() ? ta.scalar(kScaleInv) : nullptr;
+    args.b_scale_inv = tb.quantized() ? tb.scalar(kScaleInv) : nullptr;
+  }
+  require_entry(ctx, ctx.api().gemm != nullptr, "gemm");
 
-    const bool native = ctx.caps.native_columnwise != 0;
-    std::vector<Operand> a_options = candidates(ta, o.trans_a, native);
-    std::vector<Operand> b_options = candidates(tb, o.trans_b, native);
-    require(!a_options.empty() && !b_options.empty(), "an operand has no stored data");
-    const uint32_t layouts = fp8 ? ctx.caps.fp8_gemm_layouts : uint32_t(OCTET_GEMM_LAYOUT_ALL);
-    bool chosen = false;
-    for (const Operand& oa : a_options) {
-      for (const Operand& ob : b_options) {
-        if (!chosen && (layouts & layout_of(oa.trans, ob.trans))) {
-          args.a = oa.view;
-          args.trans_a = oa.trans;
-          args.b = ob.view;
-          args.trans_b = ob.trans;
-          chosen = true;
-        }
+  const bool native = ctx.caps.native_columnwise != 0;
+  std::vector<Operand> a_options = candidates(ta, o.trans_a, native);
+  std::vector<Operand> b_options = candidates(tb, o.trans_b, native);
+  require(!a_options.empty() && !b_options.empty(), "an operand has no stored data");
+  const uint32_t layouts = fp8 ? ctx.caps.fp8_gemm_layouts : uint32_t(OCTET_GEMM_LAYOUT_ALL);
+  bool chosen = false;
+  for (const Operand& oa : a_options) {
+    for (const Operand& ob : b_options) {
+      if (!chosen && (layouts & layout_of(oa.trans, ob.trans))) {
+        args.a = oa.view;
+        args.trans_a = oa.trans;
+        args.b = ob.view;
+        args.trans_b = ob.trans;
+        chosen = true;
       }
     }
-    // No stored copy fits: make K-contiguous copies (the TN layout) here.
-    if (!chosen) {
-      if (!(layouts & OCTET_GEMM_LAYOUT_TN))
-        fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' declares no usable FP8 GEMM layout");
-      require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
-      auto k_contiguous = [&](const Operand& op, Buffer& workspace) {
-        if (!op.trans) return op;
-        workspace = Buffer(context, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype),
-                           OCTET_MEMORY_WORKSPACE);
-        octet_matrix_view t{workspace.data(), op.view.dtype, 0, op.view.cols, op.view.rows, op.view.rows};
-        call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
-        return Operand{t, 0};
-      };
-      Operand oa = k_contiguous(a_options.front(), prepared.a_workspace);
-      Operand ob = k_contiguous(b_options.front(), prepared.b_workspace);
-      args.a = oa.view;
-      args.trans_a = 0;
-      args.b = ob.view;
-      args.trans_b = 0;
-    }
-    return prepared;
+  }
+  // No stored copy fits: make K-contiguous copies (the TN layout) here.
+  if (!chosen) {
+    if (!(layouts & OCTET_GEMM_LAYOUT_TN))
+      fail(OCTET_STATUS_UNSUPPORTED, "backend '", ctx.backend->name, "' declares no usable FP8 GEMM layout");
+    require_entry(ctx, ctx.api().transpose != nullptr, "transpose");
+    auto k_contiguous = [&](const Operand& op, Buffer& workspace) {
+      if (!op.trans) return op;
+      workspace =
+          Buffer(context, size_t(op.view.rows * op.view.cols) * dtype_size(op.view.dtype), OCTET_MEMORY_WORKSPACE);
+      octet_matrix_view t{workspace.data(), op.view.dtype, 0, op.view.cols, op.view.rows, op.view.rows};
+      call_backend(ctx, "transpose", [&] { return ctx.api().transpose(ctx.handle, &op.view, &t); });
+      return Operand{t, 0};
+    };
+    Operand oa = k_contiguous(a_options.front(), prepared.a_workspace);
+    Operand ob = k_contiguous(b_options.front(), prepared.b_workspace);
+    args.a = oa.view;
+    args.trans_a = 0;
+    args.b = ob.view;
+    args.trans_b = 0;
+  }
+  return prepared;
 }
 
 void run_prepared(const ContextState& ctx, const PreparedGemm& p) {

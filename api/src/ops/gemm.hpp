@@ -34,8 +34,8 @@ void run_prepared(const ContextState& ctx, const PreparedGemm& gemm);
 
 // Checks the operands and runs D = op(A) op(B)^T as octet_gemm does
 // (options already read; the usage/layout adaptation included).
-void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& a, const TensorState& b,
-              TensorState& d, const octet_gemm_options& options);
+void run_gemm(const std::shared_ptr<ContextState>& context, const TensorState& a, const TensorState& b, TensorState& d,
+              const octet_gemm_options& options);
 
 // The view of options.bias for a GEMM with N = n columns (an empty view
 // when there is none), after checking it: a high-precision vector of n

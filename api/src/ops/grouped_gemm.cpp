@@ -31,13 +31,15 @@ octet_grouped_gemm_options grouped_defaults() {
 
 // Bytes from the start of a copy [rows, cols] to its row `row` (E2M1 rows
 // are packed on their own bytes).
-size_t row_offset(octet_dtype dtype, int64_t row, int64_t cols) { return size_t(row) * dtype_bytes(dtype, size_t(cols)); }
+size_t row_offset(octet_dtype dtype, int64_t row, int64_t cols) {
+  return size_t(row) * dtype_bytes(dtype, size_t(cols));
+}
 
 // The scale grid of one copy of a block-scaled slice. `copy_rows` x
 // `copy_cols` is the stored copy, `block` its block shape; the slice keeps
 // [begin, begin + count) of the copy's rows (along_rows) or columns.
-void slice_grid(const TensorState& t, bool columnwise_copy, bool along_rows, int64_t begin, int64_t count,
-                Buffer& out, const std::string& what) {
+void slice_grid(const TensorState& t, bool columnwise_copy, bool along_rows, int64_t begin, int64_t count, Buffer& out,
+                const std::string& what) {
   const Buffer& grid = columnwise_copy ? t.columnwise_scale_inv : t.rowwise_scale_inv;
   if (!grid) return;
   const int64_t copy_rows = columnwise_copy ? t.cols : t.rows, copy_cols = columnwise_copy ? t.rows : t.cols;
@@ -59,8 +61,8 @@ void slice_grid(const TensorState& t, bool columnwise_copy, bool along_rows, int
     return;
   }
   require(begin % extent == 0, what, " starts at ", begin, " along the ", (along_rows ? "rows" : "columns"), " of its ",
-          (columnwise_copy ? "columnwise" : "rowwise"), " copy, which has ", block.rows, "x", block.cols,
-          " blocks (", scaling_mode_name(t.scaling_mode), "): a group must start on a block boundary of a stacked ",
+          (columnwise_copy ? "columnwise" : "rowwise"), " copy, which has ", block.rows, "x", block.cols, " blocks (",
+          scaling_mode_name(t.scaling_mode), "): a group must start on a block boundary of a stacked ",
           "block-scaled operand; pass this operand as one tensor per group instead");
   const int64_t first = begin / extent;
   const int64_t last = count == 0 ? first : (begin + count + extent - 1) / extent;
@@ -125,7 +127,7 @@ TensorState slice(const TensorState& t, bool along_rows, int64_t begin, int64_t 
 
 // What an operand is given as, for every group.
 struct OperandGroups {
-  const char* name;  // "a", "b", "d"
+  const char* name;                         // "a", "b", "d"
   std::vector<const TensorState*> tensors;  // 1 or group_count
 };
 
@@ -148,8 +150,8 @@ TensorState group_view(const OperandGroups& op, size_t g, bool split_operand, bo
 void check_shared_3d(const OperandGroups& op, size_t groups) {
   if (op.tensors.size() != 1) return;
   const TensorState& t = *op.tensors[0];
-  require(t.ndim == 3 && t.shape[0] == int64_t(groups), "tensor '", op.name, "' is one tensor of shape ",
-          shape_text(t), " for ", groups, " groups: a tensor the groups do not split must be 3-D [", groups,
+  require(t.ndim == 3 && t.shape[0] == int64_t(groups), "tensor '", op.name, "' is one tensor of shape ", shape_text(t),
+          " for ", groups, " groups: a tensor the groups do not split must be 3-D [", groups,
           ", rows, cols] (group g's matrix at index g), or be passed as one tensor per group");
 }
 
@@ -171,9 +173,9 @@ extern "C" OCTET_API octet_status octet_grouped_gemm_options_init_sized(octet_gr
                  [&] { init_sized(options, grouped_defaults(), struct_size); });
 }
 
-extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, size_t group_count,
-                                                     const int64_t* splits, const octet_tensor* const* a,
-                                                     size_t a_count, const octet_tensor* const* b, size_t b_count,
+extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, size_t group_count, const int64_t* splits,
+                                                     const octet_tensor* const* a, size_t a_count,
+                                                     const octet_tensor* const* b, size_t b_count,
                                                      octet_tensor* const* d, size_t d_count,
                                                      const octet_grouped_gemm_options* options) {
   return guarded("octet_grouped_gemm", [&] {
@@ -217,8 +219,8 @@ extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, siz
       for (const TensorState* t : op->tensors) {
         require_allowed_scalar(*t, kScaleInv, op->name);
         if (op->tensors.size() == 1 && t->ndim == 3 && t->block_scaled() && !t->axiswise())
-          require(t->shape[1] % t->block_rows == 0, "tensor '", op->name, "' (", shape_text(*t),
-                  ") is 3-D with ", t->block_rows, "x", t->block_cols, " blocks: each group's rows (", t->shape[1],
+          require(t->shape[1] % t->block_rows == 0, "tensor '", op->name, "' (", shape_text(*t), ") is 3-D with ",
+                  t->block_rows, "x", t->block_cols, " blocks: each group's rows (", t->shape[1],
                   ") must be a multiple of the block rows, or pass one tensor per group");
       }
 
@@ -232,8 +234,8 @@ extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, siz
     } else {
       check_shared_3d(gd, group_count);
     }
-    for (const OperandGroups* op : split_m ? std::vector<const OperandGroups*>{&ga, &gd}
-                                           : std::vector<const OperandGroups*>{&ga, &gb}) {
+    for (const OperandGroups* op :
+         split_m ? std::vector<const OperandGroups*>{&ga, &gd} : std::vector<const OperandGroups*>{&ga, &gb}) {
       const bool rows = op == &gd ? true : op == &ga ? a_rows : b_rows;
       if (op->tensors.size() == 1) {
         const TensorState& t = *op->tensors[0];
@@ -247,9 +249,8 @@ extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, siz
           const TensorState& t = *op->tensors[g];
           require(t.ndim == 2, "tensor '", op->name, "[", g, "]' (", shape_text(t), ") must be 2-D");
           const int64_t extent = rows ? t.rows : t.cols;
-          require(extent == splits[g] || splits[g] == 0, "tensor '", op->name, "[", g, "]' (", shape_text(t),
-                  ") has ", extent, " ", (rows ? "rows" : "columns"), " along the split but splits[", g, "] is ",
-                  splits[g]);
+          require(extent == splits[g] || splits[g] == 0, "tensor '", op->name, "[", g, "]' (", shape_text(t), ") has ",
+                  extent, " ", (rows ? "rows" : "columns"), " along the split but splits[", g, "] is ", splits[g]);
         }
       }
     }

@@ -41,7 +41,8 @@ size_t table_size_for_minor(uint32_t minor) {
     case 2: return offsetof(octet_backend_api, scale_from_amax);
     case 3:
       return offsetof(octet_backend_api, fp4_quantize);
-    case 4: return offsetof(octet_backend_api, grouped_gemm);
+    case 4:
+      return offsetof(octet_backend_api, grouped_gemm);
     default: return sizeof(octet_backend_api);
   }
 }

@@ -82,8 +82,8 @@ int32_t grouped_gemm_kernel(const octet_grouped_gemm_args* args) {
     Group& group = groups[static_cast<std::size_t>(g)];
     group.gemm = args->gemms != nullptr ? &args->gemms[g] : nullptr;
     group.block = args->block_gemms != nullptr ? &args->block_gemms[g] : nullptr;
-    const int32_t s = group.gemm != nullptr ? check_gemm_kernel_args(group.gemm)
-                                            : check_block_gemm_kernel_args(group.block);
+    const int32_t s =
+        group.gemm != nullptr ? check_gemm_kernel_args(group.gemm) : check_block_gemm_kernel_args(group.block);
     if (s != OCTET_STATUS_SUCCESS) return s;
   }
 
