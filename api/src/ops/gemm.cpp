@@ -125,8 +125,7 @@ octet_block_gemm_args block_scaled_gemm_args(const ContextState& ctx, const Tens
 // the rowwise codes in its GEMM and the core transposes them for a
 // columnwise copy; otherwise the GEMM writes FP32 into a workspace and
 // quantize encodes it, which is the definition the direct path must match.
-void gemm_to_fp8(const std::shared_ptr<ContextState>& context, octet_gemm_args& args, TensorState& td,
-                 bool saturate) {
+void gemm_to_fp8(const std::shared_ptr<ContextState>& context, octet_gemm_args& args, TensorState& td, bool saturate) {
   const ContextState& ctx = *context;
   if (ctx.caps.fp8_gemm_output != 0 && td.data) {
     args.d = td.rowwise_view();
@@ -337,7 +336,5 @@ extern "C" OCTET_API octet_status(octet_gemm_options_init)(octet_gemm_options* o
 }
 
 extern "C" OCTET_API octet_status octet_gemm_options_init_sized(octet_gemm_options* options, size_t struct_size) {
-  return guarded("octet_gemm_options_init_sized", [&] {
-    init_sized(options, gemm_defaults(), struct_size);
-  });
+  return guarded("octet_gemm_options_init_sized", [&] { init_sized(options, gemm_defaults(), struct_size); });
 }
