@@ -22,7 +22,7 @@ int32_t grouped_gemm(const octet_grouped_gemm_args* args) {
                   std::string(kKernel) + ": exactly one of args->gemms and args->block_gemms must be set");
   }
   for (int64_t g = 0; g < args->group_count; ++g) {
-    const int32_t s = args->gemms != nullptr ? gemm(&args->gemms[g]) : block_gemm(&args->block_gemms[g]);
+    const int32_t s = args->gemms != nullptr ? gemm(args->gemms[g]) : block_gemm(args->block_gemms[g]);
     if (s != OCTET_STATUS_SUCCESS) return s;
   }
   return OCTET_STATUS_SUCCESS;

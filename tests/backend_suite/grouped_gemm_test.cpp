@@ -113,10 +113,12 @@ TEST_P(GroupedGemmKernels, PlainGroupsEqualTheirOwnGemmCalls) {
           args.push_back(a);
           groups.push_back(std::move(g));
         }
+        std::vector<const octet_gemm_args*> pointers;
+        for (const octet_gemm_args& one : args) pointers.push_back(&one);
         octet_grouped_gemm_args grouped{};
         grouped.struct_size = sizeof grouped;
         grouped.group_count = int64_t(args.size());
-        grouped.gemms = args.data();
+        grouped.gemms = pointers.data();
         expect_success(api_->grouped_gemm(context_, &grouped));
         for (std::size_t i = 0; i < args.size(); ++i) {
           octet_gemm_args single = args[i];
@@ -189,10 +191,12 @@ TEST_P(GroupedGemmKernels, BlockScaledGroupsEqualTheirOwnBlockGemmCalls) {
       args.push_back(a);
       groups.push_back(std::move(g));
     }
+    std::vector<const octet_block_gemm_args*> pointers;
+    for (const octet_block_gemm_args& one : args) pointers.push_back(&one);
     octet_grouped_gemm_args grouped{};
     grouped.struct_size = sizeof grouped;
     grouped.group_count = int64_t(args.size());
-    grouped.block_gemms = args.data();
+    grouped.block_gemms = pointers.data();
     expect_success(api_->grouped_gemm(context_, &grouped));
     for (std::size_t i = 0; i < args.size(); ++i) {
       octet_block_gemm_args single = args[i];
@@ -215,17 +219,18 @@ TEST_P(GroupedGemmKernels, RefusesMalformedArguments) {
   a.alpha = 1.0f;
   a.d = g.d_grouped.view();
   octet_gemm_args pair[2] = {a, a};
+  const octet_gemm_args* pointers[2] = {&pair[0], &pair[1]};
   octet_grouped_gemm_args grouped{};
   grouped.struct_size = sizeof grouped;
   grouped.group_count = 0;
-  grouped.gemms = pair;
+  grouped.gemms = pointers;
   expect_failure(api_->grouped_gemm(context_, &grouped), OCTET_STATUS_INVALID_ARGUMENT,
                  {"grouped_gemm", "group_count"});
   grouped.group_count = 2;
   grouped.gemms = nullptr;
   expect_failure(api_->grouped_gemm(context_, &grouped), OCTET_STATUS_INVALID_ARGUMENT,
                  {"grouped_gemm", "exactly one"});
-  grouped.gemms = pair;
+  grouped.gemms = pointers;
   pair[1].k = 5;  // B is [4,4]: the second group's shapes disagree
   expect_failure(api_->grouped_gemm(context_, &grouped), OCTET_STATUS_INVALID_ARGUMENT, {"gemm", "args->a"});
   expect_failure(api_->grouped_gemm(context_, nullptr), OCTET_STATUS_INVALID_ARGUMENT, {"grouped_gemm", "args"});

@@ -29,7 +29,8 @@ def ctx(request):
 
 
 def quantizer(mode, role):
-    recipes = {"per_row": octet.RowwiseScaling, "mxfp8": octet.MXFP8Scaling, "block": octet.BlockScaling}
+    recipes = {"per_row": octet.RowwiseScaling, "mxfp8": octet.MXFP8Scaling, "block": octet.BlockScaling,
+               "mxfp4": octet.MXFP4Scaling, "nvfp4": octet.NVFP4Scaling}
     return octet.Quantizer(recipes[mode](), role)
 
 
@@ -59,16 +60,31 @@ def within_bound(got, a64, b64, k):
 
 
 MODES = ["fp32", "bf16", "per_tensor", "per_row", "mxfp8", "block"]
+# FP4 (E2M1, packed two a byte): the backend's fp4_gemm group by group; a
+# stacked FP4 operand is cut along its rows only.
+FP4_MODES = ["mxfp4", "nvfp4"]
 
 
-@pytest.mark.parametrize("mode", MODES)
+def fp4_or_skip(ctx, mode):
+    if mode in FP4_MODES and not ctx.info()["features"] & (1 << 19):  # OCTET_FEATURE_FP4_GEMM
+        pytest.skip(f"{ctx.info()['name']} has no FP4 GEMM (it does not store E2M1)")
+
+
+@pytest.mark.parametrize("mode", MODES + FP4_MODES)
 def test_split_m_groups_equal_their_own_gemms(ctx, mode):
+    fp4_or_skip(ctx, mode)
     rng = np.random.default_rng(11)
     k, n = 160, 72
     x = rng.standard_normal((sum(SPLITS_M), k)).astype(np.float32)
     ws = [rng.standard_normal((n, k)).astype(np.float32) for _ in SPLITS_M]
     biases = [rng.standard_normal(n).astype(np.float32) if g % 2 else None for g in range(len(SPLITS_M))]
     qx = make(ctx, x, mode, "input", octet.ROWWISE)
+    if mode == "nvfp4":
+        # NVFP4's tensor scale comes from the whole tensor's amax, so a group
+        # quantized on its own differs from its rows of a stacked tensor:
+        # one tensor per group (a zero group's is not read).
+        qx = [make(ctx, x[o:o + m] if m else x[:1], mode, "input", octet.ROWWISE)
+              for o, m in zip(np.cumsum([0] + SPLITS_M), SPLITS_M)]
     qws = [make(ctx, w, mode, "weight", octet.ROWWISE) for w in ws]
     got = ctx.grouped_gemm(qx, qws, SPLITS_M, bias=biases, alpha=0.5).numpy()
     assert got.shape == (sum(SPLITS_M), n)
@@ -81,7 +97,7 @@ def test_split_m_groups_equal_their_own_gemms(ctx, mode):
         off += m
     # The same with the weights as one 3-D tensor [G, N, K] (per-tensor and
     # the row-blocked modes: a 3-D tensor is quantized as one).
-    if mode in ("fp32", "per_tensor", "per_row", "mxfp8"):
+    if mode in ("fp32", "per_tensor", "per_row", "mxfp8", "mxfp4"):
         stacked = make(ctx, np.stack(ws), mode, "weight", octet.ROWWISE)
         got3 = ctx.grouped_gemm(qx, stacked, SPLITS_M, bias=biases, alpha=0.5).numpy()
         off = 0
@@ -94,8 +110,9 @@ def test_split_m_groups_equal_their_own_gemms(ctx, mode):
             off += m
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + FP4_MODES)
 def test_split_m_dgrad_and_the_float64_model(ctx, mode):
+    fp4_or_skip(ctx, mode)
     rng = np.random.default_rng(12)
     k, n = 96, 40
     dy = rng.standard_normal((sum(SPLITS_M), n)).astype(np.float32)
@@ -103,6 +120,19 @@ def test_split_m_dgrad_and_the_float64_model(ctx, mode):
     qdy = make(ctx, dy, mode, "gradient", octet.ROWWISE)
     # dX = dY W_g: W_g used transposed reads its columnwise copy.
     qws = [make(ctx, w, mode, "weight", octet.BOTH) for w in ws]
+    if mode in FP4_MODES:
+        # The FP4 recipes quantize a weight's columnwise copy with the
+        # Hadamard transform (numerics.md section 15): each group against its
+        # own octet_gemm, bit for bit (the FP4 GEMM's accuracy: test_fp4_recipes).
+        offs = np.cumsum([0] + SPLITS_M)
+        own = [make(ctx, dy[offs[g]:offs[g + 1]] if m else dy[:1], mode, "gradient", octet.ROWWISE)
+               for g, m in enumerate(SPLITS_M)]
+        got = ctx.grouped_gemm(own, qws, SPLITS_M, trans_b=True).numpy()
+        for g, m in enumerate(SPLITS_M):
+            if m:
+                want = ctx.gemm(own[g], qws[g], trans_b=True).numpy()
+                assert np.array_equal(got[offs[g]:offs[g + 1]], want), f"group {g}"
+        return
     got = ctx.grouped_gemm(qdy, qws, SPLITS_M, trans_b=True).numpy()
     a64 = dequantized(ctx, qdy, mode)
     off = 0
@@ -113,9 +143,11 @@ def test_split_m_dgrad_and_the_float64_model(ctx, mode):
         off += m
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "lists"])
+# A stacked FP4 operand cannot be cut along K (test_a_stacked_fp4_operand_is_refused_along_k).
+@pytest.mark.parametrize("mode,stacked", [(m, True) for m in MODES] + [(m, False) for m in MODES + FP4_MODES],
+                         ids=[f"stacked-{m}" for m in MODES] + [f"lists-{m}" for m in MODES + FP4_MODES])
 def test_split_k_wgrad_groups_equal_their_own_gemms(ctx, mode, stacked):
+    fp4_or_skip(ctx, mode)
     rng = np.random.default_rng(13)
     splits = SPLITS_K_ALIGNED if stacked else [7, 0, 45, 33]
     n, k = 24, 40
@@ -149,6 +181,8 @@ def test_split_k_wgrad_groups_equal_their_own_gemms(ctx, mode, stacked):
             d_own = ctx.tensor(d0[g].copy())
             ctx.gemm(own_dy[g], own_x[g], trans_a=True, trans_b=True, beta=0.25, out=d_own)
             assert np.array_equal(got[g].view(np.uint32), d_own.numpy().view(np.uint32)), f"group {g}"
+        if mode in FP4_MODES:
+            continue  # Hadamard-transformed copies: the bits above are the contract
         a64 = dequantized(ctx, a, mode)[offs[g]:offs[g + 1]] if stacked else dequantized(ctx, own_dy[g], mode)
         b64 = dequantized(ctx, b, mode)[offs[g]:offs[g + 1]] if stacked else dequantized(ctx, own_x[g], mode)
         want = a64.T @ b64 + 0.25 * d0[g].astype(np.float64)
@@ -211,3 +245,14 @@ def test_the_example_of_docs_grouped_gemm_md_runs():
     with contextlib.redirect_stdout(out):
         exec(compile(block, "docs/grouped_gemm.md", "exec"), {"__name__": "__docs__"})  # noqa: S102 (our own docs)
     assert out.getvalue().strip() == "(64, 32) (64, 64) (4, 32, 64)"
+
+
+def test_a_stacked_fp4_operand_is_refused_along_k(ctx):
+    fp4_or_skip(ctx, "mxfp4")
+    rng = np.random.default_rng(15)
+    dy = quantizer("mxfp4", "gradient").quantize(ctx, rng.standard_normal((64, 32)).astype(np.float32),
+                                                 usages=octet.COLUMNWISE)
+    x = quantizer("mxfp4", "input").quantize(ctx, rng.standard_normal((64, 32)).astype(np.float32),
+                                             usages=octet.COLUMNWISE)
+    with pytest.raises(octet.OctetError, match="FP4 and stacked along K"):
+        ctx.grouped_gemm(dy, x, [32, 32], split="k", trans_a=True, trans_b=True)

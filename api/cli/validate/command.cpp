@@ -117,6 +117,7 @@ void check_every_family(const ValidationRun& run) {
   check_gemm_fp8(run);
   check_gemm_high_precision(run);
   check_gemm_fp8_output(run);
+  check_grouped_gemm(run);
   check_recipes(run);
   check_fp4(run);
   check_layers(run);

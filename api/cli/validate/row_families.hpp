@@ -14,6 +14,9 @@ void check_gemm_fp8(const ValidationRun& run);
 void check_gemm_high_precision(const ValidationRun& run);
 // FP8 D (ABI 1.4): codes, SCALE_INV and AMAX from the target's own FP32 result, bit for bit.
 void check_gemm_fp8_output(const ValidationRun& run);
+// Grouped GEMMs (users' ABI 1.9): each group against its own octet_gemm, bit
+// for bit, and the bound (grouped_gemm_rows.cpp).
+void check_grouped_gemm(const ValidationRun& run);
 // Scaling recipes, block-scaled quantize and GEMM (recipe_rows.cpp).
 void check_recipes(const ValidationRun& run);
 // Layers, one training step against the reference, bit for bit on data whose

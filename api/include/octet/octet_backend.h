@@ -409,18 +409,19 @@ typedef struct octet_fp4_gemm_args {
 
 /* ---- Grouped GEMMs (plugin ABI 1.5) ----
  * group_count independent GEMMs in one call: exactly one of gemms and
- * block_gemms is set, with group_count entries, each as the host would
- * send it to gemm() or block_gemm() (FP8 output never: d is FP32, BF16 or
- * FP16). Group g's D must receive exactly what gemm(&gemms[g]) (or
+ * block_gemms is set, an array of group_count pointers to arguments, each
+ * as the host would send them to gemm() or block_gemm() (with their own
+ * struct_size, so the argument structs can grow; FP8 output never: d is
+ * FP32, BF16 or FP16). Group g's D must receive exactly what gemm(&gemms[g]) (or
  * block_gemm(&block_gemms[g])) would write: the groups' D never overlap,
  * and the backend may run them in any order and at once. A backend that
  * provides grouped_gemm takes both kinds; without it the host calls gemm()
  * or block_gemm() group by group. */
 typedef struct octet_grouped_gemm_args {
   size_t struct_size;
-  int64_t group_count;                      /* >= 1 */
-  const octet_gemm_args* gemms;             /* group_count entries, or NULL */
-  const octet_block_gemm_args* block_gemms; /* group_count entries, or NULL */
+  int64_t group_count;                             /* >= 1 */
+  const octet_gemm_args* const* gemms;             /* group_count pointers, or NULL */
+  const octet_block_gemm_args* const* block_gemms; /* group_count pointers, or NULL */
 } octet_grouped_gemm_args;
 
 /* ---- Kernels for normalisation, activations and bias gradients ----

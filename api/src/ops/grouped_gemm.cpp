@@ -107,6 +107,9 @@ TensorState slice(const TensorState& t, bool along_rows, int64_t begin, int64_t 
   // whole copy's row stride (packed FP4 rows cannot be cut: no view).
   auto view = [&](const Buffer& copy, int64_t copy_cols, bool copy_rows_sliced, int64_t& ld) {
     if (!copy) return Buffer();
+    if (!copy_rows_sliced && begin == 0 && count == copy_cols) {
+      return Buffer::wrap(t.ctx, copy.data(), copy.bytes());  // every column: the copy as it is
+    }
     if (copy_rows_sliced) {
       char* base = static_cast<char*>(copy.data()) + row_offset(t.dtype, begin, copy_cols);
       return Buffer::wrap(t.ctx, base, row_offset(t.dtype, count, copy_cols));
@@ -345,18 +348,18 @@ extern "C" OCTET_API octet_status octet_grouped_gemm(octet_context* context, siz
     // Run: the plain and the block-scaled groups each in one grouped call
     // where the backend has one; else (and FP4 always) group by group.
     const bool grouped = (ctx.backend->features & OCTET_FEATURE_GROUPED_GEMM) != 0;
-    std::vector<octet_gemm_args> plain;
-    std::vector<octet_block_gemm_args> blocks;
+    std::vector<const octet_gemm_args*> plain;
+    std::vector<const octet_block_gemm_args*> blocks;
     for (const PreparedGemm& p : prepared) {
       if (grouped && p.entry == PreparedGemm::Entry::Gemm) {
-        plain.push_back(p.gemm);
+        plain.push_back(&p.gemm);
       } else if (grouped && p.entry == PreparedGemm::Entry::BlockGemm) {
-        blocks.push_back(p.block);
+        blocks.push_back(&p.block);
       } else {
         run_prepared(ctx, p);
       }
     }
-    auto run_grouped = [&](const octet_gemm_args* g, const octet_block_gemm_args* bg, size_t count) {
+    auto run_grouped = [&](const octet_gemm_args* const* g, const octet_block_gemm_args* const* bg, size_t count) {
       if (count == 0) return;
       octet_grouped_gemm_args args{};
       args.struct_size = sizeof(args);

@@ -80,8 +80,8 @@ int32_t grouped_gemm_kernel(const octet_grouped_gemm_args* args) {
   std::vector<Group> groups(static_cast<std::size_t>(count));
   for (int64_t g = 0; g < count; ++g) {
     Group& group = groups[static_cast<std::size_t>(g)];
-    group.gemm = args->gemms != nullptr ? &args->gemms[g] : nullptr;
-    group.block = args->block_gemms != nullptr ? &args->block_gemms[g] : nullptr;
+    group.gemm = args->gemms != nullptr ? args->gemms[g] : nullptr;
+    group.block = args->block_gemms != nullptr ? args->block_gemms[g] : nullptr;
     const int32_t s =
         group.gemm != nullptr ? check_gemm_kernel_args(group.gemm) : check_block_gemm_kernel_args(group.block);
     if (s != OCTET_STATUS_SUCCESS) return s;
