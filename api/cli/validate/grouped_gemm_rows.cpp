@@ -63,8 +63,8 @@ void grouped(octet::Context& context, const std::vector<const octet::Tensor*>& a
 // |got - want| against the bound for one group's [m, n] result, the sums
 // over `k` products of A'[i, :] and B'[j, :] given as functions.
 template <typename A, typename B>
-void bound_group(RowCheck& check, const HostArray& got, size_t offset, int64_t m, int64_t n, int64_t k, A a_at,
-                 B b_at, const HostArray* reference) {
+void bound_group(RowCheck& check, const HostArray& got, size_t offset, int64_t m, int64_t n, int64_t k, A a_at, B b_at,
+                 const HostArray* reference) {
   const double unit = std::ldexp(1.0, -23) * static_cast<double>(k + 4);
   double worst_error = 0, worst_bound = 0, worst_ratio = -1;
   for (int64_t i = 0; i < m; ++i)
@@ -139,9 +139,9 @@ HostArray forward(octet::Context& context, octet_dtype dtype, const std::vector<
 }
 
 // Wgrad: dW_g[n, k] = dY_g^T X_g, dY and X stacked along the tokens.
-HostArray wgrad(octet::Context& context, octet_dtype dtype, const std::vector<float>& dy,
-                const std::vector<float>& x, int64_t n, int64_t k, std::vector<double>* dy_values,
-                std::vector<double>* x_values, std::vector<HostArray>* own) {
+HostArray wgrad(octet::Context& context, octet_dtype dtype, const std::vector<float>& dy, const std::vector<float>& x,
+                int64_t n, int64_t k, std::vector<double>* dy_values, std::vector<double>* x_values,
+                std::vector<HostArray>* own) {
   int64_t total = 0;
   for (int64_t s : kSplits) total += s;
   octet::Tensor tdy = make(context, dtype, total, n, dy, 16.0f, dy_values);
