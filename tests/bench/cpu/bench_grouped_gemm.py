@@ -14,6 +14,8 @@ Y_g = X_g W_g^T. Candidates, interleaved round by round, medians:
   E4M3 input (what a user writes without the grouped call);
 - torch bf16 loop: E torch.matmul calls on BF16 slices, torch's threads as
   many as Octet's;
+- torch fp32 loop: the same in FP32 (what a user picks where the CPU has no
+  BF16 arithmetic);
 - torch grouped: torch._grouped_mm on BF16, where torch runs it on the CPU
   (else the row says why not).
 
@@ -73,6 +75,15 @@ def torch_candidates(x, weights, splits, threads):
             torch.matmul(s, w.t())
 
     out["torch bf16 loop"] = loop
+    xf = torch.from_numpy(x)
+    wf = [torch.from_numpy(w) for w in weights]
+    slices_f = [xf[offs[g]:offs[g + 1]] for g in range(len(splits))]
+
+    def loop_fp32():
+        for s, w in zip(slices_f, wf):
+            torch.matmul(s, w.t())
+
+    out["torch fp32 loop"] = loop_fp32
     why = ""
     grouped = getattr(torch, "_grouped_mm", None)
     if grouped is None:

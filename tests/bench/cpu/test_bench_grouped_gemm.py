@@ -21,5 +21,6 @@ def test_the_grouped_gemm_benchmark_runs_on_a_tiny_shape():
                        env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "# machine class:" in r.stdout
-    for row in ("| octet grouped |", "| octet loop |", "| torch bf16 loop |", "| torch grouped |"):
+    for row in ("| octet grouped |", "| octet loop |", "| torch bf16 loop |", "| torch fp32 loop |",
+                "| torch grouped |"):
         assert row in r.stdout, r.stdout
