@@ -368,6 +368,82 @@ std::string probe_gemm(octet::Context& ctx, octet::Context& ref, bool ta, bool t
   return close(d[0], d[1], fp8_out ? 0.13 : 1e-3, "D");
 }
 
+// A grouped GEMM (docs/grouped_gemm.md) of ragged groups, an empty one
+// included: the forward layout in the primary FP8 dtype (one stacked input,
+// a weight per group) and the wgrad layout in FP32 (split K). Each group must
+// equal the backend's own octet_gemm on it bit for bit (the contract), and
+// the reference's result as any GEMM does.
+constexpr float kGroupedScale = 16.0f;
+
+std::string probe_grouped_gemm(octet::Context& ctx, octet::Context& ref, int32_t fp8) {
+  const int64_t splits[] = {5, 0, 19, 8};
+  const size_t groups = 4;
+  const int64_t rows = 32, n = 48, k = 256;
+  const auto vx = values(size_t(rows * k), 17, 2.0f), vw = values(size_t(groups) * size_t(n * k), 19, 2.0f);
+  const auto vdy = values(size_t(rows * n), 23, 2.0f);
+  std::vector<float> forward[2], wgrad[2];
+  std::string own_mismatch;
+  octet::Context* contexts[2] = {&ctx, &ref};
+  reference_first([&](int c) {
+    octet::Context& cx = *contexts[c];
+    auto quantized = [&](const std::vector<float>& v, size_t first, int64_t r, int64_t cols) {
+      octet::Tensor x = fp32_tensor(cx, std::vector<float>(v.begin() + first, v.begin() + first + size_t(r * cols)),
+                                    r, cols);
+      octet::Tensor y = create(cx, fp8, r, cols, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR);
+      octet::check(octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_SCALE, &kGroupedScale, sizeof(float)));
+      octet_quantize_options o = octet::quantize_options();
+      octet::check(octet_quantize(cx.get(), x.get(), y.get(), &o));
+      return y;
+    };
+    octet::Tensor x = quantized(vx, 0, rows, k);
+    std::vector<octet::Tensor> w;
+    std::vector<const octet_tensor*> wh;
+    for (size_t g = 0; g < groups; ++g) {
+      w.push_back(quantized(vw, g * size_t(n * k), n, k));
+      wh.push_back(w.back().get());
+    }
+    octet::Tensor y = create(cx, OCTET_DTYPE_FP32, rows, n);
+    octet_grouped_gemm_options o;
+    octet_grouped_gemm_options_init(&o);
+    const octet_tensor* xh = x.get();
+    octet_tensor* yh = y.get();
+    octet::check(octet_grouped_gemm(cx.get(), groups, splits, &xh, 1, wh.data(), groups, &yh, 1, &o));
+    forward[c] = fp32_of(y.get());
+    // wgrad: dW_g = dY_g^T X_g in FP32, stacked along the tokens.
+    octet::Tensor dy = fp32_tensor(cx, vdy, rows, n), xf = fp32_tensor(cx, vx, rows, k);
+    octet::Tensor dw_owner = octet::Tensor::create(cx, OCTET_DTYPE_FP32, {int64_t(groups), n, k});
+    octet_tensor* dw = dw_owner.get();
+    octet_grouped_gemm_options ko = o;
+    ko.split = OCTET_GROUP_SPLIT_K;
+    ko.trans_a = 1;
+    ko.trans_b = 1;
+    const octet_tensor* dyh = dy.get();
+    const octet_tensor* xfh = xf.get();
+    octet::check(octet_grouped_gemm(cx.get(), groups, splits, &dyh, 1, &xfh, 1, &dw, 1, &ko));
+    wgrad[c] = fp32_of(dw);
+    if (c != 0 || !own_mismatch.empty()) return;
+    // The backend's own octet_gemm, group by group.
+    int64_t first = 0;
+    for (size_t g = 0; g < groups; ++g) {
+      const int64_t m = splits[g];
+      if (m > 0) {
+        octet::Tensor xg = quantized(vx, size_t(first * k), m, k);
+        octet::Tensor yg = create(cx, OCTET_DTYPE_FP32, m, n);
+        octet_gemm_options go;
+        octet_gemm_options_init(&go);
+        octet::check(octet_gemm(cx.get(), xg.get(), w[g].get(), yg.get(), &go));
+        const std::vector<float> own = fp32_of(yg.get());
+        if (std::memcmp(own.data(), forward[0].data() + first * n, own.size() * sizeof(float)) != 0)
+          own_mismatch = "group " + std::to_string(g) + " of the grouped GEMM differs from its own octet_gemm";
+      }
+      first += m;
+    }
+  });
+  if (!own_mismatch.empty()) return own_mismatch;
+  const std::string f = close(forward[0], forward[1], 1e-3, "grouped D (forward)");
+  return f.empty() ? close(wgrad[0], wgrad[1], 1e-3, "grouped dW (wgrad)") : f;
+}
+
 // A LayerNormMLP (layernorm, GELU, bias) forward and backward in FP32, no
 // recipe: the norm, activation, bias-gradient and accumulate kernels.
 std::string probe_layer(octet::Context& ctx, octet::Context& ref) {
@@ -628,6 +704,10 @@ Section check_capabilities(const std::string& backend) {
         has(OCTET_FEATURE_GEMM_FP8_OUTPUT), [primary_gemm](octet::Context& c, octet::Context& r) {
           return probe_gemm(c, r, false, false, OCTET_SCALING_PER_TENSOR, OCTET_SCALING_PER_TENSOR, 0, true,
                             primary_gemm);
+        });
+  p.run(std::string("feature grouped_gemm (") + octet_dtype_name(primary_gemm.a) + " split m, fp32 split k)",
+        has(OCTET_FEATURE_GROUPED_GEMM), [primary_gemm](octet::Context& c, octet::Context& r) {
+          return probe_grouped_gemm(c, r, primary_gemm.a);
         });
   // One layer step serves the four layer kernels; an UNSUPPORTED that names
   // the entry of an undeclared one is only reported.
