@@ -387,8 +387,8 @@ std::string probe_grouped_gemm(octet::Context& ctx, octet::Context& ref, int32_t
   reference_first([&](int c) {
     octet::Context& cx = *contexts[c];
     auto quantized = [&](const std::vector<float>& v, size_t first, int64_t r, int64_t cols) {
-      octet::Tensor x = fp32_tensor(cx, std::vector<float>(v.begin() + first, v.begin() + first + size_t(r * cols)),
-                                    r, cols);
+      octet::Tensor x =
+          fp32_tensor(cx, std::vector<float>(v.begin() + first, v.begin() + first + size_t(r * cols)), r, cols);
       octet::Tensor y = create(cx, fp8, r, cols, OCTET_USAGE_ROWWISE, OCTET_SCALING_PER_TENSOR);
       octet::check(octet_tensor_copy_from_host(y.get(), OCTET_COMPONENT_SCALE, &kGroupedScale, sizeof(float)));
       octet_quantize_options o = octet::quantize_options();
@@ -706,9 +706,8 @@ Section check_capabilities(const std::string& backend) {
                             primary_gemm);
         });
   p.run(std::string("feature grouped_gemm (") + octet_dtype_name(primary_gemm.a) + " split m, fp32 split k)",
-        has(OCTET_FEATURE_GROUPED_GEMM), [primary_gemm](octet::Context& c, octet::Context& r) {
-          return probe_grouped_gemm(c, r, primary_gemm.a);
-        });
+        has(OCTET_FEATURE_GROUPED_GEMM),
+        [primary_gemm](octet::Context& c, octet::Context& r) { return probe_grouped_gemm(c, r, primary_gemm.a); });
   // One layer step serves the four layer kernels; an UNSUPPORTED that names
   // the entry of an undeclared one is only reported.
   const uint32_t layer_features =
