@@ -259,6 +259,38 @@ TEST(OctetHpp, GemmWithTransposesAlphaBetaBias) {
   EXPECT_THROW(octet::gemm(ctx, a, wrong, d, options), octet::Error);
 }
 
+// Three experts, one without rows: exact small integers, so each group's
+// rows are checked against a plain loop; a bias on the last group only.
+TEST(OctetHpp, GroupedGemmSplitsTheRowsBetweenExperts) {
+  octet::Context ctx("reference");
+  const std::vector<int64_t> splits = {2, 0, 3};
+  const int64_t rows = 5, n = 2, k = 3;
+  std::vector<float> x(rows * k), w(3 * n * k), bias = {1.0f, -1.0f};
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(int(i % 5) - 2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(int(i % 3) - 1);
+  octet::Tensor tx = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {rows, k});
+  octet::Tensor tw = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {3, n, k});  // [G, N, K]
+  octet::Tensor tbias = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {n});
+  octet::Tensor y = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {rows, n});
+  tx.upload(x);
+  tw.upload(w);
+  tbias.upload(bias);
+  octet::GroupedGemmOptions options;
+  options.bias = {octet::TensorView(), octet::TensorView(), tbias};
+  octet::grouped_gemm(ctx, splits, {tx}, {tw}, {y}, options);
+  const auto got = y.download<float>();
+  const int64_t group_of_row[] = {0, 0, 2, 2, 2};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t g = group_of_row[i];
+      float s = g == 2 ? bias[j] : 0.0f;
+      for (int64_t kk = 0; kk < k; ++kk) s += x[i * k + kk] * w[(g * n + j) * k + kk];
+      EXPECT_EQ(got[i * n + j], s) << i << "," << j;
+    }
+  // Splits that do not add up to X's rows: the library's refusal.
+  EXPECT_THROW(octet::grouped_gemm(ctx, {2, 0, 2}, {tx}, {tw}, {y}), octet::Error);
+}
+
 TEST(OctetHpp, WrapUsesCallerMemory) {
   octet::Context ctx("reference");
   const uint64_t alignment = ctx.info().alignment;

@@ -471,6 +471,45 @@ inline void gemm(Context& context, TensorView a, TensorView b, TensorView d,
   check(octet_gemm(context.get(), a.get(), b.get(), d.get(), &c));
 }
 
+struct GroupedGemmOptions {
+  int32_t split = OCTET_GROUP_SPLIT_M;  // OCTET_GROUP_SPLIT_M or _K
+  bool trans_a = false;
+  bool trans_b = false;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  std::vector<TensorView> bias;  // empty, or one per group (empty views: none)
+  octet_epilogue epilogue = OCTET_EPILOGUE_NONE;
+  bool fast_accumulation = false;
+};
+
+// G GEMMs in one call (see octet_grouped_gemm; docs/grouped_gemm.md): a, b
+// and d each hold one tensor (stacked along the split, or 3-D [G, r, c])
+// or one per group.
+inline void grouped_gemm(Context& context, const std::vector<int64_t>& splits, const std::vector<TensorView>& a,
+                         const std::vector<TensorView>& b, const std::vector<TensorView>& d,
+                         const GroupedGemmOptions& options = GroupedGemmOptions()) {
+  octet_grouped_gemm_options c;
+  check(octet_grouped_gemm_options_init(&c));
+  c.split = options.split;
+  c.trans_a = options.trans_a ? 1 : 0;
+  c.trans_b = options.trans_b ? 1 : 0;
+  c.alpha = options.alpha;
+  c.beta = options.beta;
+  c.epilogue = options.epilogue;
+  c.fast_accumulation = options.fast_accumulation ? 1 : 0;
+  auto handles = [](const std::vector<TensorView>& views) {
+    std::vector<octet_tensor*> h;
+    for (const TensorView& v : views) h.push_back(v.get());
+    return h;
+  };
+  const std::vector<octet_tensor*> ha = handles(a), hb = handles(b), hd = handles(d), hbias = handles(options.bias);
+  std::vector<const octet_tensor*> ca(ha.begin(), ha.end()), cb(hb.begin(), hb.end()),
+      cbias(hbias.begin(), hbias.end());
+  c.bias = options.bias.empty() ? nullptr : cbias.data();
+  check(octet_grouped_gemm(context.get(), splits.size(), splits.data(), ca.data(), ca.size(), cb.data(), cb.size(),
+                           hd.data(), hd.size(), &c));
+}
+
 // ---- option structs with their defaults ---------------------------------
 // Each returns the C struct filled by its octet_*_init (the sized form where
 // the header routes to one), so fields not changed keep the defaults.
