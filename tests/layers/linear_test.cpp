@@ -2,7 +2,6 @@
 // differences), FP8 against a reference that quantizes per numerics.md,
 // every option, profiles, bad arguments, and the cpu backend.
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "layer_test_helpers.hpp"
@@ -528,13 +527,6 @@ TEST(LinearCpuBackend, SameResultsWhereSupported) {
 #ifndef OCTET_TEST_CPU_PLUGIN
   GTEST_SKIP() << "the cpu plugin is not built (OCTET_WITH_ONEDNN=OFF)";
 #else
-  // Under LeakSanitizer (the ASan tree checks this suite for leaks, test by
-  // test) the plugin's OpenMP runs on this thread alone: LeakSanitizer's
-  // tracer can crash at exit in a process with live OpenMP worker threads,
-  // which is not a leak (tests/CMakeLists.txt). libgomp reads the variable
-  // when the plugin loads it; the results compared here do not depend on it.
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  if (asan != nullptr && std::strstr(asan, "detect_leaks=1") != nullptr) setenv("OMP_NUM_THREADS", "1", 1);
   if (octet_backend_load(OCTET_TEST_CPU_PLUGIN) != OCTET_STATUS_SUCCESS) {
     // Already registered by an earlier test, or unavailable.
     octet_context* probe = make_context("cpu", OCTET_PROFILE_NATIVE);
