@@ -27,9 +27,7 @@ the script running; its figures mean nothing).
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -37,18 +35,6 @@ import octet
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cpu_report  # noqa: E402
-
-
-def interleaved(cands, rounds):
-    times = {k: [] for k in cands}
-    for fn in cands.values():
-        fn()
-    for _ in range(rounds):
-        for k, fn in cands.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def route(tokens, experts, top_k, rng):
@@ -132,7 +118,7 @@ def run(experts, tokens, hidden, width, rounds, ctx):
     threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     extra, why = torch_candidates(x, weights, splits, threads)
     cands.update(extra)
-    times = interleaved(cands, rounds)
+    times = cpu_report.interleaved(cands, rounds)
     flops = 2.0 * rows * hidden * width
     base = times["octet grouped"]
     lines = [f"### {experts} experts: {tokens} tokens top-2 ({rows} rows, splits {min(splits)}..{max(splits)}), "

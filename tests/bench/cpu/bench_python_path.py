@@ -22,9 +22,7 @@ machine class line.
 
 import argparse
 import ctypes as c
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -36,18 +34,6 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import cpu_report  # noqa: E402
 
 _STATS_FEATURE = 1 << 8
-
-
-def interleaved(cands, rounds):
-    times = {k: [] for k in cands}
-    for fn in cands.values():
-        fn()
-    for _ in range(rounds):
-        for k, fn in cands.items():
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def check(status):
@@ -68,7 +54,7 @@ def stats_ratio(backend, x, rounds):
     q.set_scale(64.0)
     o = quantize_options()
     st = _lib.QuantizeStats(struct_size=c.sizeof(_lib.QuantizeStats))
-    t = interleaved({
+    t = cpu_report.interleaved({
         "quantize": lambda: check(lib.octet_quantize(ctx.handle, xt.handle, q.handle, c.byref(o))),
         "quantize_with_stats": lambda: check(lib.octet_quantize_with_stats(ctx.handle, xt.handle, q.handle,
                                                                            c.byref(o), c.byref(st))),
@@ -89,12 +75,12 @@ def python_ratios(x, rounds):
         check(lib.octet_amax(ctx.handle, xt.handle, c.byref(amax)))
         q.set_scale(448.0 / amax.value)
         check(lib.octet_quantize(ctx.handle, xt.handle, q.handle, c.byref(o)))
-    t = interleaved({"ctx.quantize(x)": lambda: ctx.quantize(xt), "octet_amax + octet_quantize": kernels}, rounds)
+    t = cpu_report.interleaved({"ctx.quantize(x)": lambda: ctx.quantize(xt), "octet_amax + octet_quantize": kernels}, rounds)
     out["quantize"] = (t["octet_amax + octet_quantize"], t["ctx.quantize(x)"])
     # ctx.dequantize(q) over octet_dequantize into a preallocated output.
     qq = ctx.quantize(xt)
     d = ctx.empty(x.shape, octet.FP32)
-    t = interleaved({"ctx.dequantize(q)": lambda: ctx.dequantize(qq),
+    t = cpu_report.interleaved({"ctx.dequantize(q)": lambda: ctx.dequantize(qq),
                      "octet_dequantize": lambda: check(lib.octet_dequantize(ctx.handle, qq.handle, d.handle))}, rounds)
     out["dequantize"] = (t["octet_dequantize"], t["ctx.dequantize(q)"])
     # ctx.gemm(a, b) over octet_gemm, 2048^3 E4M3.
@@ -103,7 +89,7 @@ def python_ratios(x, rounds):
     dd = ctx.empty((2048, 2048), octet.FP32)
     go = _lib.GemmOptions()
     check(lib.octet_gemm_options_init_sized(c.byref(go), c.sizeof(go)))
-    t = interleaved({"ctx.gemm(a, b)": lambda: ctx.gemm(a, b),
+    t = cpu_report.interleaved({"ctx.gemm(a, b)": lambda: ctx.gemm(a, b),
                      "octet_gemm": lambda: check(lib.octet_gemm(ctx.handle, a.handle, b.handle, dd.handle,
                                                                 c.byref(go)))}, rounds)
     out["gemm 2048^3"] = (t["octet_gemm"], t["ctx.gemm(a, b)"])

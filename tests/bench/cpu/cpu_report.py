@@ -14,6 +14,8 @@ Conventions (docs/benchmarks.md; performance.md):
 
 import json
 import re
+import statistics
+import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -266,3 +268,17 @@ def emulated(rate: float, native_rate: float, factor: float = 20.0) -> bool:
     without native FP8 kernels), where timing it at full size would take
     minutes and say nothing about FP8 GEMMs."""
     return rate * factor < native_rate
+
+
+def interleaved(cands, rounds):
+    """Median seconds of each candidate (name -> callable): one warm-up
+    call each, then `rounds` rounds calling every candidate once in turn."""
+    times = {k: [] for k in cands}
+    for fn in cands.values():
+        fn()
+    for _ in range(rounds):
+        for k, fn in cands.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
