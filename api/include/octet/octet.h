@@ -1174,9 +1174,33 @@ typedef struct octet_layernorm_mlp_options {
   int32_t activation;         /* octet_activation_kind (default GELU) */
 } octet_layernorm_mlp_options;
 
+/* Users' ABI 1.9: G experts' Linears over one input whose rows are sorted
+ * by expert (a mixture-of-experts layer, docs/grouped_linear.md): rows
+ * [s_0 + .. + s_{g-1}, + s_g) of the input go through expert g,
+ * y_g = x_g W_g^T + b_g, with the splits s given at each forward
+ * (octet_layer_forward_grouped; zero and ragged splits allowed, no
+ * padding). Every recipe, the weight storage, minimize_memory,
+ * weight_cache and skip_weight_allocation apply per expert as to a Linear;
+ * save_original_input does not (must be 0), nor recipes whose amaxes are
+ * all-reduced (current scaling with reduce_amax: refused at forward). */
+typedef struct octet_grouped_linear_options {
+  size_t struct_size;
+  const octet_linear_options* linear; /* required (read during create only):
+                                         in_features, out_features of each
+                                         expert */
+  int64_t num_groups;         /* required, 1 to 65536 (init: 0): the experts */
+  int32_t shared_quantizers;  /* 0 (default): each expert's linear has its
+                                 own three quantizers (its own scales and
+                                 amax histories); 1: the experts share one
+                                 set (one delayed/static scale per role for
+                                 every expert; an amax history step records
+                                 the max over the experts) */
+} octet_grouped_linear_options;
+
 OCTET_API octet_status octet_linear_options_init(octet_linear_options* options);
 OCTET_API octet_status octet_layernorm_linear_options_init(octet_layernorm_linear_options* options);
 OCTET_API octet_status octet_layernorm_mlp_options_init(octet_layernorm_mlp_options* options);
+OCTET_API octet_status octet_grouped_linear_options_init(octet_grouped_linear_options* options);
 
 /* Parameters start with unspecified contents: fill them through
  * octet_layer_get_parameter + octet_tensor_copy_from_host (FP8-only weights:
@@ -1188,6 +1212,8 @@ OCTET_API octet_status octet_layer_create_layernorm_linear(
     octet_context* context, const octet_layernorm_linear_options* options, octet_layer** layer);
 OCTET_API octet_status octet_layer_create_layernorm_mlp(
     octet_context* context, const octet_layernorm_mlp_options* options, octet_layer** layer);
+OCTET_API octet_status octet_layer_create_grouped_linear(
+    octet_context* context, const octet_grouped_linear_options* options, octet_layer** layer);
 /* Accepts NULL. Saved handles of the layer stay valid to destroy. */
 OCTET_API void octet_layer_destroy(octet_layer* layer);
 
@@ -1198,6 +1224,10 @@ OCTET_API void octet_layer_destroy(octet_layer* layer);
  *   LayerNormMLP:    "norm_weight", "norm_bias" (LayerNorm only),
  *                    "fc1_weight" [ffn or 2*ffn, hidden], "fc1_bias",
  *                    "fc2_weight" [hidden, ffn], "fc2_bias"
+ *   GroupedLinear:   "weight0" [out, in], "bias0" [out], "weight1", "bias1",
+ *                    ... one pair per expert; linear_index g of
+ *                    octet_layer_get_quantizer is expert g's (with
+ *                    shared_quantizers, every g gives the same three)
  * (biases only with bias = 1). names live as long as the layer. */
 OCTET_API octet_status octet_layer_parameter_count(const octet_layer* layer, size_t* count);
 OCTET_API octet_status octet_layer_parameter_name(const octet_layer* layer, size_t index,
@@ -1255,6 +1285,17 @@ OCTET_API octet_status octet_layer_get_quantizer(octet_layer* layer, size_t line
 OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tensor* input,
                                            octet_tensor* output, int32_t training,
                                            octet_saved** saved);
+/* GroupedLinear (users' ABI 1.9): output = layer(input) with the rows split
+ * between the experts: splits[g] (>= 0, group_count = num_groups of them,
+ * adding up to the input's rows) rows go through expert g, in order. As
+ * octet_layer_forward otherwise (octet_layer_forward refuses a grouped
+ * layer, and this function any other); the saved handle keeps the splits
+ * for octet_layer_backward. An expert with no rows computes nothing; its
+ * gradients are zero (or unchanged with accumulate). */
+OCTET_API octet_status octet_layer_forward_grouped(octet_layer* layer, const octet_tensor* input,
+                                                   size_t group_count, const int64_t* splits,
+                                                   octet_tensor* output, int32_t training,
+                                                   octet_saved** saved);
 /* skip_weight_allocation (users' ABI 1.9): the high-precision weight matrix
  * `index` that saved's backward reads, in place of the one its forward was
  * given, for a weight whose memory moved between the two (FSDP frees a

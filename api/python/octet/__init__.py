@@ -19,7 +19,8 @@ Beyond tensors and GEMMs (docs/python.md):
   - quantizers (octet.quantizers): Quantizer(recipe, role);
   - autocast scopes and the communicator (octet.autocast):
     `with ctx.autocast(recipe):`, ctx.set_communicator(fn);
-  - layers (octet.layers): Linear, LayerNormLinear, LayerNormMLP.
+  - layers (octet.layers): Linear, LayerNormLinear, LayerNormMLP,
+    GroupedLinear; routing tokens to experts (octet.moe).
 
 DLPack (docs/python.md): np.from_dlpack(t) / torch.from_dlpack(t) share an
 octet Tensor's memory, octet.from_dlpack(x) / ctx.from_dlpack(x) share a
@@ -47,7 +48,9 @@ from .quantizers import Quantizer, QuantizerInfo
 from . import fp8_checkpoints  # noqa: F401  (octet.fp8_checkpoints: FP8 safetensors checkpoints)
 from .autocast import Autocast, autocast, autocast_state, set_communicator
 from .layers import (ACTIVATION_GELU, ACTIVATION_SWIGLU, NORM_LAYERNORM, NORM_RMSNORM, WEIGHTS_FP8_ONLY,
-                     WEIGHTS_HIGH_PRECISION, Layer, LayerNormLinear, LayerNormMLP, Linear, Saved)
+                     WEIGHTS_HIGH_PRECISION, GroupedLinear, Layer, LayerNormLinear, LayerNormMLP, Linear,
+                     Saved)
+from . import moe  # noqa: F401  (octet.moe: tokens sorted by expert, and back)
 
 # The loaded liboctet's version (octet_library_version), as "major.minor.patch".
 __version__ = "{}.{}.{}".format(*library_version())

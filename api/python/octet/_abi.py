@@ -444,6 +444,16 @@ class LayerNormMLPOptions(_c.Structure):
     ]
 
 
+class GroupedLinearOptions(_c.Structure):
+    _c_name = "octet_grouped_linear_options"
+    _fields_ = [
+        ("struct_size", _sz),
+        ("linear", _P(LinearOptions)),
+        ("num_groups", _i64),
+        ("shared_quantizers", _i32),
+    ]
+
+
 # octet_dlpack.h: DLPack's structs (the same layout as dlpack.h's).
 
 class DLPackVersion(_c.Structure):
@@ -503,7 +513,7 @@ STRUCTS = {cls._c_name: cls for cls in (
     Version, BackendInfo, BackendFailure, ContextOptions, MemoryStats, TensorDesc, TensorInfo, QuantizeOptions,
     GemmOptions, GroupedGemmOptions, QuantizeStats, DelayedScalingOptions, CurrentScalingOptions, StaticScalingOptions, MXFP8Options,
     BlockScalingOptions, RowwiseScalingOptions, MXFP4Options, NVFP4Options, RecipeInfo, QuantizerInfo, Communicator, CommunicationStats, LinearOptions, LayerNormLinearOptions,
-    LayerNormMLPOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
+    LayerNormMLPOptions, GroupedLinearOptions, DLPackVersion, DLPackDevice, DLPackDtype, DLPackTensor, DLPackManagedTensor,
     DLPackManagedTensorVersioned)}
 
 # Option structs and their `_init` function. A `_sized` one is told the
@@ -525,6 +535,7 @@ INIT_FUNCTIONS = {
     "octet_linear_options": "octet_linear_options_init",
     "octet_layernorm_linear_options": "octet_layernorm_linear_options_init",
     "octet_layernorm_mlp_options": "octet_layernorm_mlp_options_init",
+    "octet_grouped_linear_options": "octet_grouped_linear_options_init",
 }
 
 # ---- functions: name -> (restype, argtypes), in octet.h's order -----------------------
@@ -636,9 +647,11 @@ FUNCTIONS = {
     "octet_linear_options_init": (_i32, [_P(LinearOptions)]),
     "octet_layernorm_linear_options_init": (_i32, [_P(LayerNormLinearOptions)]),
     "octet_layernorm_mlp_options_init": (_i32, [_P(LayerNormMLPOptions)]),
+    "octet_grouped_linear_options_init": (_i32, [_P(GroupedLinearOptions)]),
     "octet_layer_create_linear": (_i32, [_p, _P(LinearOptions), _P(_p)]),
     "octet_layer_create_layernorm_linear": (_i32, [_p, _P(LayerNormLinearOptions), _P(_p)]),
     "octet_layer_create_layernorm_mlp": (_i32, [_p, _P(LayerNormMLPOptions), _P(_p)]),
+    "octet_layer_create_grouped_linear": (_i32, [_p, _P(GroupedLinearOptions), _P(_p)]),
     "octet_layer_destroy": (None, [_p]),
     "octet_layer_parameter_count": (_i32, [_p, _P(_sz)]),
     "octet_layer_parameter_name": (_i32, [_p, _sz, _P(_str)]),
@@ -651,6 +664,7 @@ FUNCTIONS = {
     "octet_layer_new_step": (_i32, [_p]),
     "octet_layer_get_quantizer": (_i32, [_p, _sz, _i32, _P(_p)]),
     "octet_layer_forward": (_i32, [_p, _p, _p, _i32, _P(_p)]),
+    "octet_layer_forward_grouped": (_i32, [_p, _p, _sz, _P(_i64), _p, _i32, _P(_p)]),
     "octet_layer_backward": (_i32, [_p, _P(_p), _p, _p, _i32]),
     "octet_saved_destroy": (None, [_p]),
     # DLPack (octet_dlpack.h, ABI 1.6)

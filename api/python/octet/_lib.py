@@ -14,7 +14,7 @@ import pathlib
 from ._abi import (ALLREDUCE_MAX_FN, AMAX_COMPUTE_FN, MAX_DIMS, SCALE_COMPUTE_FN,  # noqa: F401 (re-exported)
                    BackendFailure, BackendInfo, BlockScalingOptions, Communicator, ContextOptions,
                    CurrentScalingOptions, DelayedScalingOptions, GemmOptions, GroupedGemmOptions, LayerNormLinearOptions,
-                   LayerNormMLPOptions, LinearOptions, MemoryStats, MXFP4Options, MXFP8Options, NVFP4Options, QuantizeOptions, QuantizerInfo,
+                   LayerNormMLPOptions, GroupedLinearOptions, LinearOptions, MemoryStats, MXFP4Options, MXFP8Options, NVFP4Options, QuantizeOptions, QuantizerInfo,
                    QuantizeStats, RecipeInfo, RowwiseScalingOptions, StaticScalingOptions, TensorDesc, TensorInfo, Version)
 from ._abi import MEMORY_MAX_CATEGORIES as MAX_MEMORY_CATEGORIES  # noqa: F401
 from ._abi import GROUP_SPLIT_K, GROUP_SPLIT_M  # noqa: F401

@@ -164,7 +164,7 @@ class Layer(_Handle):
         else:
             raise TypeError(f"seed must be None, a non-negative int or a numpy.random.Generator; got {seed!r}")
         for name in self.parameter_names:
-            is_weight = name.endswith("weight")
+            is_weight = name.rstrip("0123456789").endswith("weight")
             if name.startswith("norm_"):
                 shape = self.parameter(name).shape
                 self.set_parameter(name, _np.full(shape, 1.0 if is_weight else 0.0, _np.float32))
@@ -293,11 +293,15 @@ class Layer(_Handle):
         """The optimizer stepped: cached FP8 weights are quantized again."""
         _check(_libc.octet_layer_new_step(self.handle))
 
+    _linears = 2  # quantizer(linear=) takes 0 and 1 (a Linear's 1 is refused by the library)
+
     def quantizer(self, role, linear=0):
         """The quantizer of `role` ("input", "weight", "gradient") of linear
-        0 (the only one, or FC1) or 1 (FC2); borrowed."""
-        if isinstance(linear, bool) or not isinstance(linear, (int, _np.integer)) or linear not in (0, 1):
-            raise ValueError(f"linear must be 0 or 1; got {linear!r}")
+        0 (the only one, or FC1) or 1 (FC2), or of expert `linear` of a
+        GroupedLinear; borrowed."""
+        if (isinstance(linear, bool) or not isinstance(linear, (int, _np.integer))
+                or not 0 <= linear < self._linears):
+            raise ValueError(f"linear must be an int in [0, {self._linears}); got {linear!r}")
         handle = _c.c_void_p()
         _check(_libc.octet_layer_get_quantizer(self.handle, int(linear), _role(role), _c.byref(handle)))
         q = Quantizer._borrowed(handle, self, self._recipes)
@@ -305,6 +309,9 @@ class Layer(_Handle):
         return q
 
     # -- forward and backward -----------------------------------------------
+
+    def _forward_call(self, xt, y, training, saved):
+        return _libc.octet_layer_forward(self.handle, xt.handle, y.handle, training, saved)
 
     def forward(self, x, *, training=False, out=None):
         """y = layer(x). x: [..., in_features]. training=False returns y;
@@ -325,8 +332,7 @@ class Layer(_Handle):
         for recipe in ctx._scope_recipes_seen():
             self._recipes.setdefault(id(recipe), recipe)
         saved = _c.c_void_p()
-        _check(_libc.octet_layer_forward(self.handle, xt.handle, y.handle, int(bool(training)),
-                                         _c.byref(saved) if training else None))
+        _check(self._forward_call(xt, y, int(bool(training)), _c.byref(saved) if training else None))
         result = y if isinstance(x, Tensor) or out is not None else _host_float32(ctx, y)
         if not training:
             return result
@@ -428,6 +434,57 @@ class LayerNormMLP(Layer):
         self.activation = o.activation
         self.params_dtype = lo.params_dtype
         self._create(ctx, _libc.octet_layer_create_layernorm_mlp, o, linear_options.get("recipe"), lo, seed)
+
+
+class GroupedLinear(Layer):
+    """num_groups experts' Linears over one input whose rows are sorted by
+    expert (docs/grouped_linear.md): forward(x, splits) sends rows
+    [sum(splits[:g]), + splits[g]) through expert g. Parameters "weight0"
+    [out, in], "bias0" [out], "weight1", ... (each initialised as a
+    torch.nn.Linear's); quantizer(role, g) is expert g's, or with
+    shared_quantizers=True one set every expert uses. The other keywords as
+    Linear's (save_original_input excepted)."""
+
+    def __init__(self, ctx, num_groups, in_features, out_features, *, shared_quantizers=False, seed=None,
+                 **linear_options):
+        self._handle = None
+        self.num_groups = _features(num_groups, "num_groups")
+        self.in_features = _features(in_features, "in_features")
+        self.out_features = _features(out_features, "out_features")
+        self.shared_quantizers = bool(shared_quantizers)
+        self._linears = self.num_groups
+        self._splits = None
+        lo = _linear_options(self.in_features, self.out_features, linear_options)
+        o = _lib.GroupedLinearOptions()
+        _check(_libc.octet_grouped_linear_options_init(_c.byref(o)))
+        o.linear = _c.pointer(lo)
+        o.num_groups = self.num_groups
+        o.shared_quantizers = int(self.shared_quantizers)
+        self.params_dtype = lo.params_dtype
+        self._create(ctx, _libc.octet_layer_create_grouped_linear, o, linear_options.get("recipe"), lo, seed)
+
+    def _forward_call(self, xt, y, training, saved):
+        splits = self._splits
+        return _libc.octet_layer_forward_grouped(self.handle, xt.handle, len(splits), splits, y.handle, training,
+                                                 saved)
+
+    def forward(self, x, splits, *, training=False, out=None):
+        """y = layer(x) with splits[g] rows (in order) going to expert g:
+        num_groups non-negative ints adding up to x's rows (the product of
+        its leading dimensions). As Linear.forward otherwise."""
+        try:
+            values = [int(v) for v in _np.asarray(splits).reshape(-1)]
+        except (TypeError, ValueError):
+            raise TypeError(f"splits must be a sequence of ints; got {type(splits).__name__}") from None
+        if _np.asarray(splits).dtype.kind not in "iu" and len(values):
+            raise TypeError(f"splits must hold integers; got {_np.asarray(splits).dtype}")
+        self._splits = (_c.c_int64 * max(1, len(values)))(*values)
+        if len(values) != self.num_groups:
+            raise ValueError(f"splits must hold num_groups ({self.num_groups}) row counts; got {len(values)}")
+        try:
+            return super().forward(x, training=training, out=out)
+        finally:
+            self._splits = None
 
 
 # -- host data <-> tensors of the parameter dtype ------------------------------

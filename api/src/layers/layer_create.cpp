@@ -80,15 +80,16 @@ void add_param(LayerState& layer, const std::string& name, int32_t ndim, int64_t
   layer.params.push_back(std::move(param));
 }
 
-void add_linear(LayerState& layer, const std::string& prefix, int64_t in, int64_t out) {
+void add_linear(LayerState& layer, const std::string& prefix, int64_t in, int64_t out,
+                const std::string& suffix = "") {
   LinearUnit linear;
   linear.in = in;
   linear.out = out;
   linear.weight = layer.params.size();
-  add_param(layer, prefix + "weight", 2, out, in, true);
+  add_param(layer, prefix + "weight" + suffix, 2, out, in, true);
   if (layer.options.bias) {
     linear.bias = int(layer.params.size());
-    add_param(layer, prefix + "bias", 1, out, 0, false);
+    add_param(layer, prefix + "bias" + suffix, 1, out, 0, false);
   }
   for (int32_t role = 0; role < 3; ++role)
     linear.quantizers[size_t(role)] =
@@ -134,6 +135,12 @@ std::unique_ptr<octet_layer> new_layer(octet_context* context, const octet_linea
   }
   layer.options.recipe = nullptr;  // kept through layer.recipe
   return made;
+}
+
+octet_grouped_linear_options grouped_linear_defaults() {
+  octet_grouped_linear_options o{};
+  o.struct_size = sizeof(o);
+  return o;
 }
 
 }  // namespace
@@ -208,6 +215,35 @@ OCTET_API octet_status octet_layer_create_layernorm_mlp(octet_context* context,
     add_norm(state, o.norm, o.epsilon);
     add_linear(state, "fc1_", hidden, state.activation == OCTET_LAYER_SWIGLU ? 2 * state.ffn : state.ffn);
     add_linear(state, "fc2_", state.ffn, hidden);
+    *layer = made.release();
+  });
+}
+
+OCTET_API octet_status octet_grouped_linear_options_init(octet_grouped_linear_options* options) {
+  return guarded("octet_grouped_linear_options_init", [&] { init_options(options, grouped_linear_defaults()); });
+}
+
+OCTET_API octet_status octet_layer_create_grouped_linear(octet_context* context,
+                                                         const octet_grouped_linear_options* options,
+                                                         octet_layer** layer) {
+  return guarded("octet_layer_create_grouped_linear", [&] {
+    require(layer != nullptr, "argument 'layer' is NULL");
+    octet_grouped_linear_options o = read_versioned(options, grouped_linear_defaults(), "options");
+    require(o.num_groups >= 1 && o.num_groups <= 65536, "options->num_groups (", o.num_groups,
+            ") must be in [1, 65536]");
+    require_flag(o.shared_quantizers, "shared_quantizers");
+    auto made = new_layer(context, o.linear, LayerKind::GroupedLinear, "options->linear");
+    LayerState& state = made->state;
+    require(state.options.out_features >= 1, "options->linear->out_features (", state.options.out_features,
+            ") must be >= 1");
+    require(!state.options.save_original_input,
+            "options->linear->save_original_input does not apply to a GroupedLinear (each expert keeps its own "
+            "rows of the input); set it to 0");
+    state.shared_quantizers = o.shared_quantizers != 0;
+    for (int64_t g = 0; g < o.num_groups; ++g) {
+      add_linear(state, "", state.options.in_features, state.options.out_features, std::to_string(g));
+      if (state.shared_quantizers && g > 0) state.linears.back().quantizers = state.linears.front().quantizers;
+    }
     *layer = made.release();
   });
 }

@@ -2,9 +2,10 @@
 // linears, activation), what forward saves for backward, and the MLP's
 // backward ordered so that every step that can fail comes before the first
 // gradient is written. octet_layer_forward, octet_layer_backward and
-// octet_saved_destroy.
+// octet_saved_destroy, and octet_layer_forward_grouped for GroupedLinear.
 #include <vector>
 
+#include "layers/grouped_linear.hpp"
 #include "layers/layer_state.hpp"
 #include "layers/layer_tensors.hpp"
 #include "layers/linear.hpp"
@@ -34,14 +35,26 @@ void check_activation(const LayerState& layer, const TensorState& t, const char*
             rows, " rows, as the input's do");
 }
 
+// A grouped forward's splits (null for the other kinds).
+struct GroupSplits {
+  size_t count = 0;
+  const int64_t* splits = nullptr;
+};
+
 void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* output, bool training,
-                   SavedState& saved) {
+                   SavedState& saved, const GroupSplits* groups = nullptr) {
   const ContextPtr& ctx = layer.ctx;
+  const bool grouped = layer.kind == LayerKind::GroupedLinear;
+  require(grouped == (groups != nullptr),
+          grouped ? "the layer is a GroupedLinear: forward it with octet_layer_forward_grouped, giving the splits"
+                  : "octet_layer_forward_grouped takes a GroupedLinear layer; forward this one with "
+                    "octet_layer_forward");
   const TensorState& x = tensor_arg(input, *ctx, "input");
   TensorState& y = tensor_arg(output, *ctx, "output");
   require(input != output, "tensors 'input' and 'output' must be different tensors");
   check_activation(layer, x, "input", -1, layer_in(layer));
   check_activation(layer, y, "output", x.rows, layer_out(layer));
+  if (grouped) saved.splits = grouped_splits(layer, groups->count, groups->splits, x.rows);
   Precision precision = precision_of(layer.recipe ? layer.recipe : autocast_recipe(*ctx));
   if (fp8_only(layer)) {
     require(!training, "the layer stores FP8-only weights (inference): forward with training = 0");
@@ -53,6 +66,10 @@ void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* o
   saved.training = training;
   saved.linears.resize(layer.linears.size());
 
+  if (grouped) {
+    grouped_forward(layer, precision, training, x, y, saved);
+    return;
+  }
   if (layer.kind == LayerKind::Linear) {
     LinearInput in;
     in.hp = &x;
@@ -113,6 +130,10 @@ void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* o
 
 void layer_backward(LayerState& layer, SavedState& saved, const TensorState& dy, TensorState* dx, bool accumulate) {
   const ContextPtr& ctx = layer.ctx;
+  if (layer.kind == LayerKind::GroupedLinear) {
+    grouped_backward(layer, saved, dy, dx, accumulate);
+    return;
+  }
   if (layer.kind == LayerKind::Linear) {
     linear_backward(layer, layer.linears[0], saved.recipe, saved.linears[0], dy, dx, accumulate);
     return;
@@ -168,7 +189,7 @@ void require_backward_entries(const LayerState& layer) {
       require_entry(c, has_feature(c, OCTET_FEATURE_BIAS_GRADIENT), "bias_gradient");
       require_entry(c, has_feature(c, OCTET_FEATURE_ACCUMULATE), "accumulate");
     }
-  if (layer.kind != LayerKind::Linear) {
+  if (layer.kind != LayerKind::Linear && layer.kind != LayerKind::GroupedLinear) {
     require_entry(c, has_feature(c, OCTET_FEATURE_NORM), "norm_backward");
     require_entry(c, has_feature(c, OCTET_FEATURE_ACCUMULATE), "accumulate");
   }
@@ -181,11 +202,12 @@ void require_backward_entries(const LayerState& layer) {
 
 using namespace octet::core;
 
-extern "C" {
 
-OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tensor* input, octet_tensor* output,
-                                           int32_t training, octet_saved** saved) {
-  return guarded("octet_layer_forward", [&] {
+namespace {
+
+octet_status forward_entry(const char* function, octet_layer* layer, const octet_tensor* input, octet_tensor* output,
+                           int32_t training, octet_saved** saved, const GroupSplits* groups) {
+  return guarded(function, [&] {
     LayerState& state = layer_arg(layer);
     require(training == 0 || training == 1, "argument 'training' (", training, ") must be 0 or 1");
     require(!training || saved != nullptr,
@@ -193,9 +215,25 @@ OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tenso
     auto handle = std::make_unique<octet_saved>();
     handle->state.layer_id = state.id;
     handle->state.ctx = state.ctx;
-    layer_forward(state, input, output, training != 0, handle->state);
+    layer_forward(state, input, output, training != 0, handle->state, groups);
     if (saved != nullptr) *saved = handle.release();
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tensor* input, octet_tensor* output,
+                                           int32_t training, octet_saved** saved) {
+  return forward_entry("octet_layer_forward", layer, input, output, training, saved, nullptr);
+}
+
+OCTET_API octet_status octet_layer_forward_grouped(octet_layer* layer, const octet_tensor* input, size_t group_count,
+                                                   const int64_t* splits, octet_tensor* output, int32_t training,
+                                                   octet_saved** saved) {
+  const GroupSplits groups{group_count, splits};
+  return forward_entry("octet_layer_forward_grouped", layer, input, output, training, saved, &groups);
 }
 
 OCTET_API octet_status octet_layer_backward(octet_layer* layer, octet_saved** saved, const octet_tensor* grad_output,

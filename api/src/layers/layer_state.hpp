@@ -1,5 +1,5 @@
 // The state of a layer (docs/layers.md: Linear, LayerNormLinear,
-// LayerNormMLP): its parameters, its linears with their quantizers, and
+// LayerNormMLP; docs/grouped_linear.md: GroupedLinear): its parameters, its linears with their quantizers, and
 // what a training forward saves for backward.
 #pragma once
 
@@ -17,7 +17,7 @@
 
 namespace octet::core {
 
-enum class LayerKind { Linear, LayerNormLinear, LayerNormMlp };
+enum class LayerKind { Linear, LayerNormLinear, LayerNormMlp, GroupedLinear };
 
 struct Parameter {
   std::string name;
@@ -62,7 +62,8 @@ struct LayerState {
   int64_t ffn = 0;
   int norm_weight = -1, norm_bias = -1;
   std::vector<Parameter> params;
-  std::vector<LinearUnit> linears;
+  std::vector<LinearUnit> linears;  // GroupedLinear: one per expert
+  bool shared_quantizers = false;    // GroupedLinear: every expert's are linears[0]'s
 };
 
 // What one linear's forward keeps for its backward.
@@ -87,6 +88,7 @@ struct SavedState {
   TensorPtr mean, rstd;   // FP32 [rows]
   TensorPtr h;            // MLP: FC1 output (pre-activation)
   std::vector<SavedLinear> linears;
+  std::vector<int64_t> splits;  // GroupedLinear: the rows of each expert
 };
 
 // A layer whose weights are stored in FP8 only (inference).

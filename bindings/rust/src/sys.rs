@@ -610,6 +610,13 @@ c_structs! {
         pub activation: i32,
     }
 
+    pub struct octet_grouped_linear_options {
+        pub struct_size: usize,
+        pub linear: *const octet_linear_options,
+        pub num_groups: i64,
+        pub shared_quantizers: i32,
+    }
+
     // octet_dlpack.h: DLPack's structs under Octet's names (DLPackVersion,
     // DLDevice, DLDataType, DLTensor, DLManagedTensor, DLManagedTensorVersioned).
     pub struct octet_dlpack_version {
@@ -988,6 +995,9 @@ extern "C" {
     pub fn octet_layernorm_mlp_options_init(
         options: *mut octet_layernorm_mlp_options,
     ) -> octet_status;
+    pub fn octet_grouped_linear_options_init(
+        options: *mut octet_grouped_linear_options,
+    ) -> octet_status;
     pub fn octet_layer_create_linear(
         context: *mut octet_context,
         options: *const octet_linear_options,
@@ -1001,6 +1011,11 @@ extern "C" {
     pub fn octet_layer_create_layernorm_mlp(
         context: *mut octet_context,
         options: *const octet_layernorm_mlp_options,
+        layer: *mut *mut octet_layer,
+    ) -> octet_status;
+    pub fn octet_layer_create_grouped_linear(
+        context: *mut octet_context,
+        options: *const octet_grouped_linear_options,
         layer: *mut *mut octet_layer,
     ) -> octet_status;
     pub fn octet_layer_destroy(layer: *mut octet_layer);
@@ -1054,6 +1069,15 @@ extern "C" {
     pub fn octet_layer_forward(
         layer: *mut octet_layer,
         input: *const octet_tensor,
+        output: *mut octet_tensor,
+        training: i32,
+        saved: *mut *mut octet_saved,
+    ) -> octet_status;
+    pub fn octet_layer_forward_grouped(
+        layer: *mut octet_layer,
+        input: *const octet_tensor,
+        group_count: usize,
+        splits: *const i64,
         output: *mut octet_tensor,
         training: i32,
         saved: *mut *mut octet_saved,
