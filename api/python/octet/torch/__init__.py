@@ -24,9 +24,9 @@ from ._defaults import default_context, set_default_backend
 from ._float8 import from_float8, to_float8
 from ._fsdp import enable_fp8_all_gather
 from ._health import FP8PrecisionWarning, set_warning_fraction, warning_fraction
-from ._modules import LayerNormLinear, LayerNormMLP, Linear
+from ._modules import GroupedLinear, LayerNormLinear, LayerNormMLP, Linear
 
-__all__ = ["Linear", "LayerNormLinear", "LayerNormMLP", "autocast", "convert", "revert", "default_context",
+__all__ = ["Linear", "LayerNormLinear", "LayerNormMLP", "GroupedLinear", "autocast", "convert", "revert", "default_context",
            "set_default_backend", "quantizer_state_dict", "load_quantizer_state_dict", "release_process_group",
            "FP8PrecisionWarning", "set_warning_fraction", "warning_fraction", "enable_fp8_all_gather",
            "from_float8", "to_float8"]

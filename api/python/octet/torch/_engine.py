@@ -17,7 +17,7 @@ from ..autocast import autocast_state
 from ._fsdp import GatheredWeight, ShardedWeight
 
 _KINDS = {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
-          "LayerNormMLP": _layers.LayerNormMLP}
+          "LayerNormMLP": _layers.LayerNormMLP, "GroupedLinear": _layers.GroupedLinear}
 ROLES = ("input", "weight", "gradient")
 
 
@@ -43,7 +43,14 @@ def engine_dtype(dtype):
 
 
 def is_weight(name):
-    return name.endswith("weight") and not name.startswith("norm_")
+    """A weight matrix: "weight", "fc1_weight", a GroupedLinear's "weight3"."""
+    return name.rstrip("0123456789").endswith("weight") and not name.startswith("norm_")
+
+
+def linear_count(kind, args):
+    """The linears whose quantizers a layer has: FC1 and FC2, one per
+    expert of a GroupedLinear (args[0]), else one."""
+    return {"LayerNormMLP": 2, "GroupedLinear": int(args[0]) if args else 1}.get(kind, 1)
 
 
 class Engine:
@@ -53,7 +60,7 @@ class Engine:
         self.layer = _KINDS[kind](context, *args, params_dtype=BF16 if dtype == torch.bfloat16 else FP32,
                                   skip_weight_allocation=True, seed=0, **options)
         self.names = self.layer.parameter_names
-        self.linear_count = 2 if kind == "LayerNormMLP" else 1
+        self.linear_count = linear_count(kind, args)
         info = context.info()
         self.device = "cpu" if info["memory"] == "host" else "cuda"
         # what Octet needs of memory it did not allocate: the element size and this
@@ -152,13 +159,17 @@ class Engine:
         t = self.context.empty(shape, BF16 if self.dtype == torch.bfloat16 else FP32)
         return torch.from_dlpack(t), t
 
-    def forward(self, x, training):
-        """(y, saved, x as read): y in the layer's dtype."""
+    def forward(self, x, training, splits=None):
+        """(y, saved, x as read): y in the layer's dtype. splits: a
+        GroupedLinear's rows per expert (a sequence of ints)."""
         x = self._ready(x)
         y, yt = self._empty(tuple(x.shape[:-1]) + (self.layer.out_features,))
         xt = self.context.from_dlpack(x.detach())
         try:
-            result = self.layer.forward(xt, training=training, out=yt)
+            if splits is None:
+                result = self.layer.forward(xt, training=training, out=yt)
+            else:
+                result = self.layer.forward(xt, splits, training=training, out=yt)
         finally:
             xt.close()  # a saved handle that still reads x keeps it (Tensor.close waits for it)
             yt.close()

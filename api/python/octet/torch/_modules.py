@@ -10,7 +10,7 @@ import torch
 from .. import layers as _layers
 from .._core import BF16, FP32, Context
 from . import _defaults, _ops
-from ._engine import Engine, engine_dtype
+from ._engine import Engine, engine_dtype, linear_count
 from ._fsdp import GatheredWeight, ShardedWeight
 from ._health import Monitor
 
@@ -99,7 +99,7 @@ class _Module(torch.nn.Module):
         return self._engine(self._octet_params()).layer
 
     def _octet_weight(self):
-        return getattr(self, "fc1_weight" if self._kind == "LayerNormMLP" else "weight")
+        return getattr(self, {"LayerNormMLP": "fc1_weight", "GroupedLinear": "weight0"}.get(self._kind, "weight"))
 
     def _octet_params(self):
         return [getattr(self, name) for name in self._octet_names]
@@ -155,12 +155,13 @@ class _Module(torch.nn.Module):
             raise ValueError(f"octet.torch.{type(self).__name__} runs on another octet Context than the open "
                              "octet.torch.autocast block: pass context=module.context to autocast")
 
-    def _octet_forward(self, x, params, training, out_dtype):
-        """octet::layer_forward's implementation: (y, token)."""
+    def _octet_forward(self, x, params, training, out_dtype, splits=None):
+        """octet::layer_forward's implementation (octet::grouped_forward's
+        with splits): (y, token)."""
         engine = self._engine(params)
         self._check_scope(engine)
         engine.sync(params)
-        y, saved, xr = engine.forward(x, training)
+        y, saved, xr = engine.forward(x, training, splits)
         self._watch_forward(engine, xr)
         if y.dtype != out_dtype:
             y = y.to(out_dtype)
@@ -172,8 +173,9 @@ class _Module(torch.nn.Module):
         weakref.finalize(token, _drop_saved, self, key)  # the module lives while a graph holds its token
         return y, token
 
-    def _octet_backward(self, token, dy, x, params, needs):
-        """octet::layer_backward's implementation: [dx, *parameter gradients]."""
+    def _octet_backward(self, token, dy, x, params, needs, splits=None):
+        """octet::layer_backward's implementation (octet::grouped_backward's
+        with splits): [dx, *parameter gradients]."""
         engine, saved, memory = self._octet_saved.pop(int(token), (None, None, None))
         # The forward again, from x, where Octet's saved handle cannot serve:
         # retain_graph (the first backward took it).
@@ -182,7 +184,7 @@ class _Module(torch.nn.Module):
                 saved.close()
             engine = self._engine(params)
             engine.sync(params)
-            saved = engine.forward(x, True)[1]
+            saved = engine.forward(x, True, splits)[1]
             memory = None
         # A weight whose memory moved since the forward (FSDP frees the
         # gathered weights after the forward and gathers them again for the
@@ -207,7 +209,9 @@ class _Module(torch.nn.Module):
 
     def _watch_forward(self, engine, x):
         recipe = None
-        weights = ("fc1_weight", "fc2_weight") if self._kind == "LayerNormMLP" else ("weight",)
+        weights = {"LayerNormMLP": ("fc1_weight", "fc2_weight"),
+                   "GroupedLinear": tuple(f"weight{g}" for g in range(linear_count(self._kind, self._octet_args)))
+                   }.get(self._kind, ("weight",))
         for linear, weight in enumerate(weights):
             w = getattr(self, weight)
             roles = [] if isinstance(w, GatheredWeight) else [("weight", w)]  # FP8 already, scaled by its amax
@@ -220,6 +224,8 @@ class _Module(torch.nn.Module):
                     self._octet_monitor.check(key, tensor, engine.layer.quantizer(role, linear), recipe)
 
     def _watch_backward(self, engine, dy):
+        if self._kind == "GroupedLinear":  # dy's rows belong to several experts' quantizers
+            return
         key = (engine.linear_count - 1, "gradient")
         if self._octet_monitor.due(key):
             self._octet_monitor.check(key, dy, engine.layer.quantizer("gradient", key[0]), engine.recipe())
@@ -291,7 +297,7 @@ class _Module(torch.nn.Module):
         checkpoint Octet refuses raises OctetError naming the rule."""
         if not isinstance(state, dict):
             raise TypeError(f"the quantizer state must be a dict; got {type(state).__name__}")
-        keys = {f"{linear}.{role}" for linear in range(2 if self._kind == "LayerNormMLP" else 1)
+        keys = {f"{linear}.{role}" for linear in range(linear_count(self._kind, self._octet_args))
                 for role in ("input", "weight", "gradient")}
         unknown = sorted(set(state) - keys)
         if unknown:
@@ -339,7 +345,7 @@ def _recipe_from_spec(spec):
 
 def _ops_layer_class(kind):
     return {"Linear": _layers.Linear, "LayerNormLinear": _layers.LayerNormLinear,
-            "LayerNormMLP": _layers.LayerNormMLP}[kind]
+            "LayerNormMLP": _layers.LayerNormMLP, "GroupedLinear": _layers.GroupedLinear}[kind]
 
 
 def _memory_of(params):
@@ -426,3 +432,95 @@ class LayerNormMLP(_Module):
 
     def extra_repr(self):
         return f"hidden_size={self.in_features}, ffn_hidden_size={self.ffn_features}, dtype={self.dtype}"
+
+
+class GroupedLinear(_Module):
+    """num_groups experts' Linears over one input whose rows are sorted by
+    expert (docs/grouped_linear.md): forward(x, splits) sends splits[g] rows,
+    in order, through expert g. Parameters "weight0" [out, in], "bias0",
+    "weight1", ... (each initialised as a torch.nn.Linear's). shared_quantizers:
+    one set of quantizers for every expert (default: each its own). Other
+    keywords as Linear's. from_linears(linears) makes one over existing
+    torch.nn.Linear experts, holding their very Parameters."""
+
+    _kind = "GroupedLinear"
+    _extra_options = ("bias", "shared_quantizers")
+
+    def __init__(self, num_groups, in_features, out_features, bias=True, device=None, dtype=None, *, context=None,
+                 seed=None, **options):
+        super().__init__()
+        parameters = options.pop("_parameters", None)
+        self.num_groups = int(num_groups)
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self._setup((num_groups, in_features, out_features), dict(options, bias=bool(bias)), dtype=dtype,
+                    device=device, context=context, seed=seed, parameters=parameters)
+
+    @classmethod
+    def from_linears(cls, linears, *, context=None, **options):
+        """A GroupedLinear whose expert g holds linears[g]'s weight and bias
+        Parameters (the same objects: an optimizer made before keeps
+        working). Every linear must be a torch.nn.Linear of one shape, all
+        with a bias or all without."""
+        linears = list(linears)
+        if not linears or not all(type(m) is torch.nn.Linear for m in linears):
+            raise TypeError("from_linears takes a non-empty sequence of torch.nn.Linear modules")
+        first = linears[0]
+        for g, m in enumerate(linears):
+            if (m.in_features, m.out_features, m.bias is None) != (first.in_features, first.out_features,
+                                                                    first.bias is None):
+                raise ValueError(f"linears[{g}] is {m.in_features} -> {m.out_features} (bias: {m.bias is not None}); "
+                                 f"linears[0] is {first.in_features} -> {first.out_features} (bias: "
+                                 f"{first.bias is not None}): the experts must agree")
+        parameters = {}
+        for g, m in enumerate(linears):
+            parameters[f"weight{g}"] = m.weight
+            if m.bias is not None:
+                parameters[f"bias{g}"] = m.bias
+        module = cls(len(linears), first.in_features, first.out_features, bias=first.bias is not None,
+                     context=context, _parameters=parameters, **options)
+        module.train(first.training)
+        return module
+
+    def forward(self, x, splits):
+        """y = the experts over x [tokens, in_features] (or [..., in]: rows
+        are the product of the leading dims), splits[g] rows to expert g
+        (a sequence of ints or an integer tensor of num_groups entries
+        adding up to the rows)."""
+        if isinstance(splits, torch.Tensor):
+            if splits.is_floating_point() or splits.dtype == torch.bool:
+                raise TypeError(f"splits must hold integers; got {splits.dtype}")
+            values = [int(v) for v in splits.detach().cpu().reshape(-1).tolist()]
+        else:
+            try:
+                values = [int(v) for v in splits]
+            except (TypeError, ValueError):
+                raise TypeError(f"splits must be a sequence of ints; got {type(splits).__name__}") from None
+            if any(isinstance(v, float) for v in splits):
+                raise TypeError("splits must hold integers")
+        if len(values) != self.num_groups:
+            raise ValueError(f"octet.torch.GroupedLinear: splits must hold num_groups ({self.num_groups}) row "
+                             f"counts; got {len(values)}")
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            raise TypeError("octet.torch.GroupedLinear: the input must be a floating torch.Tensor")
+        if x.dim() < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"octet.torch.GroupedLinear: the input must have shape [..., {self.in_features}]; got "
+                             f"{list(x.shape)}")
+        rows = x.numel() // self.in_features
+        if any(v < 0 for v in values) or sum(values) != rows:
+            raise ValueError(f"octet.torch.GroupedLinear: the splits {values} must be >= 0 and add up to the "
+                             f"input's {rows} rows")
+        params = self._octet_params()
+        if x.device.type != params[0].device.type:
+            raise ValueError(f"octet.torch.GroupedLinear: the input is on {x.device}, the parameters on "
+                             f"{params[0].device}")
+        out_dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled(x.device.type) else x.dtype
+        if x.numel() == 0:
+            zero = sum(p.sum() for p in params) * 0 + x.sum() * 0
+            return zero.to(out_dtype).expand(tuple(x.shape[:-1]) + (self.out_features,))
+        training = torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in params))
+        split_tensor = torch.tensor(values, dtype=torch.int64)
+        return torch.ops.octet.grouped_forward(self._octet_key, x, split_tensor, params, training, out_dtype)[0]
+
+    def extra_repr(self):
+        return (f"num_groups={self.num_groups}, in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={'bias0' in self._octet_names}, dtype={self.dtype}")

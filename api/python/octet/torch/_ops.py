@@ -11,7 +11,10 @@ mode runs the very same code.
 `module` is the module's key in a registry of live modules; `token` is an
 int64 tensor naming the forward's saved handle (Octet's octet_saved), which
 lives as long as the token does (so a graph freed without its backward
-frees it)."""
+frees it).
+
+    octet::grouped_forward / octet::grouped_backward: a GroupedLinear's, the
+    same with `Tensor splits` (int64, on the CPU) after x."""
 
 import itertools
 import weakref
@@ -76,3 +79,45 @@ def _backward(ctx, dy, _dtoken):
 
 
 torch.library.register_autograd("octet::layer_forward", _backward, setup_context=_setup_context)
+
+
+# A GroupedLinear's forward and backward: the same, with the rows per expert
+# (an int64 tensor on the CPU) beside x.
+@torch.library.custom_op("octet::grouped_forward", mutates_args=())
+def grouped_forward(module: int, x: torch.Tensor, splits: torch.Tensor, params: List[torch.Tensor], training: bool,
+                    out_dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _module(module)._octet_forward(x, params, training, out_dtype, splits=splits.tolist())
+
+
+@grouped_forward.register_fake
+def _grouped_forward_fake(module, x, splits, params, training, out_dtype):
+    return _layer_forward_fake(module, x, params, training, out_dtype)
+
+
+@torch.library.custom_op("octet::grouped_backward", mutates_args=())
+def grouped_backward(module: int, token: torch.Tensor, dy: torch.Tensor, x: torch.Tensor, splits: torch.Tensor,
+                     params: List[torch.Tensor], needs: List[bool]) -> List[torch.Tensor]:
+    return _module(module)._octet_backward(token, dy, x, params, needs, splits=splits.tolist())
+
+
+@grouped_backward.register_fake
+def _grouped_backward_fake(module, token, dy, x, splits, params, needs):
+    return _layer_backward_fake(module, token, dy, x, params, needs)
+
+
+def _grouped_setup_context(ctx, inputs, output):
+    module, x, splits, params, training, out_dtype = inputs
+    ctx.octet_module = module
+    ctx.save_for_backward(output[1], x, splits, *params)
+    ctx.mark_non_differentiable(output[1])
+
+
+def _grouped_backward(ctx, dy, _dtoken):
+    token, x, splits, *params = ctx.saved_tensors
+    needs = [bool(ctx.needs_input_grad[1])] + [bool(n) for n in ctx.needs_input_grad[3]]
+    grads = grouped_backward(ctx.octet_module, token, dy, x, splits, params, needs)
+    grads = [g if need else None for g, need in zip(grads, needs)]
+    return None, grads[0], None, grads[1:], None, None
+
+
+torch.library.register_autograd("octet::grouped_forward", _grouped_backward, setup_context=_grouped_setup_context)
