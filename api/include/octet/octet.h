@@ -1188,13 +1188,13 @@ typedef struct octet_grouped_linear_options {
   const octet_linear_options* linear; /* required (read during create only):
                                          in_features, out_features of each
                                          expert */
-  int64_t num_groups;         /* required, 1 to 65536 (init: 0): the experts */
-  int32_t shared_quantizers;  /* 0 (default): each expert's linear has its
-                                 own three quantizers (its own scales and
-                                 amax histories); 1: the experts share one
-                                 set (one delayed/static scale per role for
-                                 every expert; an amax history step records
-                                 the max over the experts) */
+  int64_t num_groups;                 /* required, 1 to 65536 (init: 0): the experts */
+  int32_t shared_quantizers;          /* 0 (default): each expert's linear has its
+                                         own three quantizers (its own scales and
+                                         amax histories); 1: the experts share one
+                                         set (one delayed/static scale per role for
+                                         every expert; an amax history step records
+                                         the max over the experts) */
 } octet_grouped_linear_options;
 
 OCTET_API octet_status octet_linear_options_init(octet_linear_options* options);
@@ -1212,8 +1212,9 @@ OCTET_API octet_status octet_layer_create_layernorm_linear(
     octet_context* context, const octet_layernorm_linear_options* options, octet_layer** layer);
 OCTET_API octet_status octet_layer_create_layernorm_mlp(
     octet_context* context, const octet_layernorm_mlp_options* options, octet_layer** layer);
-OCTET_API octet_status octet_layer_create_grouped_linear(
-    octet_context* context, const octet_grouped_linear_options* options, octet_layer** layer);
+OCTET_API octet_status octet_layer_create_grouped_linear(octet_context* context,
+                                                         const octet_grouped_linear_options* options,
+                                                         octet_layer** layer);
 /* Accepts NULL. Saved handles of the layer stay valid to destroy. */
 OCTET_API void octet_layer_destroy(octet_layer* layer);
 
@@ -1292,9 +1293,8 @@ OCTET_API octet_status octet_layer_forward(octet_layer* layer, const octet_tenso
  * layer, and this function any other); the saved handle keeps the splits
  * for octet_layer_backward. An expert with no rows computes nothing; its
  * gradients are zero (or unchanged with accumulate). */
-OCTET_API octet_status octet_layer_forward_grouped(octet_layer* layer, const octet_tensor* input,
-                                                   size_t group_count, const int64_t* splits,
-                                                   octet_tensor* output, int32_t training,
+OCTET_API octet_status octet_layer_forward_grouped(octet_layer* layer, const octet_tensor* input, size_t group_count,
+                                                   const int64_t* splits, octet_tensor* output, int32_t training,
                                                    octet_saved** saved);
 /* skip_weight_allocation (users' ABI 1.9): the high-precision weight matrix
  * `index` that saved's backward reads, in place of the one its forward was

@@ -45,8 +45,7 @@ std::vector<int64_t> grouped_splits(const LayerState& layer, size_t group_count,
   int64_t total = 0;
   for (size_t g = 0; g < group_count; ++g) {
     require(out[g] >= 0, "splits[", g, "] (", out[g], ") must be >= 0");
-    require(out[g] <= rows - total, "the splits add up to more than the input's ", rows, " rows (at splits[", g,
-            "])");
+    require(out[g] <= rows - total, "the splits add up to more than the input's ", rows, " rows (at splits[", g, "])");
     total += out[g];
   }
   require(total == rows, "the splits add up to ", total, " but the input has ", rows,
@@ -54,8 +53,8 @@ std::vector<int64_t> grouped_splits(const LayerState& layer, size_t group_count,
   return out;
 }
 
-void grouped_forward(LayerState& layer, const Precision& precision, bool training, const TensorState& x,
-                     TensorState& y, SavedState& saved) {
+void grouped_forward(LayerState& layer, const Precision& precision, bool training, const TensorState& x, TensorState& y,
+                     SavedState& saved) {
   // Each expert's amaxes would be all-reduced on its own, and the ranks'
   // splits differ (an expert with no rows on one rank only): refused rather
   // than letting the ranks' collectives disagree.
@@ -90,8 +89,8 @@ void grouped_backward(LayerState& layer, SavedState& saved, const TensorState& d
     for_expert(g, [&] {
       dy_rows[g] = rows_of(dy, begin, count, "grad_output", g);
       if (dx != nullptr) dx_rows[g] = rows_of(*dx, begin, count, "grad_input", g);
-      prepared[g] = linear_backward_quantize(layer, layer.linears[g], saved.recipe, saved.linears[g], dy_rows[g],
-                                             dx != nullptr);
+      prepared[g] =
+          linear_backward_quantize(layer, layer.linears[g], saved.recipe, saved.linears[g], dy_rows[g], dx != nullptr);
     });
     begin += count;
   }
@@ -105,8 +104,7 @@ void grouped_backward(LayerState& layer, SavedState& saved, const TensorState& d
     for_expert(g, [&] {
       linear_backward_dgrad(layer, saved.recipe, saved.linears[g], prepared[g], dy_rows[g],
                             dx != nullptr ? &dx_rows[g] : nullptr);
-      linear_backward_parameters(layer, linear, saved.recipe, saved.linears[g], prepared[g], dy_rows[g],
-                                 accumulate);
+      linear_backward_parameters(layer, linear, saved.recipe, saved.linears[g], prepared[g], dy_rows[g], accumulate);
     });
     prepared[g] = PreparedGradOutput{};
     saved.linears[g] = SavedLinear{};

@@ -17,8 +17,8 @@ std::vector<int64_t> grouped_splits(const LayerState& layer, size_t group_count,
 
 // y's rows of expert g = x's rows of expert g through expert g's linear;
 // saved (training) keeps each expert's SavedLinear and the splits.
-void grouped_forward(LayerState& layer, const Precision& precision, bool training, const TensorState& x,
-                     TensorState& y, SavedState& saved);
+void grouped_forward(LayerState& layer, const Precision& precision, bool training, const TensorState& x, TensorState& y,
+                     SavedState& saved);
 
 // Every expert's dy copies first (the phase that can fail after backward's
 // checks), then each expert's dgrad into its rows of dx and its parameter

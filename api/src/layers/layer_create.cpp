@@ -80,8 +80,7 @@ void add_param(LayerState& layer, const std::string& name, int32_t ndim, int64_t
   layer.params.push_back(std::move(param));
 }
 
-void add_linear(LayerState& layer, const std::string& prefix, int64_t in, int64_t out,
-                const std::string& suffix = "") {
+void add_linear(LayerState& layer, const std::string& prefix, int64_t in, int64_t out, const std::string& suffix = "") {
   LinearUnit linear;
   linear.in = in;
   linear.out = out;

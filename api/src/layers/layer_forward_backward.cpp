@@ -41,8 +41,8 @@ struct GroupSplits {
   const int64_t* splits = nullptr;
 };
 
-void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* output, bool training,
-                   SavedState& saved, const GroupSplits* groups = nullptr) {
+void layer_forward(LayerState& layer, const octet_tensor* input, octet_tensor* output, bool training, SavedState& saved,
+                   const GroupSplits* groups = nullptr) {
   const ContextPtr& ctx = layer.ctx;
   const bool grouped = layer.kind == LayerKind::GroupedLinear;
   require(grouped == (groups != nullptr),
@@ -201,7 +201,6 @@ void require_backward_entries(const LayerState& layer) {
 }  // namespace octet::core
 
 using namespace octet::core;
-
 
 namespace {
 

@@ -63,7 +63,7 @@ struct LayerState {
   int norm_weight = -1, norm_bias = -1;
   std::vector<Parameter> params;
   std::vector<LinearUnit> linears;  // GroupedLinear: one per expert
-  bool shared_quantizers = false;    // GroupedLinear: every expert's are linears[0]'s
+  bool shared_quantizers = false;   // GroupedLinear: every expert's are linears[0]'s
 };
 
 // What one linear's forward keeps for its backward.
