@@ -12,6 +12,7 @@ import pytest
 
 import octet
 from octet import _lib
+from _bounds import assert_within, f64, gemm_bound
 from _oracle import EPS32, backend_params, current_scale, decode, encode, registered
 
 BACKENDS = backend_params() + [
@@ -39,19 +40,6 @@ FP4 = ("mxfp4", "nvfp4")
 def ctx(request):
     with octet.Context(request.param) as c:
         yield c
-
-
-def f64(a):
-    return np.asarray(a, dtype=np.float64)
-
-
-def assert_within(got, want, bound, what):
-    err = np.abs(f64(got) - want)
-    assert np.all(err <= bound), f"{what}: worst error / bound = {np.max(err / np.maximum(bound, 1e-300)):.3g}"
-
-
-def gemm_bound(a, b_t, extra=0.0):
-    return (a.shape[-1] + 2) * EPS32 * (np.abs(a) @ np.abs(b_t)) + extra
 
 
 def offsets(splits):

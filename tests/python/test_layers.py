@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import octet
+from _bounds import assert_within, f64, gemm_bound
 from _oracle import EPS32, backend_params, current_scale, decode, encode
 
 BACKENDS = backend_params()
@@ -22,22 +23,6 @@ BACKENDS = backend_params()
 def ctx(request):
     with octet.Context(request.param) as c:
         yield c
-
-
-def f64(a):
-    return np.asarray(a, dtype=np.float64)
-
-
-def assert_within(got, want, bound, what):
-    err = np.abs(f64(got) - want)
-    assert np.all(err <= bound), f"{what}: worst error / bound = {np.max(err / np.maximum(bound, 1e-300)):.3g}"
-
-
-def gemm_bound(a, b_t, extra=0.0):
-    """Section 8 for a @ b_t: K * 2^-23 * (|a| @ |b_t|) with 2 more ulps for
-    the scaling/bias additions."""
-    k = a.shape[-1]
-    return (k + 2) * EPS32 * (np.abs(a) @ np.abs(b_t)) + extra
 
 
 def make_linear(ctx, rng, in_f, out_f, **options):

@@ -301,7 +301,8 @@ class Layer(_Handle):
         GroupedLinear; borrowed."""
         if (isinstance(linear, bool) or not isinstance(linear, (int, _np.integer))
                 or not 0 <= linear < self._linears):
-            raise ValueError(f"linear must be an int in [0, {self._linears}); got {linear!r}")
+            rule = "0 or 1" if self._linears == 2 else f"an expert index in [0, {self._linears})"
+            raise ValueError(f"linear must be {rule}; got {linear!r}")
         handle = _c.c_void_p()
         _check(_libc.octet_layer_get_quantizer(self.handle, int(linear), _role(role), _c.byref(handle)))
         q = Quantizer._borrowed(handle, self, self._recipes)
