@@ -1069,3 +1069,32 @@ TEST(OctetHpp, MovedFromHandlesAreEmptyAndSafe) {
 }
 
 }  // namespace
+
+TEST(OctetHpp, GroupedLinearSendsEachExpertItsRows) {
+  octet::Context ctx("reference");
+  octet_linear_options lo = octet::linear_options();
+  lo.in_features = 2;
+  lo.out_features = 2;
+  lo.bias = 0;
+  octet::Layer experts = octet::Layer::grouped_linear(ctx, lo, 3);
+  EXPECT_EQ(experts.parameter_names(), (std::vector<std::string>{"weight0", "weight1", "weight2"}));
+  // Expert g's weight is (g + 1) times the identity: each row comes back
+  // scaled by its expert's number, which says which expert it went through.
+  for (int g = 0; g < 3; ++g) {
+    const float s = float(g + 1);
+    experts.parameter("weight" + std::to_string(g)).upload(std::vector<float>{s, 0, 0, s});
+  }
+  octet::Tensor x = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {3, 2});
+  octet::Tensor y = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {3, 2});
+  x.upload(std::vector<float>{1, 2, 3, 4, 5, 6});
+  octet::Saved saved = experts.forward_grouped(x, {1, 0, 2}, y, true);
+  EXPECT_EQ(y.download<float>(), (std::vector<float>{1, 2, 9, 12, 15, 18}));  // rows 1-2 through expert 2
+  octet::Tensor dy = octet::Tensor::create(ctx, OCTET_DTYPE_FP32, {3, 2});
+  dy.upload(std::vector<float>{1, 0, 0, 1, 1, 1});
+  experts.backward(saved, dy);
+  EXPECT_EQ(experts.gradient("weight1").download<float>(), std::vector<float>(4, 0.0f));  // no rows
+  // dW2 = dy[1:]^T x[1:] with dy[1:] = [[0, 1], [1, 1]], x[1:] = [[3, 4], [5, 6]]
+  EXPECT_EQ(experts.gradient("weight2").download<float>(), (std::vector<float>{5, 6, 8, 10}));
+  EXPECT_THROW(experts.forward(x, y, false), octet::Error);  // a grouped layer needs its splits
+  EXPECT_THROW(experts.forward_grouped(x, {1, 1}, y, false), octet::Error);  // not num_groups of them
+}

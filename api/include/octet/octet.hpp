@@ -572,6 +572,11 @@ inline octet_layernorm_mlp_options layernorm_mlp_options() {
   check(octet_layernorm_mlp_options_init(&o));
   return o;
 }
+inline octet_grouped_linear_options grouped_linear_options() {
+  octet_grouped_linear_options o{};
+  check(octet_grouped_linear_options_init(&o));
+  return o;
+}
 
 // ---- recipes --------------------------------------------------------------
 
@@ -874,6 +879,18 @@ class Layer {
     options.linear = &linear;
     return layernorm_mlp(context, static_cast<const octet_layernorm_mlp_options&>(options));
   }
+  // A GroupedLinear of num_groups experts (docs/grouped_linear.md): forward
+  // it with forward_grouped.
+  static Layer grouped_linear(Context& context, const octet_linear_options& linear, int64_t num_groups,
+                              bool shared_quantizers = false) {
+    octet_grouped_linear_options options = grouped_linear_options();
+    options.linear = &linear;
+    options.num_groups = num_groups;
+    options.shared_quantizers = shared_quantizers ? 1 : 0;
+    Layer l;
+    check(octet_layer_create_grouped_linear(context.get(), &options, &l.handle_));
+    return l;
+  }
 
   octet_layer* get() const noexcept { return handle_; }
   explicit operator bool() const noexcept { return handle_ != nullptr; }
@@ -954,6 +971,13 @@ class Layer {
     Saved saved;
     check(octet_layer_forward(handle_, input.get(), output.get(), training ? 1 : 0,
                               training ? &saved.handle_ : nullptr));
+    return saved;
+  }
+  // GroupedLinear: splits[g] rows of input (in order) go through expert g.
+  Saved forward_grouped(TensorView input, const std::vector<int64_t>& splits, TensorView output, bool training) {
+    Saved saved;
+    check(octet_layer_forward_grouped(handle_, input.get(), splits.size(), splits.data(), output.get(),
+                                      training ? 1 : 0, training ? &saved.handle_ : nullptr));
     return saved;
   }
   // Consumes saved (empty afterwards, even when backward fails after its
