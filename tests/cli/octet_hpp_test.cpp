@@ -1095,6 +1095,6 @@ TEST(OctetHpp, GroupedLinearSendsEachExpertItsRows) {
   EXPECT_EQ(experts.gradient("weight1").download<float>(), std::vector<float>(4, 0.0f));  // no rows
   // dW2 = dy[1:]^T x[1:] with dy[1:] = [[0, 1], [1, 1]], x[1:] = [[3, 4], [5, 6]]
   EXPECT_EQ(experts.gradient("weight2").download<float>(), (std::vector<float>{5, 6, 8, 10}));
-  EXPECT_THROW(experts.forward(x, y, false), octet::Error);  // a grouped layer needs its splits
+  EXPECT_THROW(experts.forward(x, y, false), octet::Error);                  // a grouped layer needs its splits
   EXPECT_THROW(experts.forward_grouped(x, {1, 1}, y, false), octet::Error);  // not num_groups of them
 }
