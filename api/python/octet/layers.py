@@ -479,9 +479,9 @@ class GroupedLinear(Layer):
             raise TypeError(f"splits must be a sequence of ints; got {type(splits).__name__}") from None
         if _np.asarray(splits).dtype.kind not in "iu" and len(values):
             raise TypeError(f"splits must hold integers; got {_np.asarray(splits).dtype}")
-        self._splits = (_c.c_int64 * max(1, len(values)))(*values)
         if len(values) != self.num_groups:
             raise ValueError(f"splits must hold num_groups ({self.num_groups}) row counts; got {len(values)}")
+        self._splits = (_c.c_int64 * len(values))(*values)
         try:
             return super().forward(x, training=training, out=out)
         finally:
